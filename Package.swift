@@ -1,0 +1,17 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Strata",
+    products: [
+        .library(name: "StrataEngine", targets: ["StrataEngine"]),
+        .library(name: "Strata", targets: ["Strata"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .target(name: "StrataEngine", dependencies: ["CZlib"]),
+        .target(name: "Strata", dependencies: ["StrataEngine"]),
+        .target(name: "StrataTesting", dependencies: ["StrataEngine"]),
+        .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting"]),
+    ]
+)

@@ -1,0 +1,311 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Insertion and deletion with splits and merges.
+///
+/// Roots never move: when a root splits, its content moves to a new child
+/// and the root becomes a branch above it; when a root branch is left with
+/// a single child, the child's content moves up into the root.
+extension WriteTransaction {
+    /// Inserts or replaces; returns true when the key is new.
+    @discardableResult
+    func putRaw(_ key: [UInt8], _ value: [UInt8], root: UInt32) throws -> Bool {
+        guard key.count <= Database.maxKeyLength else {
+            throw StorageError.keyTooLong(length: key.count, maximum: Database.maxKeyLength)
+        }
+        guard value.count <= Database.maxValueLength else {
+            throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
+        }
+        return try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in
+                try put(k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count, v.baseAddress, v.count, root: root)
+            }
+        }
+    }
+
+    private func put(
+        _ key: UnsafeRawPointer, _ keyCount: Int, _ value: UnsafeRawPointer?, _ valueCount: Int, root: UInt32
+    ) throws -> Bool {
+        var path: [(UInt32, Int)] = []
+        var number = root
+        var rightmost = true
+        while true {
+            let node = try treeNode(number)
+            if node.isLeaf { break }
+            let ci = node.childIndex(key, keyCount)
+            if ci != node.count { rightmost = false }
+            path.append((number, ci))
+            guard path.count <= Cursor.maxDepth else { throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle") }
+            number = node.child(ci)
+        }
+        let leaf = Node(page: try writable(number))
+        let (index, found) = leaf.lowerBound(key, keyCount)
+        if found {
+            if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
+            leaf.removeCell(at: index)
+        }
+        // Build the cell.
+        let cell = cellBuffer
+        var size = writeVarint(cell, keyCount)
+        size += writeVarint(cell + size, valueCount)
+        if keyCount > 0 { (cell + size).copyMemory(from: key, byteCount: keyCount) }
+        size += keyCount
+        if size + valueCount <= Layout.maxInlineCell(pageSize: db.pageSize) {
+            if valueCount > 0, let value { (cell + size).copyMemory(from: value, byteCount: valueCount) }
+            size += valueCount
+        } else {
+            let first = try writeOverflow(value!, valueCount)
+            storeBE32(cell + size, first)
+            size += 4
+        }
+        modifications += 1
+        if !leaf.insertCell(at: index, cell, size) {
+            try splitInsert(path: &path, number: number, index: index, cell: cell, size: size, appending: rightmost && index == leaf.count)
+        }
+        return !found
+    }
+
+    /// Removes `key` from the tree at `root`; rebalances on the way up.
+    func deleteRaw(_ key: [UInt8], root: UInt32) throws -> Bool {
+        guard key.count <= Database.maxKeyLength else { return false }
+        return try key.withUnsafeBytes { k in
+            let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+            var path: [(UInt32, Int)] = []
+            var number = root
+            while true {
+                let node = try treeNode(number)
+                if node.isLeaf {
+                    let (index, found) = node.lowerBound(keyPtr, k.count)
+                    guard found else { return false }
+                    let leaf = Node(page: try writable(number))
+                    if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
+                    leaf.removeCell(at: index)
+                    modifications += 1
+                    try rebalance(path: &path, number: number)
+                    return true
+                }
+                let ci = node.childIndex(keyPtr, k.count)
+                path.append((number, ci))
+                guard path.count <= Cursor.maxDepth else { throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle") }
+                number = node.child(ci)
+            }
+        }
+    }
+
+    // MARK: Split
+
+    /// Inserts `cell` at `index` of node `number`, which is full: splits the
+    /// node and pushes a separator into its parent, recursively.
+    private func splitInsert(
+        path: inout [(UInt32, Int)], number: UInt32, index: Int, cell: UnsafeRawPointer, size: Int, appending: Bool
+    ) throws {
+        var target = number
+        if path.isEmpty {
+            // The root: move its content into a new child; the root becomes
+            // a branch whose only child is that page.
+            let rootPage = try writable(number)
+            let (child, childPage) = try allocate()
+            childPage.bytes.copyMemory(from: rootPage.bytes, byteCount: db.pageSize)
+            Node.format(rootPage, leaf: false)
+            Node(page: rootPage).setRightChild(child)
+            path.append((number, 0))
+            target = child
+        }
+        let node = Node(page: try writable(target))
+        let isLeaf = node.isLeaf
+        let n = node.count + 1
+        // Copy every cell, the new one included, into a scratch area in order.
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2 * db.pageSize, alignment: 16)
+        defer { scratch.deallocate() }
+        var offsets = [Int](repeating: 0, count: n)
+        var sizes = [Int](repeating: 0, count: n)
+        var at = 0
+        for i in 0..<n {
+            let (src, len): (UnsafeRawPointer, Int)
+            if i == index {
+                (src, len) = (cell, size)
+            } else {
+                let j = i < index ? i : i - 1
+                (src, len) = (UnsafeRawPointer(node.page.bytes + node.slot(j)), node.cellSize(j))
+            }
+            (scratch + at).copyMemory(from: src, byteCount: len)
+            offsets[i] = at
+            sizes[i] = len
+            at += len
+        }
+        let oldRight = node.rightChild
+        // Choose the split: left keeps cells [0, k), right gets [k, n) (for a
+        // branch, cell k moves up instead). Appends at the right edge of the
+        // tree leave the left page full, so sequential loads pack densely.
+        var k: Int
+        if appending && isLeaf {
+            k = n - 1
+        } else {
+            let total = sizes.reduce(0, +) + 2 * n
+            var acc = 0
+            k = 0
+            while k < n - 1 && acc + sizes[k] + 2 <= total / 2 {
+                acc += sizes[k] + 2
+                k += 1
+            }
+            k = max(1, min(k, isLeaf ? n - 1 : n - 2))
+        }
+        let (rightNumber, rightPage) = try allocate()
+        let right = Node(page: rightPage)
+        Node.format(node.page, leaf: isLeaf)
+        Node.format(rightPage, leaf: isLeaf)
+        for i in 0..<k { _ = node.insertCell(at: i, scratch + offsets[i], sizes[i]) }
+        // The separator goes into a new branch cell: child = left page.
+        let sep = cellBuffer
+        var sepSize = 0
+        if isLeaf {
+            for i in k..<n { _ = right.insertCell(at: i - k, scratch + offsets[i], sizes[i]) }
+            let (lastKey, lastLen) = node.key(k - 1)
+            let (firstKey, firstLen) = right.key(0)
+            // Shortest prefix of the right page's first key that is still
+            // greater than the left page's last key.
+            var prefix = 0
+            while prefix < lastLen && prefix < firstLen
+                && lastKey.load(fromByteOffset: prefix, as: UInt8.self) == firstKey.load(fromByteOffset: prefix, as: UInt8.self)
+            {
+                prefix += 1
+            }
+            let sepLen = min(prefix + 1, firstLen)
+            storeBE32(sep, target)
+            sepSize = 4 + writeVarint(sep + 4, sepLen)
+            (sep + sepSize).copyMemory(from: firstKey, byteCount: sepLen)
+            sepSize += sepLen
+        } else {
+            for i in (k + 1)..<n { _ = right.insertCell(at: i - k - 1, scratch + offsets[i], sizes[i]) }
+            right.setRightChild(oldRight)
+            let mid = scratch + offsets[k]
+            node.setRightChild(loadBE32(mid))
+            sep.copyMemory(from: mid, byteCount: sizes[k])
+            storeBE32(sep, target)
+            sepSize = sizes[k]
+        }
+        // Parent: the pointer that led to `target` now leads to the right
+        // page, and the separator cell (child = target) goes just before it.
+        let (parentNumber, ci) = path.removeLast()
+        let parent = Node(page: try writable(parentNumber))
+        parent.setChild(ci, rightNumber)
+        if !parent.insertCell(at: ci, sep, sepSize) {
+            // `sep` lives in cellBuffer, which the recursive split reuses.
+            let copy = UnsafeMutableRawPointer.allocate(byteCount: sepSize, alignment: 8)
+            defer { copy.deallocate() }
+            copy.copyMemory(from: sep, byteCount: sepSize)
+            try splitInsert(path: &path, number: parentNumber, index: ci, cell: copy, size: sepSize, appending: false)
+        }
+    }
+
+    // MARK: Merge
+
+    /// After a delete: merges an under-full node with a sibling when both fit
+    /// in one page, then fixes the parent the same way. A node is under-full
+    /// below a quarter of its page; an empty leaf always merges, so no empty
+    /// page stays in a tree except an empty root.
+    private func rebalance(path: inout [(UInt32, Int)], number: UInt32) throws {
+        var current = number
+        while true {
+            let node = Node(page: try writable(current))
+            if path.isEmpty {
+                // Root: collapse while it is a branch with a single child.
+                var collapses = 0
+                while !node.isLeaf && node.count == 0 {
+                    let child = node.rightChild
+                    let childPage = try page(child)
+                    node.page.bytes.copyMemory(from: childPage.bytes, byteCount: db.pageSize)
+                    free(child)
+                    collapses += 1
+                    if collapses > Cursor.maxDepth { throw StorageError.corrupt(page: current, reason: "root collapse loops") }
+                }
+                return
+            }
+            let capacity = db.pageSize - Layout.nodeHeaderSize
+            if node.usedBytes >= capacity / 4 { return }
+            let (parentNumber, ci) = path.removeLast()
+            let parent = Node(page: try writable(parentNumber))
+            guard parent.count > 0 else { return }
+            let sepIndex = ci > 0 ? ci - 1 : ci
+            let leftNumber = parent.child(sepIndex)
+            let rightNumber = parent.child(sepIndex + 1)
+            let left = Node(page: try writable(leftNumber))
+            let right = Node(page: try writable(rightNumber))
+            guard left.isLeaf == right.isLeaf else {
+                throw StorageError.corrupt(page: parentNumber, reason: "children \(leftNumber) and \(rightNumber) are at different depths")
+            }
+            var needed = left.usedBytes + right.usedBytes
+            if !left.isLeaf {
+                let (_, sepLen) = parent.key(sepIndex)
+                needed += 4 + varintSize(sepLen) + sepLen + 2
+            }
+            if needed > capacity { return }
+            if !left.isLeaf {
+                // The separator comes down, pointing at left's right-most child.
+                let (sepKey, sepLen) = parent.key(sepIndex)
+                let cell = cellBuffer
+                storeBE32(cell, left.rightChild)
+                var size = 4 + writeVarint(cell + 4, sepLen)
+                (cell + size).copyMemory(from: sepKey, byteCount: sepLen)
+                size += sepLen
+                _ = left.insertCell(at: left.count, cell, size)
+                left.setRightChild(right.rightChild)
+            }
+            for i in 0..<right.count {
+                let ok = left.insertCell(at: left.count, right.page.bytes + right.slot(i), right.cellSize(i))
+                precondition(ok, "merge fitted by construction")
+            }
+            parent.removeCell(at: sepIndex)
+            parent.setChild(sepIndex, leftNumber)
+            free(rightNumber)
+            modifications += 1
+            current = parentNumber
+        }
+    }
+
+    // MARK: Overflow
+
+    /// Writes `count` bytes into a new chain of overflow pages.
+    func writeOverflow(_ value: UnsafeRawPointer, _ count: Int) throws -> UInt32 {
+        let capacity = Layout.overflowCapacity(pageSize: db.pageSize)
+        let pagesNeeded = (count + capacity - 1) / capacity
+        var numbers: [UInt32] = []
+        var pages: [Page] = []
+        for _ in 0..<pagesNeeded {
+            let (n, p) = try allocate()
+            numbers.append(n)
+            pages.append(p)
+        }
+        var offset = 0
+        for i in 0..<pagesNeeded {
+            let page = pages[i]
+            let used = min(capacity, count - offset)
+            page.setU8(4, PageType.overflow.rawValue)
+            page.setU32(8, i + 1 < pagesNeeded ? numbers[i + 1] : 0)
+            page.setU32(12, UInt32(used))
+            (page.bytes + Layout.overflowHeaderSize).copyMemory(from: value + offset, byteCount: used)
+            offset += used
+        }
+        return numbers[0]
+    }
+
+    /// Frees an overflow chain.
+    func freeOverflow(_ first: UInt32) throws {
+        var number = first
+        var steps = 0
+        while number != 0 {
+            let page = try self.page(number)
+            guard page.u8(4) == PageType.overflow.rawValue else {
+                throw StorageError.corrupt(page: number, reason: "page type \(page.u8(4)) where an overflow page was expected")
+            }
+            let next = page.u32(8)
+            free(number)
+            number = next
+            steps += 1
+            if steps > Int(header.pageCount) { throw StorageError.corrupt(page: first, reason: "overflow chain loops") }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+/// A position in a tree: seek, step forwards and backwards, read the entry.
+///
+/// Every positioning call returns true when the cursor rests on an entry.
+/// In a write transaction a cursor survives changes to its tree: when the
+/// tree changed since the cursor last moved, it first re-seeks the key it
+/// was on, so that `next()` after deleting the current entry yields the
+/// entry that followed it.
+public final class Cursor {
+    static let maxDepth = 40
+
+    let tx: ReadTransaction
+    let root: UInt32
+    /// Branches on the path from the root: node and the child index taken.
+    private var path: [(node: Node, index: Int)] = []
+    private var leaf: Node?
+    private var index = 0
+    private var seenModification = 0
+    /// The key under the cursor, kept to re-seek after a change.
+    private var currentKey: [UInt8]?
+
+    init(tx: ReadTransaction, root: UInt32) {
+        self.tx = tx
+        self.root = root
+    }
+
+    /// True when the cursor rests on an entry.
+    public var isValid: Bool { leaf != nil }
+
+    // MARK: Positioning
+
+    /// Moves to the smallest key.
+    @discardableResult public func first() throws -> Bool {
+        try tx.checkOpen()
+        path.removeAll(keepingCapacity: true)
+        try descendEdge(fromKeepingPath: root, leftmost: true)
+        return try settleForward()
+    }
+
+    /// Moves to the largest key.
+    @discardableResult public func last() throws -> Bool {
+        try tx.checkOpen()
+        path.removeAll(keepingCapacity: true)
+        try descendEdge(fromKeepingPath: root, leftmost: false)
+        return try settleBackward()
+    }
+
+    /// Moves to the first key greater than or equal to `key`.
+    @discardableResult public func seek(_ key: [UInt8]) throws -> Bool {
+        try tx.checkOpen()
+        return try key.withUnsafeBytes { k in
+            try seek(k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count).valid
+        }
+    }
+
+    func seek(_ key: UnsafeRawPointer, _ keyCount: Int) throws -> (valid: Bool, exact: Bool) {
+        path.removeAll(keepingCapacity: true)
+        var number = root
+        while true {
+            let node = try tx.treeNode(number)
+            if node.isLeaf {
+                let (i, found) = node.lowerBound(key, keyCount)
+                leaf = node
+                index = i
+                let valid = try settleForward()
+                return (valid, found)
+            }
+            let ci = node.childIndex(key, keyCount)
+            path.append((node, ci))
+            guard path.count <= Cursor.maxDepth else {
+                throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
+            }
+            number = node.child(ci)
+        }
+    }
+
+    /// Moves to the next key; false (and invalid) past the last one.
+    @discardableResult public func next() throws -> Bool {
+        try tx.checkOpen()
+        guard leaf != nil else { return false }
+        if try resyncIfChanged() == .movedPast { return leaf != nil }
+        index += 1
+        return try settleForward()
+    }
+
+    /// Moves to the previous key; false (and invalid) before the first one.
+    @discardableResult public func previous() throws -> Bool {
+        try tx.checkOpen()
+        guard leaf != nil else { return false }
+        _ = try resyncIfChanged()
+        guard leaf != nil else { return try last() }
+        index -= 1
+        return try settleBackward()
+    }
+
+    // MARK: Reading
+
+    /// The key under the cursor.
+    public func key() throws -> [UInt8] {
+        try tx.checkOpen()
+        if tx.modificationCount != seenModification, let currentKey { return currentKey }
+        guard let leaf else { throw StorageError.invalidOptions("cursor is not positioned on an entry") }
+        return leaf.keyBytes(index)
+    }
+
+    /// The value under the cursor (overflow chains are read in full).
+    public func value() throws -> [UInt8] {
+        try tx.checkOpen()
+        if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
+        guard let leaf else { throw StorageError.invalidOptions("cursor is not positioned on an entry") }
+        return try tx.leafValueBytes(leaf, index)
+    }
+
+    // MARK: Internals
+
+    private enum Resync { case unchanged, exact, movedPast }
+
+    /// Re-seeks the remembered key after the tree changed underneath.
+    private func resyncIfChanged() throws -> Resync {
+        guard tx.modificationCount != seenModification, let key = currentKey else { return .unchanged }
+        let (valid, exact) = try key.withUnsafeBytes { k in
+            try seek(k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count)
+        }
+        if !valid { return .movedPast }
+        return exact ? .exact : .movedPast
+    }
+
+    /// After moving forward: if the index ran off the leaf, climb to the next
+    /// subtree and take its leftmost leaf.
+    private func settleForward() throws -> Bool {
+        while let node = leaf, index >= node.count {
+            guard let up = path.lastIndex(where: { $0.index < $0.node.count }) else {
+                invalidate()
+                return false
+            }
+            path.removeSubrange((up + 1)...)
+            path[up].index += 1
+            let next = path[up].node.child(path[up].index)
+            try descendEdge(fromKeepingPath: next, leftmost: true)
+        }
+        return positioned()
+    }
+
+    private func settleBackward() throws -> Bool {
+        while leaf != nil, index < 0 {
+            guard let up = path.lastIndex(where: { $0.index > 0 }) else {
+                invalidate()
+                return false
+            }
+            path.removeSubrange((up + 1)...)
+            path[up].index -= 1
+            let next = path[up].node.child(path[up].index)
+            try descendEdge(fromKeepingPath: next, leftmost: false)
+        }
+        return positioned()
+    }
+
+    /// Like `descendEdge` but appends below the existing path.
+    private func descendEdge(fromKeepingPath start: UInt32, leftmost: Bool) throws {
+        var number = start
+        while true {
+            let node = try tx.treeNode(number)
+            if node.isLeaf {
+                leaf = node
+                index = leftmost ? 0 : node.count - 1
+                return
+            }
+            let ci = leftmost ? 0 : node.count
+            path.append((node, ci))
+            guard path.count <= Cursor.maxDepth else {
+                throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
+            }
+            number = node.child(ci)
+        }
+    }
+
+    private func positioned() -> Bool {
+        seenModification = tx.modificationCount
+        guard let leaf, index >= 0, index < leaf.count else {
+            invalidate()
+            return false
+        }
+        if tx is WriteTransaction { currentKey = leaf.keyBytes(index) }
+        return true
+    }
+
+    private func invalidate() {
+        leaf = nil
+        currentKey = nil
+        path.removeAll(keepingCapacity: true)
+    }
+}

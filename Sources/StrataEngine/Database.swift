@@ -1,0 +1,501 @@
+/// An ordered key-value store in one file plus a write-ahead log.
+///
+/// A store holds any number of named trees (``Tree``); each maps byte-string
+/// keys, in `memcmp` order, to byte-string values of any size up to
+/// ``maxValueLength``.
+///
+/// Concurrency: any number of ``ReadTransaction``s run at once, each on a
+/// stable snapshot of the last commit before it began, and never wait for
+/// the writer. One ``WriteTransaction`` runs at a time; `write` blocks until
+/// the previous writer ends. A `Database` is safe to share between threads;
+/// a transaction belongs to the thread that uses it.
+///
+/// One process owns a store: opening it writable takes an exclusive
+/// advisory lock (`flock`) on the main file, and a second process gets
+/// ``StorageError/locked(path:)``. A read-only open takes no lock.
+public final class Database: @unchecked Sendable {
+    /// Longest key accepted, in bytes, at every page size.
+    public static let maxKeyLength = 960
+    /// Longest value accepted, in bytes (1 GiB).
+    public static let maxValueLength = 1 << 30
+
+    public let path: String
+    public let options: DatabaseOptions
+    /// The page size the store was created with.
+    public let pageSize: Int
+
+    let fileSystem: any StorageFileSystem
+    let main: any StorageFile
+    let wal: WAL
+    let gate = WriterGate()
+
+    /// Guards everything below it.
+    let stateLock = Lock()
+    var cache: PageCache
+    /// Page number → its versions in the WAL of the current generation,
+    /// oldest first.
+    var walIndex: [UInt32: [FrameVersion]] = [:]
+    /// The last commit: readers start from it.
+    var committed: Snapshot
+    /// Active readers: snapshot sequence number → how many.
+    var readers: [UInt64: Int] = [:]
+    /// Every commit up to this sequence number is in the main file.
+    var backfilledSeq: UInt64 = 0
+    var isClosed = false
+    /// Set when an fsync failed: the handle refuses writes from then on.
+    var poisoned: String?
+
+    /// Writer-owned (guarded by `gate`): the committed free-page set.
+    var committedFreelist = Freelist()
+
+    struct FrameVersion {
+        var frame: Int
+        var seq: UInt64
+    }
+
+    /// What a transaction sees: a commit sequence number and that commit's
+    /// header. Sequence 0 is the main file as it was at open.
+    struct Snapshot {
+        var seq: UInt64
+        var header: FileHeader
+    }
+
+    private init(
+        path: String, options: DatabaseOptions, fileSystem: any StorageFileSystem,
+        main: any StorageFile, wal: WAL, pageSize: Int, header: FileHeader
+    ) {
+        self.path = path
+        self.options = options
+        self.fileSystem = fileSystem
+        self.main = main
+        self.wal = wal
+        self.pageSize = pageSize
+        cache = PageCache(capacityPages: options.cacheSizeBytes / pageSize)
+        committed = Snapshot(seq: 0, header: header)
+    }
+
+    // MARK: - Open
+
+    /// Opens (or creates) the store at `path`; its log is `path + "-wal"`.
+    ///
+    /// Recovery runs here: the log's committed frames are indexed and become
+    /// visible; an uncommitted or damaged tail is ignored.
+    public static func open(
+        path: String,
+        options: DatabaseOptions = DatabaseOptions(),
+        fileSystem: any StorageFileSystem = POSIXFileSystem()
+    ) throws -> Database {
+        guard FileHeader.isValidPageSize(options.pageSize) else {
+            throw StorageError.invalidOptions("page size \(options.pageSize) is not a power of two from 4096 to 65536")
+        }
+        guard options.checkpointThresholdFrames >= 1 else {
+            throw StorageError.invalidOptions("checkpointThresholdFrames must be at least 1")
+        }
+        let exists = fileSystem.exists(path)
+        if !exists && (options.readOnly || !options.createIfMissing) {
+            throw StorageError.io(operation: "open", path: path, errno: 2)
+        }
+        let main = try fileSystem.open(path, create: !options.readOnly, readOnly: options.readOnly)
+        var ok = false
+        defer { if !ok { main.close() } }
+        if !options.readOnly {
+            guard try main.tryLock(exclusive: true) else { throw StorageError.locked(path: path) }
+        }
+        var size = try main.size()
+        if size == 0 {
+            guard !options.readOnly else { throw StorageError.corruptFile("\(path) is empty") }
+            try createStore(main, pageSize: options.pageSize, sync: options.durability != .none)
+            if options.durability != .none { try fileSystem.syncDirectory(of: path) }
+            size = try main.size()
+        }
+        // Page size first (from the raw header prefix), then the whole header
+        // page with its checksum.
+        var prefix = [UInt8](repeating: 0, count: 64)
+        let got = try prefix.withUnsafeMutableBytes { try main.read(into: $0.baseAddress!, count: 64, at: 0) }
+        let pageSize = try prefix.withUnsafeBytes { try FileHeader.peekPageSize($0.baseAddress!, count: got) }
+        let headerPage = Page(size: pageSize)
+        guard try main.read(into: headerPage.bytes, count: pageSize, at: 0) == pageSize else {
+            throw StorageError.corruptFile("file is \(size) bytes: shorter than its header page")
+        }
+        guard headerPage.checksumMatches(pageNumber: 0) else {
+            throw StorageError.corruptFile("header page checksum mismatch")
+        }
+        let mainHeader = try FileHeader(page: headerPage)
+
+        let walPath = path + "-wal"
+        let walExists = fileSystem.exists(walPath)
+        let walFile: any StorageFile
+        if options.readOnly {
+            walFile = walExists ? try fileSystem.open(walPath, create: false, readOnly: true) : EmptyFile()
+        } else {
+            walFile = try fileSystem.open(walPath, create: true, readOnly: false)
+            if !walExists && options.durability != .none { try fileSystem.syncDirectory(of: walPath) }
+        }
+        let wal = WAL(file: walFile, path: walPath, pageSize: pageSize)
+        let commits = try wal.recover()
+
+        let db = Database(
+            path: path, options: options, fileSystem: fileSystem, main: main, wal: wal,
+            pageSize: pageSize, header: mainHeader)
+        db.cache.put(PageCache.mainKey(0), headerPage)
+        var seq: UInt64 = 0
+        for commit in commits {
+            seq += 1
+            for (page, frame) in commit.frames {
+                db.walIndex[page, default: []].append(FrameVersion(frame: frame, seq: seq))
+            }
+        }
+        if seq > 0 {
+            let page = try db.loadPage(0, seq: seq, pageCount: UInt32.max)
+            let header = try FileHeader(page: page)
+            guard header.pageSize == pageSize else {
+                throw StorageError.corrupt(page: 0, reason: "page size changed in the WAL")
+            }
+            db.committed = Snapshot(seq: seq, header: header)
+        }
+        // A main file shorter than its header says, with no log to supply the
+        // missing pages, has been truncated.
+        let needed = Int64(db.committed.header.pageCount) * Int64(pageSize)
+        if size < needed && seq == 0 {
+            throw StorageError.corruptFile(
+                "file is \(size) bytes but its header counts \(db.committed.header.pageCount) pages of \(pageSize) bytes: truncated")
+        }
+        db.committedFreelist = try db.loadFreelist(db.committed)
+        ok = true
+        return db
+    }
+
+    /// Writes the header page and an empty catalog root straight into a new
+    /// main file.
+    private static func createStore(_ file: any StorageFile, pageSize: Int, sync: Bool) throws {
+        let header = Page(size: pageSize)
+        FileHeader(pageSize: pageSize).write(to: header)
+        header.sealChecksum(pageNumber: 0)
+        let catalog = Page(size: pageSize)
+        Node.format(catalog, leaf: true)
+        catalog.sealChecksum(pageNumber: FileHeader.catalogRoot)
+        try file.write(header.bytes, count: pageSize, at: 0)
+        try file.write(catalog.bytes, count: pageSize, at: Int64(pageSize))
+        if sync { try file.sync() }
+    }
+
+    /// Reads the freelist trunk chain of a snapshot.
+    func loadFreelist(_ snapshot: Snapshot) throws -> Freelist {
+        var pages: [UInt32] = []
+        var trunk = snapshot.header.freelistHead
+        let pageCount = snapshot.header.pageCount
+        let capacity = Layout.trunkCapacity(pageSize: pageSize)
+        while trunk != 0 {
+            guard trunk >= 2, trunk < pageCount, pages.count < Int(pageCount) else {
+                throw StorageError.corrupt(page: trunk, reason: "freelist trunk page out of range or in a cycle")
+            }
+            let page = try loadPage(trunk, seq: snapshot.seq, pageCount: pageCount)
+            guard page.u8(4) == PageType.freelistTrunk.rawValue else {
+                throw StorageError.corrupt(page: trunk, reason: "page type \(page.u8(4)) where a freelist trunk was expected")
+            }
+            let n = Int(page.u32(12))
+            guard n <= capacity else { throw StorageError.corrupt(page: trunk, reason: "freelist trunk lists \(n) pages") }
+            pages.append(trunk)
+            for i in 0..<n {
+                let p = page.u32(Layout.trunkHeaderSize + 4 * i)
+                guard p >= 2, p < pageCount else {
+                    throw StorageError.corrupt(page: trunk, reason: "free page \(p) is out of range")
+                }
+                pages.append(p)
+            }
+            trunk = page.u32(8)
+        }
+        guard pages.count == Int(snapshot.header.freeCount) else {
+            throw StorageError.corrupt(
+                page: 0, reason: "header counts \(snapshot.header.freeCount) free pages, the freelist holds \(pages.count)")
+        }
+        return Freelist(loaded: pages)
+    }
+
+    // MARK: - Pages
+
+    /// The image of page `number` as of commit `seq`, from the cache, the
+    /// WAL or the main file; verified (checksum, and structure for tree
+    /// pages) whenever it comes from disk.
+    func loadPage(_ number: UInt32, seq: UInt64, pageCount: UInt32) throws -> Page {
+        guard number < pageCount else {
+            throw StorageError.corrupt(page: number, reason: "page number beyond the store's \(pageCount) pages")
+        }
+        while true {
+            var frame = -1
+            var generation: UInt32 = 0
+            let cached: Page? = stateLock.withLock {
+                if let versions = walIndex[number] {
+                    var i = versions.count - 1
+                    while i >= 0 {
+                        if versions[i].seq <= seq {
+                            frame = versions[i].frame
+                            break
+                        }
+                        i -= 1
+                    }
+                }
+                generation = wal.generation
+                return cache.get(frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number))
+            }
+            if let cached { return cached }
+            let page = Page(size: pageSize)
+            if frame >= 0 {
+                guard try wal.readFrame(frame, into: page) else {
+                    throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) lies beyond the end of the log")
+                }
+            } else {
+                let n = try main.read(into: page.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))
+                guard n == pageSize else {
+                    throw StorageError.corrupt(page: number, reason: "page lies beyond the end of the file: truncated")
+                }
+            }
+            // The log restarted while we read a frame: the frame may already
+            // be overwritten, and the page is now current in the main file.
+            let restarted = frame >= 0 && stateLock.withLock { wal.generation != generation }
+            if restarted { continue }
+            guard page.checksumMatches(pageNumber: number) else {
+                throw StorageError.corrupt(
+                    page: number, reason: frame >= 0 ? "checksum mismatch (WAL frame \(frame))" : "checksum mismatch")
+            }
+            let type = page.u8(4)
+            if type == PageType.leaf.rawValue || type == PageType.branch.rawValue {
+                try Node(page: page).validate(pageNumber: number)
+            }
+            stateLock.withLock {
+                if frame < 0 || wal.generation == generation {
+                    cache.put(frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number), page)
+                }
+            }
+            return page
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// Starts a read transaction on the latest commit. Call
+    /// ``ReadTransaction/end()`` when done (it also ends on deinit).
+    public func beginRead() throws -> ReadTransaction {
+        let snapshot: Snapshot = try stateLock.withLock {
+            if isClosed { throw StorageError.closed }
+            readers[committed.seq, default: 0] += 1
+            return committed
+        }
+        return ReadTransaction(db: self, snapshot: snapshot)
+    }
+
+    func endRead(_ seq: UInt64) {
+        stateLock.withLock {
+            if let n = readers[seq] {
+                if n <= 1 { readers.removeValue(forKey: seq) } else { readers[seq] = n - 1 }
+            }
+        }
+    }
+
+    /// Runs `body` in a read transaction.
+    public func read<R>(_ body: (ReadTransaction) throws -> R) throws -> R {
+        let tx = try beginRead()
+        defer { tx.end() }
+        return try body(tx)
+    }
+
+    /// Starts the write transaction, waiting for the current one to end.
+    /// Finish it with ``WriteTransaction/commit()`` or
+    /// ``WriteTransaction/rollback()``; a transaction dropped without either
+    /// rolls back.
+    public func beginWrite() throws -> WriteTransaction {
+        if options.readOnly { throw StorageError.readOnly("opened read-only") }
+        gate.acquire()
+        do {
+            let snapshot: Snapshot = try stateLock.withLock {
+                if isClosed { throw StorageError.closed }
+                if let poisoned { throw StorageError.readOnly(poisoned) }
+                return committed
+            }
+            return WriteTransaction(db: self, snapshot: snapshot, freelist: committedFreelist)
+        } catch {
+            gate.release()
+            throw error
+        }
+    }
+
+    /// Runs `body` in the write transaction and commits; if `body` throws,
+    /// everything it did is discarded and the error is rethrown.
+    public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
+        let tx = try beginWrite()
+        do {
+            let result = try body(tx)
+            try tx.commit()
+            return result
+        } catch {
+            tx.rollback()
+            throw error
+        }
+    }
+
+    // MARK: - Close
+
+    /// Checkpoints the log into the main file (when no reader still needs
+    /// it), empties the log and releases the lock. Further use throws
+    /// ``StorageError/closed``. Safe to call twice.
+    public func close() throws {
+        if options.readOnly {
+            let wasOpen = stateLock.withLock { () -> Bool in
+                defer { isClosed = true }
+                return !isClosed
+            }
+            if wasOpen {
+                wal.file.close()
+                main.close()
+            }
+            return
+        }
+        gate.acquire()
+        defer { gate.release() }
+        let alreadyClosed = stateLock.withLock { isClosed }
+        if alreadyClosed { return }
+        var failure: Error?
+        if poisoned == nil {
+            do {
+                try checkpointLocked()
+                let done = stateLock.withLock { backfilledSeq == committed.seq && readers.isEmpty }
+                if try done && wal.file.size() > 0 {
+                    try wal.file.truncate(to: 0)
+                    if options.durability != .none { try wal.file.sync() }
+                    wal.headerValid = false
+                    wal.frameCount = 0
+                }
+            } catch {
+                failure = error
+            }
+        }
+        stateLock.withLock {
+            isClosed = true
+            cache.removeAll()
+            walIndex.removeAll()
+        }
+        wal.file.close()
+        main.close()
+        if let failure { throw failure }
+    }
+
+    deinit {
+        if !isClosed {
+            try? close()
+        }
+    }
+
+    // MARK: - Checkpoint
+
+    /// Copies committed pages from the log into the main file, as far as
+    /// active readers allow. Runs automatically; call it to bound the log
+    /// yourself.
+    public func checkpoint() throws {
+        guard !options.readOnly else { throw StorageError.readOnly("opened read-only") }
+        gate.acquire()
+        defer { gate.release() }
+        try stateLock.withLock { if isClosed { throw StorageError.closed } }
+        try checkpointLocked()
+    }
+
+    /// The checkpoint proper; the caller holds the writer gate.
+    ///
+    /// Reader rule: a page version with sequence C may overwrite the main
+    /// file only when every active reader's snapshot is at or after C — a
+    /// reader of an older snapshot that finds no log version of that page
+    /// reads it from the main file and must find its old image there.
+    func checkpointLocked() throws {
+        if let poisoned { throw StorageError.readOnly(poisoned) }
+        let plan: (target: UInt64, copies: [(UInt32, Int)], generation: UInt32, pageCount: UInt32, full: Bool)? =
+            stateLock.withLock {
+                let target = min(readers.keys.min() ?? committed.seq, committed.seq)
+                guard target > backfilledSeq else { return nil }
+                var copies: [(UInt32, Int)] = []
+                for (page, versions) in walIndex {
+                    var i = versions.count - 1
+                    while i >= 0 && versions[i].seq > target { i -= 1 }
+                    if i >= 0 && versions[i].seq > backfilledSeq { copies.append((page, versions[i].frame)) }
+                }
+                return (target, copies, wal.generation, committed.header.pageCount, target == committed.seq)
+            }
+        guard let plan else { return }
+        let sync = options.durability != .none
+        do {
+            // The log must be durable before the main file changes: a crash in
+            // the middle of the copy is repaired by replaying it.
+            if options.durability == .normal { try wal.file.sync() }
+            var written: [(UInt32, Page)] = []
+            written.reserveCapacity(plan.copies.count)
+            for (number, frame) in plan.copies.sorted(by: { $0.0 < $1.0 }) {
+                let key = PageCache.frameKey(generation: plan.generation, frame: frame)
+                var page = stateLock.withLock { cache.get(key) }
+                if page == nil {
+                    let p = Page(size: pageSize)
+                    guard try wal.readFrame(frame, into: p), p.checksumMatches(pageNumber: number) else {
+                        throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
+                    }
+                    page = p
+                }
+                try main.write(page!.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))
+                written.append((number, page!))
+            }
+            if plan.full {
+                let size = try main.size()
+                let wanted = Int64(plan.pageCount) * Int64(pageSize)
+                if size > wanted { try main.truncate(to: wanted) }
+            }
+            if sync { try main.sync() }
+            stateLock.withLock {
+                backfilledSeq = plan.target
+                for (number, page) in written { cache.put(PageCache.mainKey(number), page) }
+            }
+        } catch let error as StorageError {
+            if case .io(let op, _, _) = error, op == "fdatasync" { poison("an fsync failed during a checkpoint: \(error)") }
+            throw error
+        }
+    }
+
+    /// After an fsync failure nothing the OS says about durability can be
+    /// trusted: the handle stops writing. Reopening runs recovery.
+    func poison(_ why: String) {
+        stateLock.withLock { if poisoned == nil { poisoned = why } }
+    }
+
+    /// Restarts the log when every frame is in the main file and no reader
+    /// can still need a frame. Called by the committing writer.
+    func restartLogIfPossible() throws {
+        let canRestart = stateLock.withLock {
+            !wal.headerValid || (backfilledSeq == committed.seq && wal.frameCount > 0)
+        }
+        guard canRestart else { return }
+        // Readers of the current snapshot read from the main file from now
+        // on: it holds exactly that snapshot. Clearing the index and bumping
+        // the generation happen in one critical section, so a reader either
+        // sees the old frame (and re-checks the generation after reading it)
+        // or no frame at all.
+        try stateLock.withLock {
+            walIndex.removeAll(keepingCapacity: true)
+            cache.removeFrames()
+            try wal.restart(sync: false)
+        }
+        if options.durability != .none {
+            do { try wal.file.sync() } catch {
+                poison("an fsync of the WAL header failed: \(error)")
+                throw error
+            }
+        }
+    }
+}
+
+/// Stands in for a missing WAL file in read-only mode.
+final class EmptyFile: StorageFile, @unchecked Sendable {
+    func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int { 0 }
+    func write(_ buffer: UnsafeRawPointer, count: Int, at offset: Int64) throws {
+        throw StorageError.readOnly("opened read-only")
+    }
+    func sync() throws {}
+    func size() throws -> Int64 { 0 }
+    func truncate(to size: Int64) throws { throw StorageError.readOnly("opened read-only") }
+    func tryLock(exclusive: Bool) throws -> Bool { true }
+    func close() {}
+}

@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system: `open`, `pread`, `pwrite`, `fdatasync`, `ftruncate`,
+/// `flock`. Interrupted calls (`EINTR`) are retried; every other failure is a
+/// ``StorageError``.
+public struct POSIXFileSystem: StorageFileSystem {
+    public init() {}
+
+    public func open(_ path: String, create: Bool, readOnly: Bool) throws -> any StorageFile {
+        var flags: Int32 = readOnly ? O_RDONLY : O_RDWR
+        if create && !readOnly { flags |= O_CREAT }
+        flags |= O_CLOEXEC
+        let fd = path.withCString { Glibc_open($0, flags, 0o644) }
+        if fd < 0 { throw posixError("open", path) }
+        return POSIXFile(fd: fd, path: path)
+    }
+
+    public func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    public func remove(_ path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT { throw posixError("unlink", path) }
+    }
+
+    public func syncDirectory(of path: String) throws {
+        var dir = path
+        if let slash = dir.lastIndex(of: "/") {
+            dir = String(dir[..<slash])
+            if dir.isEmpty { dir = "/" }
+        } else {
+            dir = "."
+        }
+        let fd = dir.withCString { Glibc_open($0, O_RDONLY | O_CLOEXEC, 0) }
+        if fd < 0 { throw posixError("open directory", dir) }
+        defer { _ = Glibc.close(fd) }
+        if fsync(fd) != 0 && errno != EINVAL { throw posixError("fsync directory", dir) }
+    }
+}
+
+@inline(__always)
+private func Glibc_open(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    #if canImport(Glibc)
+    return Glibc.open(path, flags, mode)
+    #else
+    return Darwin.open(path, flags, mode)
+    #endif
+}
+
+func posixError(_ operation: String, _ path: String, _ code: Int32 = errno) -> StorageError {
+    if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
+    return .io(operation: operation, path: path, errno: code)
+}
+
+/// A file descriptor. Positional I/O needs no shared offset, so one instance
+/// is safe to use from several threads at once.
+public final class POSIXFile: StorageFile, @unchecked Sendable {
+    let fd: Int32
+    let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { if fd >= 0 { _ = Glibc.close(fd) } }
+
+    public func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
+        var done = 0
+        while done < count {
+            let n = pread(fd, buffer + done, count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError("pread", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    public func write(_ buffer: UnsafeRawPointer, count: Int, at offset: Int64) throws {
+        var done = 0
+        while done < count {
+            let n = pwrite(fd, buffer + done, count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError("pwrite", path)
+            }
+            done += n
+        }
+    }
+
+    public func sync() throws {
+        while true {
+            #if os(Linux)
+            let rc = fdatasync(fd)
+            #else
+            let rc = fsync(fd)
+            #endif
+            if rc == 0 { return }
+            if errno == EINTR { continue }
+            throw posixError("fdatasync", path)
+        }
+    }
+
+    public func size() throws -> Int64 {
+        var st = stat()
+        if fstat(fd, &st) != 0 { throw posixError("fstat", path) }
+        return Int64(st.st_size)
+    }
+
+    public func truncate(to size: Int64) throws {
+        while ftruncate(fd, off_t(size)) != 0 {
+            if errno == EINTR { continue }
+            throw posixError("ftruncate", path)
+        }
+    }
+
+    public func tryLock(exclusive: Bool) throws -> Bool {
+        while flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw posixError("flock", path)
+        }
+        return true
+    }
+
+    public func close() {
+        // The descriptor is closed in deinit so that a concurrent reader never
+        // sees a recycled descriptor number.
+        _ = flock(fd, LOCK_UN)
+    }
+}

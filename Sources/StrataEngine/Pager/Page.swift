@@ -1,0 +1,93 @@
+import CZlib
+
+/// One page image in memory: `pageSize` bytes, owned by this object.
+///
+/// Pages that come from the cache are shared by readers and never mutated;
+/// the writer mutates only its own private copies (see `WriteTransaction`).
+final class Page: @unchecked Sendable {
+    let bytes: UnsafeMutableRawPointer
+    let size: Int
+
+    init(size: Int) {
+        self.size = size
+        bytes = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        bytes.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+    }
+
+    init(copying other: Page) {
+        size = other.size
+        bytes = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        bytes.copyMemory(from: other.bytes, byteCount: size)
+    }
+
+    deinit { bytes.deallocate() }
+
+    @inline(__always) func u8(_ offset: Int) -> UInt8 { bytes.load(fromByteOffset: offset, as: UInt8.self) }
+    @inline(__always) func u16(_ offset: Int) -> Int { Int(loadBE16(bytes + offset)) }
+    @inline(__always) func u32(_ offset: Int) -> UInt32 { loadBE32(bytes + offset) }
+    @inline(__always) func u64(_ offset: Int) -> UInt64 { loadBE64(bytes + offset) }
+    @inline(__always) func setU8(_ offset: Int, _ v: UInt8) { bytes.storeBytes(of: v, toByteOffset: offset, as: UInt8.self) }
+    @inline(__always) func setU16(_ offset: Int, _ v: Int) { storeBE16(bytes + offset, UInt16(truncatingIfNeeded: v)) }
+    @inline(__always) func setU32(_ offset: Int, _ v: UInt32) { storeBE32(bytes + offset, v) }
+    @inline(__always) func setU64(_ offset: Int, _ v: UInt64) { storeBE64(bytes + offset, v) }
+
+    /// The page checksum: CRC-32 of the page number followed by bytes
+    /// `4..<size`. Binding the page number in means a page image written to
+    /// the wrong place is caught as well as a damaged one.
+    func computeChecksum(pageNumber: UInt32) -> UInt32 {
+        var seed = pageNumber.bigEndian
+        var crc = withUnsafeBytes(of: &seed) { raw in
+            crc32(0, raw.baseAddress!.assumingMemoryBound(to: Bytef.self), 4)
+        }
+        crc = crc32(crc, (bytes + 4).assumingMemoryBound(to: Bytef.self), UInt32(size - 4))
+        return UInt32(truncatingIfNeeded: crc)
+    }
+
+    func sealChecksum(pageNumber: UInt32) {
+        setU32(0, computeChecksum(pageNumber: pageNumber))
+    }
+
+    func checksumMatches(pageNumber: UInt32) -> Bool {
+        u32(0) == computeChecksum(pageNumber: pageNumber)
+    }
+}
+
+@inline(__always) func loadBE16(_ p: UnsafeRawPointer) -> UInt16 {
+    UInt16(bigEndian: p.loadUnaligned(as: UInt16.self))
+}
+@inline(__always) func loadBE32(_ p: UnsafeRawPointer) -> UInt32 {
+    UInt32(bigEndian: p.loadUnaligned(as: UInt32.self))
+}
+@inline(__always) func loadBE64(_ p: UnsafeRawPointer) -> UInt64 {
+    UInt64(bigEndian: p.loadUnaligned(as: UInt64.self))
+}
+@inline(__always) func storeBE16(_ p: UnsafeMutableRawPointer, _ v: UInt16) {
+    p.storeBytes(of: v.bigEndian, as: UInt16.self)
+}
+@inline(__always) func storeBE32(_ p: UnsafeMutableRawPointer, _ v: UInt32) {
+    p.storeBytes(of: v.bigEndian, as: UInt32.self)
+}
+@inline(__always) func storeBE64(_ p: UnsafeMutableRawPointer, _ v: UInt64) {
+    p.storeBytes(of: v.bigEndian, as: UInt64.self)
+}
+
+/// CRC-32 (zlib) of a byte range, continuing from `seed`.
+@inline(__always) func crc32Bytes(_ seed: UInt32, _ p: UnsafeRawPointer, _ count: Int) -> UInt32 {
+    UInt32(truncatingIfNeeded: crc32(UInt(seed), p.assumingMemoryBound(to: Bytef.self), UInt32(count)))
+}
+
+/// memcmp order of two byte strings; shorter first on a common prefix.
+@inline(__always) func compareBytes(_ a: UnsafeRawPointer, _ aCount: Int, _ b: UnsafeRawPointer, _ bCount: Int) -> Int {
+    let n = min(aCount, bCount)
+    if n > 0 {
+        let r = memcmp(a, b, n)
+        if r != 0 { return Int(r) }
+    }
+    return aCount == bCount ? 0 : (aCount < bCount ? -1 : 1)
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

@@ -1,0 +1,257 @@
+/// A named tree of a store, as seen by one transaction. Get one with
+/// ``ReadTransaction/tree(_:)`` or ``WriteTransaction/createTree(_:)``; it is
+/// valid only inside the transaction that returned it.
+public struct Tree: Hashable, Sendable, CustomStringConvertible {
+    /// The tree's name in the catalog.
+    public let name: String
+    /// The root page. Roots never move, so the number is stable for the
+    /// tree's whole life.
+    let root: UInt32
+
+    public var description: String { "Tree(\(name))" }
+}
+
+/// A read-only view of one snapshot: every read sees the store exactly as
+/// it was at the commit before the transaction began, whatever writers do
+/// meanwhile.
+///
+/// End it with ``end()`` (or let ``Database/read(_:)`` do it) so that
+/// checkpoints can move past its snapshot. A transaction is not meant to be
+/// shared between threads.
+public class ReadTransaction {
+    let db: Database
+    var snapshot: Database.Snapshot
+    var ended = false
+    /// Entry counts as stored in the catalog, by root page.
+    var counts: [UInt32: Int] = [:]
+
+    init(db: Database, snapshot: Database.Snapshot) {
+        self.db = db
+        self.snapshot = snapshot
+    }
+
+    deinit { end() }
+
+    /// Releases the snapshot. Further reads throw
+    /// ``StorageError/transactionEnded``.
+    public func end() {
+        guard !ended else { return }
+        ended = true
+        if !(self is WriteTransaction) { db.endRead(snapshot.seq) }
+    }
+
+    /// The page image this transaction sees.
+    func page(_ number: UInt32) throws -> Page {
+        try db.loadPage(number, seq: snapshot.seq, pageCount: snapshot.header.pageCount)
+    }
+
+    @inline(__always) func checkOpen() throws {
+        if ended { throw StorageError.transactionEnded }
+    }
+
+    /// Incremented by every change; cursors use it to notice that they must
+    /// re-seek.
+    var modificationCount: Int { 0 }
+
+    // MARK: Trees
+
+    /// The tree called `name`; throws ``StorageError/noSuchTree(_:)``.
+    public func tree(_ name: String) throws -> Tree {
+        guard let tree = try treeIfPresent(name) else { throw StorageError.noSuchTree(name) }
+        return tree
+    }
+
+    /// The tree called `name`, or nil.
+    public func treeIfPresent(_ name: String) throws -> Tree? {
+        try checkOpen()
+        let key = Array(name.utf8)
+        guard key.count <= Database.maxKeyLength else { return nil }
+        guard let value = try value(for: key, root: FileHeader.catalogRoot) else { return nil }
+        let (root, count) = try decodeCatalogValue(value, name: name)
+        if counts[root] == nil { counts[root] = count }
+        return Tree(name: name, root: root)
+    }
+
+    func decodeCatalogValue(_ value: [UInt8], name: String) throws -> (UInt32, Int) {
+        guard value.count == 12 else {
+            throw StorageError.corrupt(page: FileHeader.catalogRoot, reason: "catalog entry for \(name) has \(value.count) bytes")
+        }
+        let root = value.withUnsafeBytes { loadBE32($0.baseAddress!) }
+        let count = value.withUnsafeBytes { loadBE64($0.baseAddress! + 4) }
+        guard root >= 2, root < snapshot.header.pageCount, count <= UInt64(Int.max) else {
+            throw StorageError.corrupt(page: FileHeader.catalogRoot, reason: "catalog entry for \(name) is out of range")
+        }
+        return (root, Int(count))
+    }
+
+    /// Names of all trees, in byte order.
+    public func treeNames() throws -> [String] {
+        try checkOpen()
+        var names: [String] = []
+        let cursor = Cursor(tx: self, root: FileHeader.catalogRoot)
+        var more = try cursor.first()
+        while more {
+            names.append(String(decoding: try cursor.key(), as: UTF8.self))
+            more = try cursor.next()
+        }
+        return names
+    }
+
+    /// Number of entries in `tree`, kept in the catalog (no scan).
+    public func count(_ tree: Tree) throws -> Int {
+        try checkOpen()
+        if let n = counts[tree.root] { return n }
+        _ = try self.tree(tree.name)
+        return counts[tree.root] ?? 0
+    }
+
+    // MARK: Reads
+
+    /// The value stored under `key`, or nil.
+    public func get(_ key: [UInt8], in tree: Tree) throws -> [UInt8]? {
+        try checkOpen()
+        return try value(for: key, root: tree.root)
+    }
+
+    /// Calls `body` with the value stored under `key` without copying it
+    /// when it is stored inline; returns nil when the key is absent. The
+    /// buffer is valid only during the call.
+    public func withValue<R>(for key: [UInt8], in tree: Tree, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try checkOpen()
+        return try key.withUnsafeBytes { k -> R? in
+            let (leaf, index, found) = try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count)
+            guard found else { return nil }
+            switch leaf.leafValue(index) {
+            case .inline(let p, let n):
+                return try withExtendedLifetime(leaf.page) { try body(UnsafeRawBufferPointer(start: p, count: n)) }
+            case .overflow(let first, let length):
+                let bytes = try readOverflow(first: first, length: length)
+                return try bytes.withUnsafeBytes { try body($0) }
+            }
+        }
+    }
+
+    /// True when `key` is present in `tree`.
+    public func contains(_ key: [UInt8], in tree: Tree) throws -> Bool {
+        try checkOpen()
+        return try key.withUnsafeBytes { k in
+            try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count).2
+        }
+    }
+
+    /// A cursor over `tree`, not yet positioned.
+    public func cursor(_ tree: Tree) throws -> Cursor {
+        try checkOpen()
+        return Cursor(tx: self, root: tree.root)
+    }
+
+    /// Entries with `lower <= key < upper` (either bound may be nil), in
+    /// ascending or descending key order.
+    public func scan(
+        _ tree: Tree, from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false
+    ) throws -> [(key: [UInt8], value: [UInt8])] {
+        var result: [(key: [UInt8], value: [UInt8])] = []
+        try forEach(tree, from: lower, to: upper, reverse: reverse) { key, value in
+            result.append((key, value))
+            return true
+        }
+        return result
+    }
+
+    /// Calls `body` for each entry with `lower <= key < upper`, in ascending
+    /// or descending order, until it returns false.
+    public func forEach(
+        _ tree: Tree, from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
+        _ body: ([UInt8], [UInt8]) throws -> Bool
+    ) throws {
+        let cursor = try self.cursor(tree)
+        var more: Bool
+        if reverse {
+            if let upper {
+                more = try cursor.seek(upper)
+                more = more ? try cursor.previous() : try cursor.last()
+            } else {
+                more = try cursor.last()
+            }
+        } else {
+            if let lower { more = try cursor.seek(lower) } else { more = try cursor.first() }
+        }
+        while more {
+            let key = try cursor.key()
+            if !reverse, let upper, key.lexicographicallyPrecedes(upper) == false { break }
+            if reverse, let lower, key.lexicographicallyPrecedes(lower) { break }
+            guard try body(key, try cursor.value()) else { return }
+            more = reverse ? try cursor.previous() : try cursor.next()
+        }
+    }
+
+    // MARK: Tree descent
+
+    /// Descends from `root` to the leaf that holds or would hold `key`.
+    @inline(__always) func search(root: UInt32, _ key: UnsafeRawPointer, _ keyCount: Int) throws -> (Node, Int, Bool) {
+        var number = root
+        var depth = 0
+        while true {
+            let node = try treeNode(number)
+            if node.isLeaf {
+                let (index, found) = node.lowerBound(key, keyCount)
+                return (node, index, found)
+            }
+            number = node.child(node.childIndex(key, keyCount))
+            depth += 1
+            if depth > Cursor.maxDepth { throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle") }
+        }
+    }
+
+    /// A page that must be a branch or a leaf.
+    @inline(__always) func treeNode(_ number: UInt32) throws -> Node {
+        let page = try self.page(number)
+        let type = page.u8(4)
+        guard type == PageType.leaf.rawValue || type == PageType.branch.rawValue else {
+            throw StorageError.corrupt(page: number, reason: "page type \(type) where a tree page was expected")
+        }
+        return Node(page: page)
+    }
+
+    func value(for key: [UInt8], root: UInt32) throws -> [UInt8]? {
+        try key.withUnsafeBytes { k -> [UInt8]? in
+            let (leaf, index, found) = try search(root: root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count)
+            guard found else { return nil }
+            return try leafValueBytes(leaf, index)
+        }
+    }
+
+    func leafValueBytes(_ leaf: Node, _ index: Int) throws -> [UInt8] {
+        switch leaf.leafValue(index) {
+        case .inline(let p, let n):
+            return [UInt8](UnsafeRawBufferPointer(start: p, count: n))
+        case .overflow(let first, let length):
+            return try readOverflow(first: first, length: length)
+        }
+    }
+
+    /// Reads a whole overflow chain, validating each page.
+    func readOverflow(first: UInt32, length: Int) throws -> [UInt8] {
+        let capacity = Layout.overflowCapacity(pageSize: db.pageSize)
+        var result = [UInt8](repeating: 0, count: length)
+        var number = first
+        var offset = 0
+        try result.withUnsafeMutableBytes { out in
+            while offset < length {
+                guard number != 0 else { throw StorageError.corrupt(page: first, reason: "overflow chain ends \(length - offset) bytes early") }
+                let page = try self.page(number)
+                guard page.u8(4) == PageType.overflow.rawValue else {
+                    throw StorageError.corrupt(page: number, reason: "page type \(page.u8(4)) where an overflow page was expected")
+                }
+                let used = Int(page.u32(12))
+                guard used > 0, used <= capacity, used <= length - offset else {
+                    throw StorageError.corrupt(page: number, reason: "overflow page holds \(used) bytes")
+                }
+                (out.baseAddress! + offset).copyMemory(from: page.bytes + Layout.overflowHeaderSize, byteCount: used)
+                offset += used
+                number = page.u32(8)
+            }
+        }
+        return result
+    }
+}

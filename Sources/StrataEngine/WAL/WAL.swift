@@ -1,0 +1,164 @@
+/// Writer-side state of the `-wal` file: where the next frame goes and the
+/// running checksum. Only the thread holding the writer lock (or `open`,
+/// before the handle is shared) touches it; readers read frames by offset.
+final class WAL: @unchecked Sendable {
+    let file: any StorageFile
+    let path: String
+    let pageSize: Int
+    var generation: UInt32 = 0
+    var salt1: UInt32 = 0
+    var salt2: UInt32 = 0
+    /// Frames of the current generation that hold committed data.
+    var frameCount = 0
+    /// Checksum of the last committed frame (the header's when there is none).
+    var lastChecksum: UInt32 = 0
+    /// False until a header of the current generation is on disk.
+    var headerValid = false
+
+    init(file: any StorageFile, path: String, pageSize: Int) {
+        self.file = file
+        self.path = path
+        self.pageSize = pageSize
+    }
+
+    var frameSize: Int { WALFormat.frameHeaderSize + pageSize }
+
+    /// One committed transaction found by recovery.
+    struct RecoveredCommit {
+        var frames: [(page: UInt32, frame: Int)]
+        var pageCount: UInt32
+    }
+
+    /// Reads the header and every valid frame; returns the committed
+    /// transactions in order. An absent, short or foreign header means an
+    /// empty log (the main file alone is then the latest state: the log is
+    /// only ever restarted after a complete checkpoint).
+    func recover() throws -> [RecoveredCommit] {
+        let size = try file.size()
+        frameCount = 0
+        headerValid = false
+        guard size >= Int64(WALFormat.headerSize) else { return [] }
+        var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
+        let got = try header.withUnsafeMutableBytes { try file.read(into: $0.baseAddress!, count: WALFormat.headerSize, at: 0) }
+        guard got == WALFormat.headerSize else { return [] }
+        let (magic, version, headerPageSize, gen, s1, s2, crc) = header.withUnsafeBytes { raw -> (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) in
+            let p = raw.baseAddress!
+            return (loadBE32(p), loadBE32(p + 4), loadBE32(p + 8), loadBE32(p + 12), loadBE32(p + 16), loadBE32(p + 20), loadBE32(p + 24))
+        }
+        let expected = header.withUnsafeBytes { crc32Bytes(0, $0.baseAddress!, 24) }
+        // A header that fails these checks is what a crash during a restart
+        // or a foreign file leaves: treat the log as empty.
+        guard magic == WALFormat.magic, version == WALFormat.version, crc == expected else { return [] }
+        guard Int(headerPageSize) == pageSize else {
+            throw StorageError.corruptFile("WAL page size \(headerPageSize) differs from the store's \(pageSize)")
+        }
+        generation = gen
+        salt1 = s1
+        salt2 = s2
+        lastChecksum = crc
+        headerValid = true
+
+        var commits: [RecoveredCommit] = []
+        var pending: [(page: UInt32, frame: Int)] = []
+        var chain = crc
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: frameSize * 64, alignment: 16)
+        defer { buffer.deallocate() }
+        var index = 0
+        let total = Int((size - Int64(WALFormat.headerSize)) / Int64(frameSize))
+        scan: while index < total {
+            let batch = min(64, total - index)
+            let n = try file.read(into: buffer, count: batch * frameSize, at: WALFormat.frameOffset(index, pageSize: pageSize))
+            let whole = n / frameSize
+            if whole == 0 { break }
+            for j in 0..<whole {
+                let f = buffer + j * frameSize
+                guard loadBE32(f + 8) == salt1, loadBE32(f + 12) == salt2 else { break scan }
+                var c = crc32Bytes(chain, f, 16)
+                c = crc32Bytes(c, f + WALFormat.frameHeaderSize, pageSize)
+                guard c == loadBE32(f + 16) else { break scan }
+                chain = c
+                let pageNo = loadBE32(f)
+                pending.append((pageNo, index + j))
+                let commitSize = loadBE32(f + 4)
+                if commitSize != 0 {
+                    commits.append(RecoveredCommit(frames: pending, pageCount: commitSize))
+                    pending.removeAll(keepingCapacity: true)
+                    frameCount = index + j + 1
+                    lastChecksum = chain
+                }
+            }
+            if whole < batch { break }
+            index += whole
+        }
+        return commits
+    }
+
+    /// Starts a new generation at offset 0: new salts, header written and
+    /// (when `sync`) made durable before any frame of the new generation.
+    func restart(sync: Bool) throws {
+        generation &+= 1
+        salt1 &+= 1
+        salt2 = UInt32.random(in: 0...UInt32.max)
+        var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
+        header.withUnsafeMutableBytes { raw in
+            let p = raw.baseAddress!
+            storeBE32(p, WALFormat.magic)
+            storeBE32(p + 4, WALFormat.version)
+            storeBE32(p + 8, UInt32(pageSize))
+            storeBE32(p + 12, generation)
+            storeBE32(p + 16, salt1)
+            storeBE32(p + 20, salt2)
+            storeBE32(p + 24, crc32Bytes(0, p, 24))
+        }
+        headerValid = false
+        try header.withUnsafeBytes { try file.write($0.baseAddress!, count: WALFormat.headerSize, at: 0) }
+        if sync { try file.sync() }
+        lastChecksum = header.withUnsafeBytes { loadBE32($0.baseAddress! + 24) }
+        frameCount = 0
+        headerValid = true
+    }
+
+    /// Appends one transaction's pages as frames, the last one marked as the
+    /// commit frame. Pages must already carry their page checksums. Returns
+    /// the index of the first frame. On error nothing is published: the
+    /// frames written so far lie past the last commit and are ignored by
+    /// recovery and overwritten by the next commit.
+    func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32, sync: Bool) throws -> Int {
+        precondition(!pages.isEmpty && headerValid)
+        let first = frameCount
+        let batchFrames = max(1, (1 << 20) / frameSize)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: batchFrames * frameSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var chain = lastChecksum
+        var i = 0
+        while i < pages.count {
+            let n = min(batchFrames, pages.count - i)
+            for j in 0..<n {
+                let (number, page) = pages[i + j]
+                let f = buffer + j * frameSize
+                storeBE32(f, number)
+                storeBE32(f + 4, i + j == pages.count - 1 ? pageCount : 0)
+                storeBE32(f + 8, salt1)
+                storeBE32(f + 12, salt2)
+                (f + WALFormat.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
+                var c = crc32Bytes(chain, f, 16)
+                c = crc32Bytes(c, f + WALFormat.frameHeaderSize, pageSize)
+                storeBE32(f + 16, c)
+                storeBE32(f + 20, 0)
+                chain = c
+            }
+            try file.write(buffer, count: n * frameSize, at: WALFormat.frameOffset(first + i, pageSize: pageSize))
+            i += n
+        }
+        if sync { try file.sync() }
+        frameCount = first + pages.count
+        lastChecksum = chain
+        return first
+    }
+
+    /// Reads the page image of frame `index` into `page`.
+    func readFrame(_ index: Int, into page: Page) throws -> Bool {
+        let offset = WALFormat.frameOffset(index, pageSize: pageSize) + Int64(WALFormat.frameHeaderSize)
+        return try file.read(into: page.bytes, count: pageSize, at: offset) == pageSize
+    }
+}

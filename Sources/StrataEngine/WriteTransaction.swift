@@ -1,0 +1,268 @@
+/// The one write transaction of a store: reads see its own changes; nothing
+/// is visible to anyone else until ``commit()`` returns, and
+/// ``rollback()`` (or a thrown error inside ``Database/write(_:)``)
+/// discards everything.
+///
+/// Changed pages are private copies held in memory until commit, so a
+/// transaction's memory grows with the number of pages it touches.
+public final class WriteTransaction: ReadTransaction {
+    /// Private, modified page images by page number.
+    var dirty: [UInt32: Page] = [:]
+    var header: FileHeader
+    var freelist: Freelist
+    /// Trees whose entry count changed: root → name.
+    var changedTrees: [UInt32: String] = [:]
+    var modifications = 0
+    /// Scratch space for building one cell.
+    let cellBuffer: UnsafeMutableRawPointer
+
+    init(db: Database, snapshot: Database.Snapshot, freelist: Freelist) {
+        header = snapshot.header
+        self.freelist = freelist
+        self.freelist.changed = false
+        cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
+        super.init(db: db, snapshot: snapshot)
+    }
+
+    deinit {
+        if !ended { rollback() }
+        cellBuffer.deallocate()
+    }
+
+    override var modificationCount: Int { modifications }
+
+    override func page(_ number: UInt32) throws -> Page {
+        if let page = dirty[number] { return page }
+        return try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount)
+    }
+
+    // MARK: Pages
+
+    /// A private copy of page `number` that this transaction may change.
+    func writable(_ number: UInt32) throws -> Page {
+        if let page = dirty[number] { return page }
+        let copy = Page(copying: try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount))
+        dirty[number] = copy
+        return copy
+    }
+
+    /// A new zeroed page: the lowest free page, or one past the end.
+    func allocate() throws -> (UInt32, Page) {
+        let number: UInt32
+        if let free = freelist.allocate() {
+            number = free
+        } else {
+            guard header.pageCount < UInt32.max - 1 else {
+                throw StorageError.diskFull(path: db.path + " (the store reached 2^32 pages)")
+            }
+            number = header.pageCount
+            header.pageCount += 1
+        }
+        let page = Page(size: db.pageSize)
+        dirty[number] = page
+        return (number, page)
+    }
+
+    /// Returns a page to the freelist. Its content no longer matters, so it
+    /// is not written at commit.
+    func free(_ number: UInt32) {
+        dirty.removeValue(forKey: number)
+        freelist.free(number)
+    }
+
+    // MARK: Trees
+
+    /// Creates the tree called `name`, or returns it when it exists.
+    @discardableResult public func createTree(_ name: String) throws -> Tree {
+        try checkOpen()
+        if let existing = try treeIfPresent(name) { return existing }
+        let key = Array(name.utf8)
+        guard !key.isEmpty, key.count <= 255 else {
+            throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(name.debugDescription)")
+        }
+        let (root, page) = try allocate()
+        Node.format(page, leaf: true)
+        counts[root] = 0
+        changedTrees[root] = name
+        try putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
+        return Tree(name: name, root: root)
+    }
+
+    /// Deletes the tree called `name` and frees all its pages. Returns false
+    /// when there was no such tree.
+    @discardableResult public func dropTree(_ name: String) throws -> Bool {
+        try checkOpen()
+        guard let tree = try treeIfPresent(name) else { return false }
+        try freeSubtree(tree.root)
+        counts.removeValue(forKey: tree.root)
+        changedTrees.removeValue(forKey: tree.root)
+        _ = try deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
+        return true
+    }
+
+    /// Removes every entry of `tree`, keeping the tree.
+    public func clear(_ tree: Tree) throws {
+        try checkOpen()
+        let root = try treeNode(tree.root)
+        if !root.isLeaf {
+            for i in 0...root.count { try freeSubtree(root.child(i)) }
+        } else {
+            for i in 0..<root.count {
+                if case .overflow(let first, _) = root.leafValue(i) { try freeOverflow(first) }
+            }
+        }
+        Node.format(try writable(tree.root), leaf: true)
+        counts[tree.root] = 0
+        changedTrees[tree.root] = tree.name
+        modifications += 1
+    }
+
+    private func freeSubtree(_ number: UInt32) throws {
+        var stack: [(UInt32, Int)] = [(number, 0)]
+        while let (page, depth) = stack.popLast() {
+            guard depth <= Cursor.maxDepth else { throw StorageError.corrupt(page: page, reason: "tree too deep: a cycle") }
+            let node = try treeNode(page)
+            if node.isLeaf {
+                for i in 0..<node.count {
+                    if case .overflow(let first, _) = node.leafValue(i) { try freeOverflow(first) }
+                }
+            } else {
+                for i in 0...node.count { stack.append((node.child(i), depth + 1)) }
+            }
+            free(page)
+        }
+    }
+
+    func catalogValue(root: UInt32, count: Int) -> [UInt8] {
+        var v = [UInt8](repeating: 0, count: 12)
+        v.withUnsafeMutableBytes {
+            storeBE32($0.baseAddress!, root)
+            storeBE64($0.baseAddress! + 4, UInt64(count))
+        }
+        return v
+    }
+
+    override public func count(_ tree: Tree) throws -> Int {
+        try checkOpen()
+        if let n = counts[tree.root] { return n }
+        return try super.count(tree)
+    }
+
+    // MARK: Writes
+
+    /// Stores `value` under `key`, replacing any previous value.
+    public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
+        try checkOpen()
+        try ensureCounted(tree)
+        if try putRaw(key, value, root: tree.root) {
+            counts[tree.root, default: 0] += 1
+            changedTrees[tree.root] = tree.name
+        }
+    }
+
+    /// Removes `key`; returns false when it was absent.
+    @discardableResult public func delete(_ key: [UInt8], in tree: Tree) throws -> Bool {
+        try checkOpen()
+        try ensureCounted(tree)
+        guard try deleteRaw(key, root: tree.root) else { return false }
+        counts[tree.root, default: 0] -= 1
+        changedTrees[tree.root] = tree.name
+        return true
+    }
+
+    private func ensureCounted(_ tree: Tree) throws {
+        if counts[tree.root] == nil { _ = try super.count(tree) }
+    }
+
+    // MARK: Commit
+
+    /// Makes every change durable (per the store's ``Durability``) and
+    /// visible to transactions that begin afterwards. On error nothing is
+    /// visible and the store stays at the previous commit; the transaction
+    /// is over either way.
+    public func commit() throws {
+        try checkOpen()
+        defer {
+            ended = true
+            dirty.removeAll()
+            db.gate.release()
+        }
+        guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
+        for (root, name) in changedTrees.sorted(by: { $0.key < $1.key }) {
+            try putRaw(Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
+        }
+        try persistFreelist()
+        header.commitCounter &+= 1
+        let headerPage = try writable(0)
+        header.write(to: headerPage)
+        var pages: [(number: UInt32, page: Page)] = []
+        pages.reserveCapacity(dirty.count)
+        for (number, page) in dirty { pages.append((number, page)) }
+        pages.sort { $0.number < $1.number }
+        for (number, page) in pages { page.sealChecksum(pageNumber: number) }
+
+        try db.restartLogIfPossible()
+        let first: Int
+        do {
+            first = try db.wal.appendCommit(pages, pageCount: header.pageCount, sync: db.options.durability == .full)
+        } catch let error as StorageError {
+            if case .io(let op, _, _) = error, op == "fdatasync" { db.poison("an fsync of the WAL failed: \(error)") }
+            throw error
+        }
+        db.publish(pages: pages, firstFrame: first, header: header, freelist: freelist)
+        if db.wal.frameCount >= db.options.checkpointThresholdFrames {
+            // The commit is durable already; a failed checkpoint is retried
+            // after a later commit (or poisons the handle if an fsync failed).
+            try? db.checkpointLocked()
+        }
+    }
+
+    /// Discards every change and ends the transaction.
+    public func rollback() {
+        guard !ended else { return }
+        ended = true
+        dirty.removeAll()
+        db.gate.release()
+    }
+
+    /// Rewrites the freelist trunks after cutting free pages off the end.
+    private func persistFreelist() throws {
+        guard freelist.changed else { return }
+        header.pageCount = freelist.releaseTail(pageCount: header.pageCount)
+        for number in dirty.keys where number >= header.pageCount { dirty.removeValue(forKey: number) }
+        let trunks = freelist.layout(pageSize: db.pageSize)
+        for (i, trunk) in trunks.enumerated() {
+            let page = Page(size: db.pageSize)
+            page.setU8(4, PageType.freelistTrunk.rawValue)
+            page.setU32(8, i + 1 < trunks.count ? trunks[i + 1].trunk : 0)
+            page.setU32(12, UInt32(trunk.entries.count))
+            var offset = Layout.trunkHeaderSize
+            for p in trunk.entries {
+                page.setU32(offset, p)
+                offset += 4
+            }
+            dirty[trunk.trunk] = page
+        }
+        header.freelistHead = trunks.first?.trunk ?? 0
+        header.freeCount = UInt32(freelist.count)
+    }
+}
+
+extension Database {
+    /// Makes a written commit visible: index its frames, cache its pages,
+    /// advance the committed snapshot.
+    func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, header: FileHeader, freelist: Freelist) {
+        stateLock.withLock {
+            let seq = committed.seq + 1
+            let generation = wal.generation
+            for (i, entry) in pages.enumerated() {
+                walIndex[entry.number, default: []].append(FrameVersion(frame: firstFrame + i, seq: seq))
+                cache.put(PageCache.frameKey(generation: generation, frame: firstFrame + i), entry.page)
+            }
+            committed = Snapshot(seq: seq, header: header)
+        }
+        var published = freelist
+        published.changed = false
+        committedFreelist = published
+    }
+}
