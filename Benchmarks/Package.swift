@@ -1,0 +1,24 @@
+// swift-tools-version: 6.1
+//
+// Benchmarks for StrataEngine, kept in their own package so that the engine
+// itself has no third-party dependency. Run from this folder:
+//
+//     swift run -c release engine-bench [--count N]
+import PackageDescription
+
+let package = Package(
+    name: "StrataBenchmarks",
+    dependencies: [
+        .package(name: "Strata", path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "engine-bench",
+            dependencies: [
+                .product(name: "StrataEngine", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        )
+    ]
+)

@@ -1,0 +1,129 @@
+import Foundation
+
+/// SplitMix64: a small, fast, seedable generator. The benchmark only needs
+/// the same byte stream on every run, not cryptographic quality.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// `count` pseudo-random bytes.
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        var i = 0
+        while i < count {
+            var word = next()
+            for _ in 0..<min(8, count - i) {
+                result[i] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                i += 1
+            }
+        }
+        return result
+    }
+}
+
+/// Every key, value and access order the workloads use, generated once up
+/// front (outside any timed region) from fixed seeds, in the representation
+/// each engine takes: `[UInt8]` for Strata, `Data` for GRDB.
+struct Dataset {
+    static let keyLength = 16
+    static let valueLength = 100
+    /// Number of single-put durable commits (workload 4).
+    static let commitCount = 1000
+
+    /// The `count` keys of the bulk load, in insertion (random) order.
+    let keys: [[UInt8]]
+    let values: [[UInt8]]
+    let keyData: [Data]
+    let valueData: [Data]
+
+    /// A permutation of `keys.indices`: the point-read order.
+    let readOrder: [Int]
+    /// Distinct indices into `keys`: the entries the delete workload removes.
+    let deleteOrder: [Int]
+
+    /// New keys (not among `keys`) for the single-put commits.
+    let commitKeys: [[UInt8]]
+    let commitValues: [[UInt8]]
+    let commitKeyData: [Data]
+    let commitValueData: [Data]
+
+    /// - Parameters:
+    ///   - count: number of entries of the bulk load.
+    ///   - deleteCount: number of those entries the delete workload removes.
+    init(count: Int, deleteCount: Int) {
+        precondition(count > 0 && (0...count).contains(deleteCount))
+        var rng = SplitMix64(seed: 0x5354_5241_5441_0001)
+        var keys: [[UInt8]] = []
+        var values: [[UInt8]] = []
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+        for _ in 0..<count {
+            keys.append(rng.bytes(Self.keyLength))
+            values.append(rng.bytes(Self.valueLength))
+        }
+        var commitKeys: [[UInt8]] = []
+        var commitValues: [[UInt8]] = []
+        for _ in 0..<Self.commitCount {
+            commitKeys.append(rng.bytes(Self.keyLength))
+            commitValues.append(rng.bytes(Self.valueLength))
+        }
+
+        var orderRng = SplitMix64(seed: 0x5354_5241_5441_0002)
+        var readOrder = Array(0..<count)
+        readOrder.shuffle(using: &orderRng)
+        var deleteOrder = Array(0..<count)
+        deleteOrder.shuffle(using: &orderRng)
+
+        self.keys = keys
+        self.values = values
+        keyData = keys.map { Data($0) }
+        valueData = values.map { Data($0) }
+        self.readOrder = readOrder
+        self.deleteOrder = Array(deleteOrder.prefix(deleteCount))
+        self.commitKeys = commitKeys
+        self.commitValues = commitValues
+        commitKeyData = commitKeys.map { Data($0) }
+        commitValueData = commitValues.map { Data($0) }
+    }
+}
+
+/// What an ordered scan saw: entry count, total bytes and an order-sensitive
+/// hash of the keys and values. Both engines must report the same digest
+/// for the same contents, which checks that each scan really read the data.
+struct ScanDigest: Equatable, CustomStringConvertible {
+    private(set) var entries = 0
+    private(set) var bytes = 0
+    private(set) var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+
+    /// Folds one entry into the digest (FNV-1a over every key byte and the
+    /// first and last value bytes, so the whole key and the value are read).
+    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        entries += 1
+        bytes += key.count + value.count
+        for byte in key { mix(byte) }
+        if let first = value.first, let last = value.last {
+            mix(first)
+            mix(last)
+        }
+    }
+
+    private mutating func mix(_ byte: UInt8) {
+        hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3
+    }
+
+    var description: String {
+        "\(entries) entries, \(bytes) bytes, hash \(String(hash, radix: 16))"
+    }
+}

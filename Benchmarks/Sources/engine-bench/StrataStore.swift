@@ -1,0 +1,92 @@
+import StrataEngine
+
+/// StrataEngine, through its public API, with one tree holding the data.
+///
+/// Options other than durability are the engine defaults: 4 KiB pages, a
+/// 64 MiB page cache and a checkpoint every 1000 log frames.
+final class StrataStore: KeyValueEngine {
+    static let treeName = "kv"
+
+    let name = "Strata"
+    let path: String
+    private let db: Database
+
+    /// Creates a new store at `path`.
+    init(path: String, durability: DurabilityLevel) throws {
+        self.path = path
+        let level: Durability = switch durability {
+        case .full: .full
+        case .normal: .normal
+        case .none: .none
+        }
+        db = try Database.open(path: path, options: DatabaseOptions(durability: level))
+    }
+
+    func bulkLoad(_ data: Dataset) throws {
+        try db.write { tx in
+            let tree = try tx.createTree(Self.treeName)
+            for i in data.keys.indices {
+                try tx.put(data.keys[i], data.values[i], in: tree)
+            }
+        }
+    }
+
+    func pointReads(_ data: Dataset) throws {
+        let (found, bytes) = try db.read { tx in
+            let tree = try tx.tree(Self.treeName)
+            var found = 0
+            var bytes = 0
+            for i in data.readOrder {
+                if let value = try tx.get(data.keys[i], in: tree) {
+                    found += 1
+                    bytes += value.count
+                }
+            }
+            return (found, bytes)
+        }
+        try checkReads(name, found: found, bytes: bytes, data)
+    }
+
+    func scan() throws -> ScanDigest {
+        try db.read { tx in
+            let cursor = try tx.cursor(try tx.tree(Self.treeName))
+            var digest = ScanDigest()
+            var more = try cursor.first()
+            while more {
+                let key = try cursor.key()
+                let value = try cursor.value()
+                key.withUnsafeBytes { k in
+                    value.withUnsafeBytes { v in digest.add(key: k, value: v) }
+                }
+                more = try cursor.next()
+            }
+            return digest
+        }
+    }
+
+    func singleCommits(_ data: Dataset) throws {
+        for i in data.commitKeys.indices {
+            try db.write { tx in
+                try tx.put(data.commitKeys[i], data.commitValues[i], in: try tx.tree(Self.treeName))
+            }
+        }
+    }
+
+    func deletes(_ data: Dataset) throws {
+        let deleted = try db.write { tx in
+            let tree = try tx.tree(Self.treeName)
+            var deleted = 0
+            for i in data.deleteOrder where try tx.delete(data.keys[i], in: tree) {
+                deleted += 1
+            }
+            return deleted
+        }
+        guard deleted == data.deleteOrder.count else {
+            throw BenchError("\(name): deleted \(deleted) of \(data.deleteOrder.count) existing keys")
+        }
+    }
+
+    func close() throws {
+        try db.close()
+    }
+}

@@ -1,0 +1,216 @@
+// engine-bench: runs the same workloads on StrataEngine and on SQLite
+// (through GRDB) in one process and prints a markdown report.
+//
+//     swift run -c release engine-bench [--count N] [--deletes N] [--durability full|normal|none]
+
+import Foundation
+
+/// Command-line options.
+struct Options {
+    /// Entries of the bulk load (and point reads).
+    var count = 1_000_000
+    /// Entries removed by the delete workload; nil for the default.
+    var deleteCount: Int?
+    var durability = DurabilityLevel.full
+    /// Scratch folder, removed at the start and at the end of the run.
+    var directory = "/tmp/strata-engine-bench"
+
+    /// 100,000 deletes, or a tenth of the store when it is smaller than a million.
+    var deletes: Int { deleteCount ?? min(100_000, count / 10) }
+
+    static let usage = """
+        usage: engine-bench [--count N] [--deletes N] [--durability full|normal|none]
+
+          --count N        entries of the bulk load (default 1000000)
+          --deletes N      entries the delete workload removes
+                           (default min(100000, count / 10))
+          --durability L   full (default), normal or none: Strata's level and
+                           SQLite's synchronous=FULL/NORMAL/OFF
+        """
+
+    init(arguments: [String]) throws {
+        var rest = arguments[...]
+        func value(of flag: String) throws -> String {
+            guard let value = rest.popFirst() else { throw BenchError("\(flag) needs a value\n\(Self.usage)") }
+            return value
+        }
+        func positive(_ flag: String) throws -> Int {
+            let text = try value(of: flag).replacingOccurrences(of: "_", with: "")
+            guard let n = Int(text), n > 0 else { throw BenchError("\(flag) takes a positive integer, not \(text)") }
+            return n
+        }
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--count": count = try positive(flag)
+            case "--deletes": deleteCount = try positive(flag)
+            case "--durability":
+                let text = try value(of: flag)
+                guard let level = DurabilityLevel(rawValue: text) else {
+                    throw BenchError("--durability takes full, normal or none, not \(text)")
+                }
+                durability = level
+            case "-h", "--help":
+                print(Self.usage)
+                exit(0)
+            default:
+                throw BenchError("unknown argument \(flag)\n\(Self.usage)")
+            }
+        }
+        guard deletes <= count else { throw BenchError("--deletes \(deletes) exceeds --count \(count)") }
+    }
+}
+
+/// One timed workload: its title, how many operations it did, and the
+/// elapsed time on each engine (in the order of ``Benchmark/engines``).
+struct WorkloadResult {
+    let title: String
+    let ops: Int
+    let times: [Duration]
+}
+
+/// Runs every workload on every engine and collects times and file sizes.
+final class Benchmark {
+    let options: Options
+    let data: Dataset
+    let strata: StrataStore
+    let sqlite: SQLiteStore
+    /// Strata first: the report's columns follow this order.
+    var engines: [any KeyValueEngine] { [strata, sqlite] }
+
+    private(set) var results: [WorkloadResult] = []
+    /// Sizes of each engine's files after each step.
+    private(set) var sizes: [(step: String, stores: [StoreSize])] = []
+    /// Mean durable 4 KiB write on this file system: overwrite, append.
+    private(set) var fsync: (overwrite: Duration, append: Duration)?
+
+    init(options: Options, data: Dataset) throws {
+        self.options = options
+        self.data = data
+        strata = try StrataStore(path: options.directory + "/bench.strata", durability: options.durability)
+        sqlite = try SQLiteStore(path: options.directory + "/bench.sqlite", durability: options.durability)
+        recordSizes(after: "open")
+    }
+
+    func run() throws {
+        let n = data.keys.count
+        try measure("1. bulk load, one transaction", ops: n) { try $0.bulkLoad(data) }
+        try measure("2. random point reads, one read transaction", ops: n) { try $0.pointReads(data) }
+
+        var digests: [ScanDigest] = []
+        try measure("3. full ordered scan (key + value)", ops: n) { digests.append(try $0.scan()) }
+        guard digests.allSatisfy({ $0 == digests[0] }), digests[0].entries == n else {
+            throw BenchError("the scans disagree: \(zip(engines.map(\.name), digests).map { "\($0): \($1)" })")
+        }
+
+        try measure("4. single-put commits, one transaction each", ops: Dataset.commitCount) {
+            try $0.singleCommits(data)
+        }
+        progress("fdatasync probe…")
+        let probe = options.directory + "/fsync-probe"
+        fsync = (
+            try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: false),
+            try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: true)
+        )
+
+        try measure("5. random deletes, one transaction", ops: data.deleteOrder.count) { try $0.deletes(data) }
+
+        for engine in engines { try engine.close() }
+        recordSizes(after: "close (checkpointed)")
+    }
+
+    /// Times `body` on each engine in turn, then records the file sizes.
+    private func measure(_ title: String, ops: Int, _ body: (any KeyValueEngine) throws -> Void) throws {
+        var times: [Duration] = []
+        for engine in engines {
+            progress("\(title): \(engine.name)…")
+            let (_, elapsed) = try timed { try body(engine) }
+            progress("  \(Format.time(elapsed, ops: ops))")
+            times.append(elapsed)
+        }
+        results.append(WorkloadResult(title: title, ops: ops, times: times))
+        recordSizes(after: String(title.prefix { $0 != "," }))
+    }
+
+    private func recordSizes(after step: String) {
+        sizes.append((step, engines.map { StoreSize(path: $0.path) }))
+    }
+
+    /// The markdown report.
+    func report() -> String {
+        var lines: [String] = []
+        let names = engines.map(\.name)
+        lines.append("## Strata vs SQLite (GRDB)")
+        lines.append("")
+        lines.append(
+            "\(Format.count(data.keys.count)) entries (\(Dataset.keyLength)-byte random keys, "
+                + "\(Dataset.valueLength)-byte values), \(Format.count(data.deleteOrder.count)) deletes, "
+                + "durability `\(options.durability.rawValue)`, SQLite \(sqlite.sqliteVersion) in WAL mode.")
+        lines.append("")
+        lines.append(Format.header(["workload"] + names + ["SQLite time / Strata time"]))
+        for result in results {
+            lines.append(Format.row(
+                [result.title] + result.times.map { Format.time($0, ops: result.ops) }
+                    + [Format.ratio(result.times[1].seconds, result.times[0].seconds)]))
+        }
+
+        if let fsync, let commits = results.first(where: { $0.title.hasPrefix("4.") }) {
+            lines.append("")
+            lines.append("### Durable commits against this machine's fdatasync")
+            lines.append("")
+            lines.append(Format.header(["operation", "time per op", "÷ fdatasync (overwrite)", "÷ fdatasync (append)"]))
+            let overwrite = fsync.overwrite.seconds
+            let append = fsync.append.seconds
+            func row(_ label: String, _ seconds: Double) -> String {
+                Format.row([label, Format.time(seconds), Format.ratio(seconds, overwrite), Format.ratio(seconds, append)])
+            }
+            lines.append(row("4 KiB pwrite + fdatasync, same block", overwrite))
+            lines.append(row("4 KiB pwrite + fdatasync, appending", append))
+            for (name, time) in zip(names, commits.times) {
+                lines.append(row("\(name) commit of one put", time.seconds / Double(commits.ops)))
+            }
+        }
+
+        lines.append("")
+        lines.append("### File sizes (main file + `-wal`)")
+        lines.append("")
+        lines.append(Format.header(["after"] + names.flatMap { ["\($0) main", "\($0) -wal", "\($0) total"] }))
+        for (step, stores) in sizes {
+            lines.append(Format.row(
+                [step] + stores.flatMap { [Format.bytes($0.main), Format.bytes($0.wal), Format.bytes($0.total)] }))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Parses the arguments, runs the benchmark in a fresh scratch folder and
+/// prints the report; the folder is removed at the end, even on failure.
+func runCommand() -> Int32 {
+    let options: Options
+    do {
+        options = try Options(arguments: Array(CommandLine.arguments.dropFirst()))
+    } catch {
+        progress("error: \(error)")
+        return 2
+    }
+    #if DEBUG
+    progress("warning: this is a debug build; use `swift run -c release engine-bench` for meaningful numbers")
+    #endif
+    let fileManager = FileManager.default
+    defer { try? fileManager.removeItem(atPath: options.directory) }
+    do {
+        try? fileManager.removeItem(atPath: options.directory)
+        try fileManager.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+
+        progress("generating \(Format.count(options.count)) keys and values…")
+        let data = Dataset(count: options.count, deleteCount: options.deletes)
+        let benchmark = try Benchmark(options: options, data: data)
+        try benchmark.run()
+        print(benchmark.report())
+        return 0
+    } catch {
+        progress("error: \(error)")
+        return 1
+    }
+}
+
+exit(runCommand())

@@ -1,0 +1,159 @@
+import StrataEngine
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An in-memory file system on the engine's I/O seam.
+///
+/// Each file keeps two images: `contents`, what the process sees (every
+/// completed write), and `durable`, what would survive a power loss (the
+/// contents as of the file's last `sync`). Writes since the last sync are
+/// remembered in order, so a crash simulation can decide per write whether
+/// it reached the disk. Locks are per file and per handle, like `flock`.
+public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
+    private let lock = NSLockLike()
+    private var files: [String: MemoryFile] = [:]
+
+    public init() {}
+
+    public func open(_ path: String, create: Bool, readOnly: Bool) throws -> any StorageFile {
+        try lock.withLock {
+            if let file = files[path] { return MemoryFileHandle(file: file, path: path, readOnly: readOnly) }
+            guard create else { throw StorageError.io(operation: "open", path: path, errno: ENOENT) }
+            let file = MemoryFile()
+            files[path] = file
+            return MemoryFileHandle(file: file, path: path, readOnly: readOnly)
+        }
+    }
+
+    public func exists(_ path: String) -> Bool {
+        lock.withLock { files[path] != nil }
+    }
+
+    public func remove(_ path: String) throws {
+        lock.withLock { _ = files.removeValue(forKey: path) }
+    }
+
+    public func syncDirectory(of path: String) throws {}
+
+    /// The file at `path`, for tests that inspect or damage bytes.
+    public func file(_ path: String) -> MemoryFile? {
+        lock.withLock { files[path] }
+    }
+}
+
+/// One in-memory file.
+public final class MemoryFile: @unchecked Sendable {
+    let lock = NSLockLike()
+    /// What the process sees.
+    public var contents: [UInt8] = []
+    /// What a power loss would leave.
+    public var durable: [UInt8] = []
+    /// Writes since the last sync, in order.
+    public var unsynced: [(offset: Int, bytes: [UInt8])] = []
+    var exclusiveHolder: ObjectIdentifier?
+
+    /// Reads or changes the contents under the file's lock.
+    public func withContents<R>(_ body: (inout [UInt8]) throws -> R) rethrows -> R {
+        try lock.withLock { try body(&contents) }
+    }
+}
+
+final class MemoryFileHandle: StorageFile, @unchecked Sendable {
+    let file: MemoryFile
+    let path: String
+    let readOnly: Bool
+
+    init(file: MemoryFile, path: String, readOnly: Bool) {
+        self.file = file
+        self.path = path
+        self.readOnly = readOnly
+    }
+
+    func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
+        file.lock.withLock {
+            let start = Int(offset)
+            guard start < file.contents.count else { return 0 }
+            let n = min(count, file.contents.count - start)
+            file.contents.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress! + start, byteCount: n) }
+            return n
+        }
+    }
+
+    func write(_ buffer: UnsafeRawPointer, count: Int, at offset: Int64) throws {
+        guard !readOnly else { throw StorageError.io(operation: "pwrite", path: path, errno: EBADF) }
+        file.lock.withLock {
+            let start = Int(offset)
+            if file.contents.count < start + count {
+                file.contents.append(contentsOf: repeatElement(0, count: start + count - file.contents.count))
+            }
+            file.contents.withUnsafeMutableBytes { ($0.baseAddress! + start).copyMemory(from: buffer, byteCount: count) }
+            file.unsynced.append((start, [UInt8](UnsafeRawBufferPointer(start: buffer, count: count))))
+        }
+    }
+
+    func sync() throws {
+        file.lock.withLock {
+            file.durable = file.contents
+            file.unsynced.removeAll()
+        }
+    }
+
+    func size() throws -> Int64 {
+        file.lock.withLock { Int64(file.contents.count) }
+    }
+
+    func truncate(to size: Int64) throws {
+        guard !readOnly else { throw StorageError.io(operation: "ftruncate", path: path, errno: EBADF) }
+        file.lock.withLock {
+            let n = Int(size)
+            if n < file.contents.count {
+                file.contents.removeLast(file.contents.count - n)
+            } else {
+                file.contents.append(contentsOf: repeatElement(0, count: n - file.contents.count))
+            }
+            // A size change is modelled as durable only at the next sync.
+            file.unsynced.append((n, []))
+        }
+    }
+
+    func tryLock(exclusive: Bool) throws -> Bool {
+        file.lock.withLock {
+            let me = ObjectIdentifier(self)
+            if let holder = file.exclusiveHolder, holder != me { return false }
+            if exclusive { file.exclusiveHolder = me }
+            return true
+        }
+    }
+
+    func close() {
+        file.lock.withLock {
+            if file.exclusiveHolder == ObjectIdentifier(self) { file.exclusiveHolder = nil }
+        }
+    }
+}
+
+/// A pthread mutex for the test support code.
+final class NSLockLike: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

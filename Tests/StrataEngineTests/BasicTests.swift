@@ -1,0 +1,79 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+final class BasicTests: EngineTestCase {
+    func testPutGetDeleteAcrossReopen() throws {
+        var db = try open()
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            try tx.put(bytes("b"), bytes("2"), in: t)
+            try tx.put(bytes("a"), bytes("1"), in: t)
+            try tx.put(bytes("c"), bytes("3"), in: t)
+            XCTAssertTrue(try tx.delete(bytes("c"), in: t))
+            XCTAssertFalse(try tx.delete(bytes("zz"), in: t))
+        }
+        try db.close()
+        forget(db)
+        db = try open()
+        try db.read { tx in
+            let t = try tx.tree("t")
+            XCTAssertEqual(try tx.get(bytes("a"), in: t), bytes("1"))
+            XCTAssertEqual(try tx.get(bytes("b"), in: t), bytes("2"))
+            XCTAssertNil(try tx.get(bytes("c"), in: t))
+            XCTAssertEqual(try tx.count(t), 2)
+            XCTAssertEqual(try tx.scan(t).map(\.key), [bytes("a"), bytes("b")])
+        }
+    }
+
+    func testManyKeysSplitAndMergeBackToOnePage() throws {
+        let db = try open()
+        let n = 20_000
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            for i in 0..<n { try tx.put(bytes("key\(i)"), bytes("value\(i)"), in: t) }
+        }
+        var report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+        XCTAssertEqual(report.trees.first { $0.name == "t" }?.entries, n)
+        XCTAssertGreaterThan(report.trees.first { $0.name == "t" }?.height ?? 0, 1)
+        try db.write { tx in
+            let t = try tx.tree("t")
+            for i in 0..<n { XCTAssertTrue(try tx.delete(bytes("key\(i)"), in: t)) }
+        }
+        report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+        let stats = report.trees.first { $0.name == "t" }
+        XCTAssertEqual(stats?.entries, 0)
+        XCTAssertEqual(stats?.pages, 1, "an emptied tree collapses to its root page")
+    }
+
+    func testCursorBothDirections() throws {
+        let db = try open()
+        let keys = (0..<3000).map { bytes(String(format: "%05d", $0 * 2)) }
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            for k in keys.shuffled() { try tx.put(k, k, in: t) }
+        }
+        try db.read { tx in
+            let c = try tx.cursor(try tx.tree("t"))
+            var seen: [[UInt8]] = []
+            var more = try c.first()
+            while more {
+                seen.append(try c.key())
+                more = try c.next()
+            }
+            XCTAssertEqual(seen, keys)
+            seen.removeAll()
+            more = try c.last()
+            while more {
+                seen.append(try c.key())
+                more = try c.previous()
+            }
+            XCTAssertEqual(seen, keys.reversed())
+            XCTAssertTrue(try c.seek(bytes("00101")))
+            XCTAssertEqual(try c.key(), bytes("00102"))
+            XCTAssertFalse(try c.seek(bytes("99999")))
+        }
+    }
+}
