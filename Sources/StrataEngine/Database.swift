@@ -45,6 +45,9 @@ public final class Database: @unchecked Sendable {
     /// Set when an fsync failed: the handle refuses writes from then on.
     var poisoned: String?
 
+    /// Counters for tools and tests (guarded by `stateLock`).
+    var counters = Statistics()
+
     /// Writer-owned (guarded by `gate`): the committed free-page set.
     var committedFreelist = Freelist()
 
@@ -420,10 +423,17 @@ public final class Database: @unchecked Sendable {
             }
         guard let plan else { return }
         let sync = options.durability != .none
+        var syncFailed = false
+        func syncFile(_ file: any StorageFile) throws {
+            do { try file.sync() } catch {
+                syncFailed = true
+                throw error
+            }
+        }
         do {
             // The log must be durable before the main file changes: a crash in
             // the middle of the copy is repaired by replaying it.
-            if options.durability == .normal { try wal.file.sync() }
+            if options.durability == .normal { try syncFile(wal.file) }
             var written: [(UInt32, Page)] = []
             written.reserveCapacity(plan.copies.count)
             for (number, frame) in plan.copies.sorted(by: { $0.0 < $1.0 }) {
@@ -444,13 +454,15 @@ public final class Database: @unchecked Sendable {
                 let wanted = Int64(plan.pageCount) * Int64(pageSize)
                 if size > wanted { try main.truncate(to: wanted) }
             }
-            if sync { try main.sync() }
+            if sync { try syncFile(main) }
             stateLock.withLock {
                 backfilledSeq = plan.target
                 for (number, page) in written { cache.put(PageCache.mainKey(number), page) }
+                counters.checkpoints += 1
+                if !plan.full { counters.partialCheckpoints += 1 }
             }
-        } catch let error as StorageError {
-            if case .io(let op, _, _) = error, op == "fdatasync" { poison("an fsync failed during a checkpoint: \(error)") }
+        } catch {
+            if syncFailed { poison("an fsync failed during a checkpoint: \(error)") }
             throw error
         }
     }
@@ -476,13 +488,46 @@ public final class Database: @unchecked Sendable {
         try stateLock.withLock {
             walIndex.removeAll(keepingCapacity: true)
             cache.removeFrames()
-            try wal.restart(sync: false)
+            try wal.restart()
+            counters.walRestarts += 1
         }
         if options.durability != .none {
             do { try wal.file.sync() } catch {
                 poison("an fsync of the WAL header failed: \(error)")
                 throw error
             }
+        }
+    }
+}
+
+/// Counters of what a handle has done since it was opened.
+public struct Statistics: Sendable, Equatable {
+    /// Checkpoints that copied at least one commit into the main file.
+    public var checkpoints = 0
+    /// Checkpoints that stopped short of the last commit because a reader
+    /// still used an older snapshot.
+    public var partialCheckpoints = 0
+    /// Times the WAL started over at its beginning.
+    public var walRestarts = 0
+    /// Commits made through this handle.
+    public var commits = 0
+    /// Frames in the WAL right now.
+    public var walFrames = 0
+    /// Pages in the store at the last commit.
+    public var pageCount = 0
+    /// Free pages at the last commit.
+    public var freePages = 0
+}
+
+extension Database {
+    /// What this handle has done since it was opened, and the store's size.
+    public var statistics: Statistics {
+        stateLock.withLock {
+            var s = counters
+            s.walFrames = wal.frameCount
+            s.pageCount = Int(committed.header.pageCount)
+            s.freePages = Int(committed.header.freeCount)
+            return s
         }
     }
 }

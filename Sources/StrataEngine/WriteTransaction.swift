@@ -202,13 +202,18 @@ public final class WriteTransaction: ReadTransaction {
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
 
         try db.restartLogIfPossible()
-        let first: Int
-        do {
-            first = try db.wal.appendCommit(pages, pageCount: header.pageCount, sync: db.options.durability == .full)
-        } catch let error as StorageError {
-            if case .io(let op, _, _) = error, op == "fdatasync" { db.poison("an fsync of the WAL failed: \(error)") }
-            throw error
+        let first = try db.wal.appendCommit(pages, pageCount: header.pageCount)
+        if db.options.durability == .full {
+            do {
+                try db.wal.file.sync()
+            } catch {
+                // The frames may or may not be on disk: nothing about this
+                // handle's view of the log can be trusted any more.
+                db.poison("an fsync of the WAL failed: \(error)")
+                throw error
+            }
         }
+        db.wal.commitAppended(frameCount: first + pages.count)
         db.publish(pages: pages, firstFrame: first, header: header, freelist: freelist)
         if db.wal.frameCount >= db.options.checkpointThresholdFrames {
             // The commit is durable already; a failed checkpoint is retried
@@ -260,6 +265,7 @@ extension Database {
                 cache.put(PageCache.frameKey(generation: generation, frame: firstFrame + i), entry.page)
             }
             committed = Snapshot(seq: seq, header: header)
+            counters.commits += 1
         }
         var published = freelist
         published.changed = false

@@ -21,11 +21,11 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
 
     public func open(_ path: String, create: Bool, readOnly: Bool) throws -> any StorageFile {
         try lock.withLock {
-            if let file = files[path] { return MemoryFileHandle(file: file, path: path, readOnly: readOnly) }
+            if let file = files[path] { return MemoryFileHandle(file: file, path: path, readOnly: readOnly, fileSystem: self) }
             guard create else { throw StorageError.io(operation: "open", path: path, errno: ENOENT) }
             let file = MemoryFile()
             files[path] = file
-            return MemoryFileHandle(file: file, path: path, readOnly: readOnly)
+            return MemoryFileHandle(file: file, path: path, readOnly: readOnly, fileSystem: self)
         }
     }
 
@@ -38,6 +38,47 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
     }
 
     public func syncDirectory(of path: String) throws {}
+
+    /// Decides, for each write, sync or truncate, whether it fails and with
+    /// which `errno` (nil: it succeeds). Set it to inject EIO or ENOSPC.
+    public var faults: (@Sendable (FileOperation) -> Int32?)? {
+        get { lock.withLock { faultHook } }
+        set { lock.withLock { faultHook = newValue } }
+    }
+    private var faultHook: (@Sendable (FileOperation) -> Int32?)?
+
+    func fault(_ operation: FileOperation) -> StorageError? {
+        guard let hook = faults, let code = hook(operation) else { return nil }
+        if code == ENOSPC { return .diskFull(path: operation.path) }
+        return .io(operation: operation.kind.rawValue, path: operation.path, errno: code)
+    }
+
+    /// A new file system holding what a killed process leaves behind: every
+    /// completed write, synced or not.
+    public func afterProcessCrash() -> MemoryFileSystem {
+        copy { $0.contents }
+    }
+
+    /// A new file system holding what a power loss leaves behind when no
+    /// unsynced write reached the disk: each file as of its last sync.
+    public func afterPowerLoss() -> MemoryFileSystem {
+        copy { $0.durable }
+    }
+
+    private func copy(_ image: (MemoryFile) -> [UInt8]) -> MemoryFileSystem {
+        let result = MemoryFileSystem()
+        lock.withLock {
+            for (path, file) in files {
+                let copy = MemoryFile()
+                file.lock.withLock {
+                    copy.contents = image(file)
+                    copy.durable = copy.contents
+                }
+                result.files[path] = copy
+            }
+        }
+        return result
+    }
 
     /// The file at `path`, for tests that inspect or damage bytes.
     public func file(_ path: String) -> MemoryFile? {
@@ -66,11 +107,17 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
     let file: MemoryFile
     let path: String
     let readOnly: Bool
+    weak var fileSystem: MemoryFileSystem?
 
-    init(file: MemoryFile, path: String, readOnly: Bool) {
+    init(file: MemoryFile, path: String, readOnly: Bool, fileSystem: MemoryFileSystem) {
         self.file = file
         self.path = path
         self.readOnly = readOnly
+        self.fileSystem = fileSystem
+    }
+
+    func checkFault(_ kind: FileOperation.Kind, offset: Int64 = 0, count: Int = 0) throws {
+        if let error = fileSystem?.fault(FileOperation(kind: kind, path: path, offset: offset, count: count)) { throw error }
     }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
@@ -85,6 +132,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
 
     func write(_ buffer: UnsafeRawPointer, count: Int, at offset: Int64) throws {
         guard !readOnly else { throw StorageError.io(operation: "pwrite", path: path, errno: EBADF) }
+        try checkFault(.write, offset: offset, count: count)
         file.lock.withLock {
             let start = Int(offset)
             if file.contents.count < start + count {
@@ -96,6 +144,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
     }
 
     func sync() throws {
+        try checkFault(.sync)
         file.lock.withLock {
             file.durable = file.contents
             file.unsynced.removeAll()
@@ -108,6 +157,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
 
     func truncate(to size: Int64) throws {
         guard !readOnly else { throw StorageError.io(operation: "ftruncate", path: path, errno: EBADF) }
+        try checkFault(.truncate, offset: size)
         file.lock.withLock {
             let n = Int(size)
             if n < file.contents.count {
@@ -156,4 +206,17 @@ final class NSLockLike: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+}
+
+/// One operation offered to ``MemoryFileSystem/faults``.
+public struct FileOperation: Sendable {
+    public enum Kind: String, Sendable {
+        case write = "pwrite"
+        case sync = "fdatasync"
+        case truncate = "ftruncate"
+    }
+    public var kind: Kind
+    public var path: String
+    public var offset: Int64
+    public var count: Int
 }

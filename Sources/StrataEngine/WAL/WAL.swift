@@ -12,6 +12,9 @@ final class WAL: @unchecked Sendable {
     var frameCount = 0
     /// Checksum of the last committed frame (the header's when there is none).
     var lastChecksum: UInt32 = 0
+    /// Chained checksum after the frames written by `appendCommit`, adopted
+    /// by `commitAppended`.
+    var pendingChecksum: UInt32 = 0
     /// False until a header of the current generation is on disk.
     var headerValid = false
 
@@ -93,9 +96,9 @@ final class WAL: @unchecked Sendable {
         return commits
     }
 
-    /// Starts a new generation at offset 0: new salts, header written and
-    /// (when `sync`) made durable before any frame of the new generation.
-    func restart(sync: Bool) throws {
+    /// Starts a new generation at offset 0: new salts and a new header. The
+    /// caller syncs the header before writing any frame of the generation.
+    func restart() throws {
         generation &+= 1
         salt1 &+= 1
         salt2 = UInt32.random(in: 0...UInt32.max)
@@ -112,18 +115,18 @@ final class WAL: @unchecked Sendable {
         }
         headerValid = false
         try header.withUnsafeBytes { try file.write($0.baseAddress!, count: WALFormat.headerSize, at: 0) }
-        if sync { try file.sync() }
         lastChecksum = header.withUnsafeBytes { loadBE32($0.baseAddress! + 24) }
         frameCount = 0
         headerValid = true
     }
 
-    /// Appends one transaction's pages as frames, the last one marked as the
-    /// commit frame. Pages must already carry their page checksums. Returns
-    /// the index of the first frame. On error nothing is published: the
-    /// frames written so far lie past the last commit and are ignored by
+    /// Writes one transaction's pages as frames after the last commit, the
+    /// last one marked as the commit frame; the caller syncs and then
+    /// advances `frameCount`. Pages must already carry their page checksums.
+    /// Returns the index of the first frame. On error nothing is published:
+    /// the frames written so far lie past the last commit and are ignored by
     /// recovery and overwritten by the next commit.
-    func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32, sync: Bool) throws -> Int {
+    func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32) throws -> Int {
         precondition(!pages.isEmpty && headerValid)
         let first = frameCount
         let batchFrames = max(1, (1 << 20) / frameSize)
@@ -150,10 +153,15 @@ final class WAL: @unchecked Sendable {
             try file.write(buffer, count: n * frameSize, at: WALFormat.frameOffset(first + i, pageSize: pageSize))
             i += n
         }
-        if sync { try file.sync() }
-        frameCount = first + pages.count
-        lastChecksum = chain
+        pendingChecksum = chain
         return first
+    }
+
+    /// Adopts the frames of the last `appendCommit` once they are durable as
+    /// the durability level requires.
+    func commitAppended(frameCount newCount: Int) {
+        frameCount = newCount
+        lastChecksum = pendingChecksum
     }
 
     /// Reads the page image of frame `index` into `page`.

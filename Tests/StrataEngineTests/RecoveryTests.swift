@@ -1,0 +1,131 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+/// Stores abandoned without `close()`: what a killed process or a power loss
+/// leaves, reopened.
+final class RecoveryTests: EngineTestCase {
+    let path = "/mem/store.strata"
+
+    /// Commits `count` transactions, each adding key i and rewriting "last".
+    func commit(_ db: Database, from start: Int, count: Int) throws {
+        for i in start..<(start + count) {
+            try db.write { tx in
+                let t = try tx.createTree("t")
+                try tx.put(bytes("key\(i)"), [UInt8](repeating: UInt8(i & 0xff), count: 50 + (i % 7) * 900), in: t)
+                try tx.put(bytes("last"), bytes("\(i)"), in: t)
+            }
+        }
+    }
+
+    func verify(_ db: Database, committed count: Int) throws {
+        try db.read { tx in
+            let t = try tx.tree("t")
+            XCTAssertEqual(try tx.count(t), count + 1)
+            XCTAssertEqual(try tx.get(bytes("last"), in: t), bytes("\(count - 1)"))
+            for i in 0..<count {
+                XCTAssertEqual(try tx.get(bytes("key\(i)"), in: t), [UInt8](repeating: UInt8(i & 0xff), count: 50 + (i % 7) * 900))
+            }
+            XCTAssertNil(try tx.get(bytes("key\(count)"), in: t))
+        }
+        let report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+    }
+
+    func testAbandonedStoreKeepsEveryCommitAndNothingUncommitted() throws {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 40)
+        let db = try Database.open(path: path, options: options, fileSystem: fs)
+        try commit(db, from: 0, count: 120)
+        // An open, uncommitted transaction at the moment of the crash.
+        let tx = try db.beginWrite()
+        try tx.put(bytes("key120"), bytes("uncommitted"), in: try tx.tree("t"))
+        try tx.put(bytes("last"), bytes("uncommitted"), in: try tx.tree("t"))
+        for crashed in [fs.afterProcessCrash(), fs.afterPowerLoss()] {
+            let reopened = try Database.open(path: path, options: options, fileSystem: crashed)
+            try verify(reopened, committed: 120)
+            // The recovered store takes new commits.
+            try commit(reopened, from: 120, count: 5)
+            try verify(reopened, committed: 125)
+            try reopened.close()
+        }
+        tx.rollback()
+        try db.close()
+    }
+
+    func testTornLastCommitIsDroppedAndEarlierOnesKept() throws {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000)
+        let db = try Database.open(path: path, options: options, fileSystem: fs)
+        try commit(db, from: 0, count: 30)
+        let before = try XCTUnwrap(fs.file(path + "-wal")).withContents { $0.count }
+        try commit(db, from: 30, count: 1)
+        let crashed = fs.afterProcessCrash()
+        // Cut the last commit's frames in the middle of its last frame.
+        try XCTUnwrap(crashed.file(path + "-wal")).withContents { wal in
+            let cut = before + (wal.count - before) - 1000
+            wal.removeLast(wal.count - cut)
+        }
+        let reopened = try Database.open(path: path, options: options, fileSystem: crashed)
+        try verify(reopened, committed: 30)
+        try reopened.close()
+        try db.close()
+    }
+
+    func testGarbageAfterTheLastCommitIsIgnored() throws {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000)
+        let db = try Database.open(path: path, options: options, fileSystem: fs)
+        try commit(db, from: 0, count: 20)
+        var random = SeededRandom(seed: 7)
+        for garbage in [random.bytes(100), random.bytes(4096 + 24), [UInt8](repeating: 0, count: 9000)] {
+            let crashed = fs.afterProcessCrash()
+            try XCTUnwrap(crashed.file(path + "-wal")).withContents { $0 += garbage }
+            let reopened = try Database.open(path: path, options: options, fileSystem: crashed)
+            try verify(reopened, committed: 20)
+            try reopened.close()
+        }
+        try db.close()
+    }
+
+    func testRealFilesAbandonedWithoutClose() throws {
+        let file = directory.file("abandoned.strata")
+        let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 25)
+        do {
+            let db = try Database.open(path: file, options: options)
+            try commit(db, from: 0, count: 60)
+            // Copy the files as they are while the handle is still open: what a
+            // SIGKILL at this moment would leave.
+            for suffix in ["", "-wal"] {
+                let data = try XCTUnwrap(readFile(file + suffix))
+                try writeFile(directory.file("copy.strata") + suffix, data)
+            }
+            try db.close()
+        }
+        let reopened = try open("copy.strata", options)
+        try verify(reopened, committed: 60)
+    }
+}
+
+func readFile(_ path: String) -> [UInt8]? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, f)
+        if n <= 0 { break }
+        result += buffer[0..<n]
+    }
+    return result
+}
+
+func writeFile(_ path: String, _ data: [UInt8]) throws {
+    guard let f = fopen(path, "wb") else { throw StorageError.io(operation: "fopen", path: path, errno: errno) }
+    defer { fclose(f) }
+    _ = data.withUnsafeBytes { fwrite($0.baseAddress, 1, data.count, f) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
