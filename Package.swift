@@ -11,7 +11,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .target(name: "StrataEngine", dependencies: ["CZlib"]),
         .target(name: "Strata", dependencies: ["StrataEngine"]),
-        .target(name: "StrataTesting", dependencies: ["StrataEngine"]),
+        .target(name: "StrataTesting", dependencies: ["StrataEngine", "CZlib"]),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting"]),
     ]
 )
