@@ -161,7 +161,8 @@ public final class Database: @unchecked Sendable {
         let needed = Int64(db.committed.header.pageCount) * Int64(pageSize)
         if size < needed && seq == 0 {
             throw StorageError.corruptFile(
-                "file is \(size) bytes but its header counts \(db.committed.header.pageCount) pages of \(pageSize) bytes: truncated")
+                "file is \(size) bytes but its header counts \(db.committed.header.pageCount) pages of \(pageSize) bytes: truncated"
+            )
         }
         db.committedFreelist = try db.loadFreelist(db.committed)
         ok = true
@@ -239,7 +240,8 @@ public final class Database: @unchecked Sendable {
                     }
                 }
                 generation = wal.generation
-                return cache.get(frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number))
+                return cache.get(
+                    frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number))
             }
             if let cached { return cached }
             let page = Page(size: pageSize)
@@ -267,7 +269,8 @@ public final class Database: @unchecked Sendable {
             }
             stateLock.withLock {
                 if frame < 0 || wal.generation == generation {
-                    cache.put(frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number), page)
+                    cache.put(
+                        frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number), page)
                 }
             }
             return page

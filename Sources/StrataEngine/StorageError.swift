@@ -56,9 +56,9 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

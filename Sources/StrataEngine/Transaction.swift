@@ -199,7 +199,9 @@ public class ReadTransaction {
             }
             number = node.child(node.childIndex(key, keyCount))
             depth += 1
-            if depth > Cursor.maxDepth { throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle") }
+            if depth > Cursor.maxDepth {
+                throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
+            }
         }
     }
 
@@ -238,10 +240,13 @@ public class ReadTransaction {
         var offset = 0
         try result.withUnsafeMutableBytes { out in
             while offset < length {
-                guard number != 0 else { throw StorageError.corrupt(page: first, reason: "overflow chain ends \(length - offset) bytes early") }
+                guard number != 0 else {
+                    throw StorageError.corrupt(page: first, reason: "overflow chain ends \(length - offset) bytes early")
+                }
                 let page = try self.page(number)
                 guard page.u8(4) == PageType.overflow.rawValue else {
-                    throw StorageError.corrupt(page: number, reason: "page type \(page.u8(4)) where an overflow page was expected")
+                    throw StorageError.corrupt(
+                        page: number, reason: "page type \(page.u8(4)) where an overflow page was expected")
                 }
                 let used = Int(page.u32(12))
                 guard used > 0, used <= capacity, used <= length - offset else {

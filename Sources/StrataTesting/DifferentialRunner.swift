@@ -83,7 +83,7 @@ public final class DifferentialRunner {
         case 0: size = 0
         case 1: size = page * 3
         case 2: size = c.choose(page * 3)
-        case 3: size = Layout_maxInline(page) - 10 + c.choose(20)
+        case 3: size = layoutMaxInline(page) - 10 + c.choose(20)
         default: size = c.choose(120)
         }
         // Distinct head and tail bytes catch values cut short or mixed up.
@@ -121,13 +121,16 @@ public final class DifferentialRunner {
                     let key = c.choose(3) == 0 || pending.isEmpty ? randomKey(&c) : pending.key(at: c.choose(pending.count))
                     let deleted = try tx.delete(key, in: tree)
                     guard deleted == pending.remove(key) else {
-                        throw Mismatch(description: "delete of \(key.prefix(8)) returned \(deleted) after \(operations) operations")
+                        throw Mismatch(
+                            description: "delete of \(key.prefix(8)) returned \(deleted) after \(operations) operations")
                     }
                 case 15...18:
                     let key = c.choose(2) == 0 || pending.isEmpty ? randomKey(&c) : pending.key(at: c.choose(pending.count))
                     let got = try tx.get(key, in: tree)
                     guard got == pending[key] else {
-                        throw Mismatch(description: "get in write transaction differs for key \(key.prefix(8)) after \(operations) operations")
+                        throw Mismatch(
+                            description:
+                                "get in write transaction differs for key \(key.prefix(8)) after \(operations) operations")
                     }
                 default:
                     try compareScan(tx: tx, tree: tree, expected: pending, c: &c)
@@ -163,7 +166,8 @@ public final class DifferentialRunner {
             return got.count < limit
         }
         guard got.count == wanted.count else {
-            throw Mismatch(description: "scan returned \(got.count) entries, expected \(wanted.count), after \(operations) operations")
+            throw Mismatch(
+                description: "scan returned \(got.count) entries, expected \(wanted.count), after \(operations) operations")
         }
         for (i, entry) in got.enumerated() where entry.0 != expected.keys[wanted[i]] || entry.1 != expected.values[wanted[i]] {
             throw Mismatch(description: "scan entry \(i) differs after \(operations) operations")
@@ -186,7 +190,8 @@ public final class DifferentialRunner {
             }
             let all = try tx.scan(tree)
             guard all.count == model.count, try tx.count(tree) == model.count else {
-                throw Mismatch(description: "store has \(all.count) entries, model \(model.count), after \(operations) operations")
+                throw Mismatch(
+                    description: "store has \(all.count) entries, model \(model.count), after \(operations) operations")
             }
             for (i, entry) in all.enumerated() where entry.key != model.keys[i] || entry.value != model.values[i] {
                 throw Mismatch(description: "entry \(i) (key \(entry.key.prefix(8))) differs after \(operations) operations")
@@ -201,7 +206,7 @@ public final class DifferentialRunner {
 
 /// The largest cell stored inline at a page size (mirrors the engine's rule,
 /// used to aim values at the inline/overflow boundary).
-func Layout_maxInline(_ pageSize: Int) -> Int { (pageSize - 16) / 4 - 2 }
+func layoutMaxInline(_ pageSize: Int) -> Int { (pageSize - 16) / 4 - 2 }
 
 /// A sorted map of byte strings: the reference the engine is compared with.
 public struct SortedModel {

@@ -1,9 +1,9 @@
 import StrataEngine
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An in-memory file system on the engine's I/O seam.

@@ -43,9 +43,9 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 func getenvString(_ name: String) -> String? {

@@ -111,9 +111,11 @@ final class BadInputTests: EngineTestCase {
 
     func testKeyTooLongAndInvalidOptions() throws {
         let db = try open()
-        XCTAssertThrowsError(try db.write { tx in
-            try tx.put([UInt8](repeating: 1, count: Database.maxKeyLength + 1), [], in: try tx.createTree("t"))
-        }) { error in
+        XCTAssertThrowsError(
+            try db.write { tx in
+                try tx.put([UInt8](repeating: 1, count: Database.maxKeyLength + 1), [], in: try tx.createTree("t"))
+            }
+        ) { error in
             XCTAssertEqual(error as? StorageError, .keyTooLong(length: Database.maxKeyLength + 1, maximum: Database.maxKeyLength))
         }
         // The failed transaction left nothing behind.
@@ -132,11 +134,13 @@ final class BadInputTests: EngineTestCase {
         let db = try open(path, options: DatabaseOptions(durability: .full), fileSystem: fs)
         try db.write { tx in try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("t")) }
         fs.faults = { op in op.kind == .write && op.path.hasSuffix("-wal") ? ENOSPC : nil }
-        XCTAssertThrowsError(try db.write { tx in
-            let t = try tx.tree("t")
-            try tx.put(bytes("a"), bytes("2"), in: t)
-            for i in 0..<100 { try tx.put(bytes("b\(i)"), [UInt8](repeating: 9, count: 500), in: t) }
-        }) { error in
+        XCTAssertThrowsError(
+            try db.write { tx in
+                let t = try tx.tree("t")
+                try tx.put(bytes("a"), bytes("2"), in: t)
+                for i in 0..<100 { try tx.put(bytes("b\(i)"), [UInt8](repeating: 9, count: 500), in: t) }
+            }
+        ) { error in
             XCTAssertEqual(error as? StorageError, .diskFull(path: path + "-wal"))
         }
         try db.read { tx in
@@ -198,4 +202,3 @@ final class BadInputTests: EngineTestCase {
         XCTAssertThrowsError(try db.beginRead()) { XCTAssertEqual($0 as? StorageError, .closed) }
     }
 }
-

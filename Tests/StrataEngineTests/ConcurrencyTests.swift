@@ -101,7 +101,8 @@ final class ConcurrencyTests: EngineTestCase {
                     for _ in 0..<100 {
                         try db.write { tx in
                             let t = try tx.tree("t")
-                            let current = try tx.get(bytes("counter"), in: t).map { Int(String(decoding: $0, as: UTF8.self))! } ?? 0
+                            let current =
+                                try tx.get(bytes("counter"), in: t).map { Int(String(decoding: $0, as: UTF8.self))! } ?? 0
                             try tx.put(bytes("counter"), bytes("\(current + 1)"), in: t)
                         }
                     }

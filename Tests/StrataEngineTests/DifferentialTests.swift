@@ -64,5 +64,5 @@ enum ProcessInfoLite {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

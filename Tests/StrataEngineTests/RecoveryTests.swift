@@ -24,7 +24,8 @@ final class RecoveryTests: EngineTestCase {
             XCTAssertEqual(try tx.count(t), count + 1)
             XCTAssertEqual(try tx.get(bytes("last"), in: t), bytes("\(count - 1)"))
             for i in 0..<count {
-                XCTAssertEqual(try tx.get(bytes("key\(i)"), in: t), [UInt8](repeating: UInt8(i & 0xff), count: 50 + (i % 7) * 900))
+                XCTAssertEqual(
+                    try tx.get(bytes("key\(i)"), in: t), [UInt8](repeating: UInt8(i & 0xff), count: 50 + (i % 7) * 900))
             }
             XCTAssertNil(try tx.get(bytes("key\(count)"), in: t))
         }
@@ -127,5 +128,5 @@ func writeFile(_ path: String, _ data: [UInt8]) throws {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

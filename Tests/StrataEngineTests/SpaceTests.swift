@@ -10,7 +10,9 @@ final class SpaceTests: EngineTestCase {
     func fill(_ db: Database, tree: String, count: Int, valueSize: Int = 200) throws {
         try db.write { tx in
             let t = try tx.createTree(tree)
-            for i in 0..<count { try tx.put(bytes(String(format: "%08d", i)), [UInt8](repeating: UInt8(i & 0xff), count: valueSize), in: t) }
+            for i in 0..<count {
+                try tx.put(bytes(String(format: "%08d", i)), [UInt8](repeating: UInt8(i & 0xff), count: valueSize), in: t)
+            }
         }
     }
 

@@ -34,7 +34,8 @@ class EngineTestCase: XCTestCase {
     }
 
     /// Opens with a given file system; checked at tear-down.
-    func open(_ path: String, options: DatabaseOptions = DatabaseOptions(), fileSystem: any StorageFileSystem) throws -> Database {
+    func open(_ path: String, options: DatabaseOptions = DatabaseOptions(), fileSystem: any StorageFileSystem) throws -> Database
+    {
         let db = try Database.open(path: path, options: options, fileSystem: fileSystem)
         opened.append(db)
         return db

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Measures what one durable 4 KiB write costs on this machine, the floor
@@ -49,9 +49,9 @@ enum FsyncProbe {
 
     private static func sync(_ fd: Int32) throws {
         #if canImport(Darwin)
-        let result = fsync(fd)
+            let result = fsync(fd)
         #else
-        let result = fdatasync(fd)
+            let result = fdatasync(fd)
         #endif
         guard result == 0 else { throw BenchError("fdatasync: errno \(errno)") }
     }

@@ -88,7 +88,7 @@ struct StoreSize {
 
     private static func size(of path: String) -> Int64? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = attributes[.size] as? NSNumber
+            let size = attributes[.size] as? NSNumber
         else { return nil }
         return size.int64Value
     }

@@ -17,11 +17,12 @@ final class SQLiteStore: KeyValueEngine {
     /// Creates a new database at `path`.
     init(path: String, durability: DurabilityLevel) throws {
         self.path = path
-        let synchronous = switch durability {
-        case .full: "FULL"
-        case .normal: "NORMAL"
-        case .none: "OFF"
-        }
+        let synchronous =
+            switch durability {
+            case .full: "FULL"
+            case .normal: "NORMAL"
+            case .none: "OFF"
+            }
         var config = Configuration()
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")

@@ -14,11 +14,12 @@ final class StrataStore: KeyValueEngine {
     /// Creates a new store at `path`.
     init(path: String, durability: DurabilityLevel) throws {
         self.path = path
-        let level: Durability = switch durability {
-        case .full: .full
-        case .normal: .normal
-        case .none: .none
-        }
+        let level: Durability =
+            switch durability {
+            case .full: .full
+            case .normal: .normal
+            case .none: .none
+            }
         db = try Database.open(path: path, options: DatabaseOptions(durability: level))
     }
 

@@ -148,9 +148,10 @@ final class Benchmark {
         lines.append("")
         lines.append(Format.header(["workload"] + names + ["SQLite time / Strata time"]))
         for result in results {
-            lines.append(Format.row(
-                [result.title] + result.times.map { Format.time($0, ops: result.ops) }
-                    + [Format.ratio(result.times[1].seconds, result.times[0].seconds)]))
+            lines.append(
+                Format.row(
+                    [result.title] + result.times.map { Format.time($0, ops: result.ops) }
+                        + [Format.ratio(result.times[1].seconds, result.times[0].seconds)]))
         }
 
         if let fsync, let commits = results.first(where: { $0.title.hasPrefix("4.") }) {
@@ -175,8 +176,9 @@ final class Benchmark {
         lines.append("")
         lines.append(Format.header(["after"] + names.flatMap { ["\($0) main", "\($0) -wal", "\($0) total"] }))
         for (step, stores) in sizes {
-            lines.append(Format.row(
-                [step] + stores.flatMap { [Format.bytes($0.main), Format.bytes($0.wal), Format.bytes($0.total)] }))
+            lines.append(
+                Format.row(
+                    [step] + stores.flatMap { [Format.bytes($0.main), Format.bytes($0.wal), Format.bytes($0.total)] }))
         }
         return lines.joined(separator: "\n")
     }
@@ -193,7 +195,7 @@ func runCommand() -> Int32 {
         return 2
     }
     #if DEBUG
-    progress("warning: this is a debug build; use `swift run -c release engine-bench` for meaningful numbers")
+        progress("warning: this is a debug build; use `swift run -c release engine-bench` for meaningful numbers")
     #endif
     let fileManager = FileManager.default
     defer { try? fileManager.removeItem(atPath: options.directory) }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Insertion and deletion with splits and merges.
@@ -38,7 +38,9 @@ extension WriteTransaction {
             let ci = node.childIndex(key, keyCount)
             if ci != node.count { rightmost = false }
             path.append((number, ci))
-            guard path.count <= Cursor.maxDepth else { throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle") }
+            guard path.count <= Cursor.maxDepth else {
+                throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+            }
             number = node.child(ci)
         }
         let leaf = Node(page: try writable(number))
@@ -63,7 +65,8 @@ extension WriteTransaction {
         }
         modifications += 1
         if !leaf.insertCell(at: index, cell, size) {
-            try splitInsert(path: &path, number: number, index: index, cell: cell, size: size, appending: rightmost && index == leaf.count)
+            try splitInsert(
+                path: &path, number: number, index: index, cell: cell, size: size, appending: rightmost && index == leaf.count)
         }
         return !found
     }
@@ -89,7 +92,9 @@ extension WriteTransaction {
                 }
                 let ci = node.childIndex(keyPtr, k.count)
                 path.append((number, ci))
-                guard path.count <= Cursor.maxDepth else { throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle") }
+                guard path.count <= Cursor.maxDepth else {
+                    throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+                }
                 number = node.child(ci)
             }
         }
@@ -235,7 +240,8 @@ extension WriteTransaction {
             let left = Node(page: try writable(leftNumber))
             let right = Node(page: try writable(rightNumber))
             guard left.isLeaf == right.isLeaf else {
-                throw StorageError.corrupt(page: parentNumber, reason: "children \(leftNumber) and \(rightNumber) are at different depths")
+                throw StorageError.corrupt(
+                    page: parentNumber, reason: "children \(leftNumber) and \(rightNumber) are at different depths")
             }
             var needed = left.usedBytes + right.usedBytes
             if !left.isLeaf {

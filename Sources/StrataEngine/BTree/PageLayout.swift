@@ -54,7 +54,10 @@ enum Layout {
 @inline(__always) func varintSize(_ v: Int) -> Int {
     var n = 1
     var x = v >> 7
-    while x != 0 { n += 1; x >>= 7 }
+    while x != 0 {
+        n += 1
+        x >>= 7
+    }
     return n
 }
 

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The real file system: `open`, `pread`, `pwrite`, `fdatasync`, `ftruncate`,
@@ -16,7 +16,7 @@ public struct POSIXFileSystem: StorageFileSystem {
         var flags: Int32 = readOnly ? O_RDONLY : O_RDWR
         if create && !readOnly { flags |= O_CREAT }
         flags |= O_CLOEXEC
-        let fd = path.withCString { Glibc_open($0, flags, 0o644) }
+        let fd = path.withCString { systemOpen($0, flags, 0o644) }
         if fd < 0 { throw posixError("open", path) }
         return POSIXFile(fd: fd, path: path)
     }
@@ -37,7 +37,7 @@ public struct POSIXFileSystem: StorageFileSystem {
         } else {
             dir = "."
         }
-        let fd = dir.withCString { Glibc_open($0, O_RDONLY | O_CLOEXEC, 0) }
+        let fd = dir.withCString { systemOpen($0, O_RDONLY | O_CLOEXEC, 0) }
         if fd < 0 { throw posixError("open directory", dir) }
         defer { _ = Glibc.close(fd) }
         if fsync(fd) != 0 && errno != EINVAL { throw posixError("fsync directory", dir) }
@@ -45,11 +45,11 @@ public struct POSIXFileSystem: StorageFileSystem {
 }
 
 @inline(__always)
-private func Glibc_open(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
+private func systemOpen(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
     #if canImport(Glibc)
-    return Glibc.open(path, flags, mode)
+        return Glibc.open(path, flags, mode)
     #else
-    return Darwin.open(path, flags, mode)
+        return Darwin.open(path, flags, mode)
     #endif
 }
 
@@ -100,9 +100,9 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
     public func sync() throws {
         while true {
             #if os(Linux)
-            let rc = fdatasync(fd)
+                let rc = fdatasync(fd)
             #else
-            let rc = fsync(fd)
+                let rc = fsync(fd)
             #endif
             if rc == 0 { return }
             if errno == EINTR { continue }

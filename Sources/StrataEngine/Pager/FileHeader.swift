@@ -90,7 +90,8 @@ struct FileHeader: Equatable {
         }
         guard pageCount >= 2 else { throw StorageError.corrupt(page: 0, reason: "page count \(pageCount) is below 2") }
         guard freelistHead < pageCount, freeCount < pageCount else {
-            throw StorageError.corrupt(page: 0, reason: "freelist head \(freelistHead) / count \(freeCount) outside \(pageCount) pages")
+            throw StorageError.corrupt(
+                page: 0, reason: "freelist head \(freelistHead) / count \(freeCount) outside \(pageCount) pages")
         }
     }
 

@@ -44,9 +44,13 @@ final class WAL: @unchecked Sendable {
         var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
         let got = try header.withUnsafeMutableBytes { try file.read(into: $0.baseAddress!, count: WALFormat.headerSize, at: 0) }
         guard got == WALFormat.headerSize else { return [] }
-        let (magic, version, headerPageSize, gen, s1, s2, crc) = header.withUnsafeBytes { raw -> (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) in
+        let (magic, version, headerPageSize, gen, s1, s2, crc) = header.withUnsafeBytes {
+            raw -> (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) in
             let p = raw.baseAddress!
-            return (loadBE32(p), loadBE32(p + 4), loadBE32(p + 8), loadBE32(p + 12), loadBE32(p + 16), loadBE32(p + 20), loadBE32(p + 24))
+            return (
+                loadBE32(p), loadBE32(p + 4), loadBE32(p + 8), loadBE32(p + 12), loadBE32(p + 16), loadBE32(p + 20),
+                loadBE32(p + 24)
+            )
         }
         let expected = header.withUnsafeBytes { crc32Bytes(0, $0.baseAddress!, 24) }
         // A header that fails these checks is what a crash during a restart
