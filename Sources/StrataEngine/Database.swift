@@ -410,7 +410,7 @@ public final class Database: @unchecked Sendable {
     /// file only when every active reader's snapshot is at or after C — a
     /// reader of an older snapshot that finds no log version of that page
     /// reads it from the main file and must find its old image there.
-    func checkpointLocked() throws {
+    func checkpointLocked(recent: RecentCommit? = nil) throws {
         if let poisoned { throw StorageError.readOnly(poisoned) }
         let plan: (target: UInt64, copies: [(UInt32, Int)], generation: UInt32, pageCount: UInt32, full: Bool)? =
             stateLock.withLock {
@@ -439,18 +439,23 @@ public final class Database: @unchecked Sendable {
             if options.durability == .normal { try syncFile(wal.file) }
             var written: [(UInt32, Page)] = []
             written.reserveCapacity(plan.copies.count)
-            for (number, frame) in plan.copies.sorted(by: { $0.0 < $1.0 }) {
-                let key = PageCache.frameKey(generation: plan.generation, frame: frame)
-                var page = stateLock.withLock { cache.get(key) }
-                if page == nil {
-                    let p = Page(size: pageSize)
-                    guard try wal.readFrame(frame, into: p), p.checksumMatches(pageNumber: number) else {
-                        throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
-                    }
-                    page = p
+            let sorted = plan.copies.sorted { $0.0 < $1.0 }
+            // Consecutive pages go out in one write of up to `runPages`.
+            let runPages = 64
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
+            defer { buffer.deallocate() }
+            var i = 0
+            while i < sorted.count {
+                var j = i
+                while j < sorted.count && j - i < runPages && sorted[j].0 == sorted[i].0 + UInt32(j - i) {
+                    let (number, frame) = sorted[j]
+                    let page = try checkpointSource(number, frame: frame, generation: plan.generation, recent: recent)
+                    (buffer + (j - i) * pageSize).copyMemory(from: page.bytes, byteCount: pageSize)
+                    written.append((number, page))
+                    j += 1
                 }
-                try main.write(page!.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))
-                written.append((number, page!))
+                try main.write(buffer, count: (j - i) * pageSize, at: Int64(sorted[i].0) * Int64(pageSize))
+                i = j
             }
             if plan.full {
                 let size = try main.size()
@@ -468,6 +473,32 @@ public final class Database: @unchecked Sendable {
             if syncFailed { poison("an fsync failed during a checkpoint: \(error)") }
             throw error
         }
+    }
+
+    /// The pages of the commit that triggered a checkpoint: a large commit
+    /// may have pushed its own pages out of the cache, and re-reading them
+    /// from the log would be wasted I/O.
+    struct RecentCommit {
+        var firstFrame: Int
+        var generation: UInt32
+        var pages: [(number: UInt32, page: Page)]
+    }
+
+    /// The image of WAL frame `frame` (page `number`) for a checkpoint.
+    private func checkpointSource(_ number: UInt32, frame: Int, generation: UInt32, recent: RecentCommit?) throws -> Page {
+        if let recent, recent.generation == generation, frame >= recent.firstFrame, frame - recent.firstFrame < recent.pages.count
+        {
+            let entry = recent.pages[frame - recent.firstFrame]
+            if entry.number == number { return entry.page }
+        }
+        if let page = stateLock.withLock({ cache.get(PageCache.frameKey(generation: generation, frame: frame)) }) {
+            return page
+        }
+        let page = Page(size: pageSize)
+        guard try wal.readFrame(frame, into: page), page.checksumMatches(pageNumber: number) else {
+            throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
+        }
+        return page
     }
 
     /// After an fsync failure nothing the OS says about durability can be

@@ -192,9 +192,12 @@ public final class WriteTransaction: ReadTransaction {
             try putRaw(Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
         }
         try persistFreelist()
-        header.commitCounter &+= 1
-        let headerPage = try writable(0)
-        header.write(to: headerPage)
+        // Page 0 is logged only when the header changed: a small commit then
+        // costs one frame per changed tree page plus the catalog page.
+        if header != snapshot.header {
+            header.commitCounter &+= 1
+            header.write(to: try writable(0))
+        }
         var pages: [(number: UInt32, page: Page)] = []
         pages.reserveCapacity(dirty.count)
         for (number, page) in dirty { pages.append((number, page)) }
@@ -218,7 +221,8 @@ public final class WriteTransaction: ReadTransaction {
         if db.wal.frameCount >= db.options.checkpointThresholdFrames {
             // The commit is durable already; a failed checkpoint is retried
             // after a later commit (or poisons the handle if an fsync failed).
-            try? db.checkpointLocked()
+            let recent = Database.RecentCommit(firstFrame: first, generation: db.wal.generation, pages: pages)
+            try? db.checkpointLocked(recent: recent)
         }
     }
 

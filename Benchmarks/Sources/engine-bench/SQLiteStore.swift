@@ -71,11 +71,13 @@ final class SQLiteStore: KeyValueEngine {
             let rows = try Row.fetchCursor(select)
             var digest = ScanDigest()
             while let row = try rows.next() {
-                // Copies both columns, as Strata's cursor does.
-                let key: Data = row[0]
-                let value: Data = row[1]
-                key.withUnsafeBytes { k in
-                    value.withUnsafeBytes { v in digest.add(key: k, value: v) }
+                // Reads both columns without copying, as Strata's side does.
+                try row.withUnsafeData(atIndex: 0) { key in
+                    try row.withUnsafeData(atIndex: 1) { value in
+                        (key ?? Data()).withUnsafeBytes { k in
+                            (value ?? Data()).withUnsafeBytes { v in digest.add(key: k, value: v) }
+                        }
+                    }
                 }
             }
             return digest

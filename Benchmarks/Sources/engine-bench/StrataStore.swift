@@ -54,11 +54,8 @@ final class StrataStore: KeyValueEngine {
             var digest = ScanDigest()
             var more = try cursor.first()
             while more {
-                let key = try cursor.key()
-                let value = try cursor.value()
-                key.withUnsafeBytes { k in
-                    value.withUnsafeBytes { v in digest.add(key: k, value: v) }
-                }
+                // Reads both straight from the page, as SQLite's side does.
+                try cursor.withEntry { k, v in digest.add(key: k, value: v) }
                 more = try cursor.next()
             }
             return digest

@@ -110,6 +110,27 @@ public final class Cursor {
         return try tx.leafValueBytes(leaf, index)
     }
 
+    /// Calls `body` with the key and value under the cursor, without
+    /// copying them out of the page when the value is stored inline (an
+    /// overflow value is read into a temporary buffer). The buffers are
+    /// valid only during the call.
+    public func withEntry<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try tx.checkOpen()
+        if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
+        guard let leaf else { throw StorageError.invalidOptions("cursor is not positioned on an entry") }
+        let (kp, kn) = leaf.key(index)
+        let key = UnsafeRawBufferPointer(start: kp, count: kn)
+        return try withExtendedLifetime(leaf.page) {
+            switch leaf.leafValue(index) {
+            case .inline(let vp, let vn):
+                return try body(key, UnsafeRawBufferPointer(start: vp, count: vn))
+            case .overflow(let first, let length):
+                let value = try tx.readOverflow(first: first, length: length)
+                return try value.withUnsafeBytes { try body(key, $0) }
+            }
+        }
+    }
+
     // MARK: Internals
 
     private enum Resync { case unchanged, exact, movedPast }

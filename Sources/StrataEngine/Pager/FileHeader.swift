@@ -12,7 +12,8 @@
 ///     28    4 first freelist trunk page, 0 when the freelist is empty
 ///     32    4 number of free pages (trunks included)
 ///     36    4 catalog tree root page (always 1)
-///     40    8 commit counter: incremented by every commit
+///     40    8 change counter: incremented by every commit that changes the
+///             header (page count or freelist)
 ///     48    . reserved, zero
 /// ```
 ///
@@ -35,7 +36,7 @@ struct FileHeader: Equatable {
     var freelistHead: UInt32
     /// Free pages, trunk pages included.
     var freeCount: UInt32
-    /// Incremented by every commit; lets tools tell two states apart.
+    /// Incremented by every commit that rewrites the header.
     var commitCounter: UInt64
 
     static func isValidPageSize(_ size: Int) -> Bool {

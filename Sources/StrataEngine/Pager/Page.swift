@@ -35,12 +35,14 @@ final class Page: @unchecked Sendable {
     /// `4..<size`. Binding the page number in means a page image written to
     /// the wrong place is caught as well as a damaged one.
     func computeChecksum(pageNumber: UInt32) -> UInt32 {
+        Page.checksum(bytes, size: size, pageNumber: pageNumber)
+    }
+
+    /// The checksum of a page image at `bytes`.
+    static func checksum(_ bytes: UnsafeRawPointer, size: Int, pageNumber: UInt32) -> UInt32 {
         var seed = pageNumber.bigEndian
-        var crc = withUnsafeBytes(of: &seed) { raw in
-            crc32(0, raw.baseAddress!.assumingMemoryBound(to: Bytef.self), 4)
-        }
-        crc = crc32(crc, (bytes + 4).assumingMemoryBound(to: Bytef.self), UInt32(size - 4))
-        return UInt32(truncatingIfNeeded: crc)
+        let crc = withUnsafeBytes(of: &seed) { raw in crc32Bytes(0, raw.baseAddress!, 4) }
+        return crc32Bytes(crc, bytes + 4, size - 4)
     }
 
     func sealChecksum(pageNumber: UInt32) {

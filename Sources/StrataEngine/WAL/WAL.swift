@@ -80,11 +80,14 @@ final class WAL: @unchecked Sendable {
             for j in 0..<whole {
                 let f = buffer + j * frameSize
                 guard loadBE32(f + 8) == salt1, loadBE32(f + 12) == salt2 else { break scan }
-                var c = crc32Bytes(chain, f, 16)
-                c = crc32Bytes(c, f + WALFormat.frameHeaderSize, pageSize)
+                let c = Self.frameChecksum(chain, f)
                 guard c == loadBE32(f + 16) else { break scan }
-                chain = c
                 let pageNo = loadBE32(f)
+                guard
+                    Page.checksum(f + WALFormat.frameHeaderSize, size: pageSize, pageNumber: pageNo)
+                        == loadBE32(f + WALFormat.frameHeaderSize)
+                else { break scan }
+                chain = c
                 pending.append((pageNo, index + j))
                 let commitSize = loadBE32(f + 4)
                 if commitSize != 0 {
@@ -148,8 +151,7 @@ final class WAL: @unchecked Sendable {
                 storeBE32(f + 8, salt1)
                 storeBE32(f + 12, salt2)
                 (f + WALFormat.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
-                var c = crc32Bytes(chain, f, 16)
-                c = crc32Bytes(c, f + WALFormat.frameHeaderSize, pageSize)
+                let c = Self.frameChecksum(chain, f)
                 storeBE32(f + 16, c)
                 storeBE32(f + 20, 0)
                 chain = c
@@ -159,6 +161,13 @@ final class WAL: @unchecked Sendable {
         }
         pendingChecksum = chain
         return first
+    }
+
+    /// The chained checksum of the frame at `frame`: CRC-32 continued from
+    /// `previous` over the 16 header bytes and the page's own checksum.
+    static func frameChecksum(_ previous: UInt32, _ frame: UnsafeRawPointer) -> UInt32 {
+        let c = crc32Bytes(previous, frame, 16)
+        return crc32Bytes(c, frame + WALFormat.frameHeaderSize, 4)
     }
 
     /// Adopts the frames of the last `appendCommit` once they are durable as

@@ -25,12 +25,16 @@
 ///      8    4 salt 1, copied from the WAL header
 ///     12    4 salt 2, copied from the WAL header
 ///     16    4 checksum: CRC-32 continued from the previous frame's checksum
-///             (the header's for frame 0) over bytes 0..<16 and the page image
+///             (the header's for frame 0) over bytes 0..<16 of this header
+///             and the page image's own checksum (its first 4 bytes)
 ///     20    4 reserved, zero
 /// ```
 ///
-/// Validity: a frame is valid if and only if its salts equal the header's
-/// and its checksum equals the chained CRC over every earlier frame. Recovery
+/// Validity: a frame is valid if and only if its salts equal the header's,
+/// its checksum equals the chained CRC over every earlier frame, and its page
+/// image passes its own page checksum. (Chaining the page checksum rather
+/// than the whole image gives the same guarantee with one CRC pass over the
+/// page instead of two.) Recovery
 /// reads frames in order while they are valid and keeps those up to and
 /// including the last valid commit frame; everything after it (a transaction
 /// that never committed, a torn write, garbage) is ignored and will be
