@@ -244,7 +244,7 @@ public final class Database: @unchecked Sendable {
                     frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number))
             }
             if let cached { return cached }
-            let page = Page(size: pageSize)
+            let page = Page(uninitializedSize: pageSize)
             if frame >= 0 {
                 guard try wal.readFrame(frame, into: page) else {
                     throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) lies beyond the end of the log")
@@ -468,6 +468,15 @@ public final class Database: @unchecked Sendable {
                 for (number, page) in written { cache.put(PageCache.mainKey(number), page) }
                 counters.checkpoints += 1
                 if !plan.full { counters.partialCheckpoints += 1 }
+                if plan.full && committed.seq == plan.target {
+                    // The main file now holds the latest commit, which is the
+                    // snapshot of every reader: all of them can read it from
+                    // there. (A reader that already chose a frame still finds
+                    // it intact: the log is overwritten only by a restart,
+                    // which changes the generation that reader re-checks.)
+                    walIndex.removeAll()
+                    cache.removeFrames()
+                }
             }
         } catch {
             if syncFailed { poison("an fsync failed during a checkpoint: \(error)") }

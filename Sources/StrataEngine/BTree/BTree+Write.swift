@@ -65,6 +65,10 @@ extension WriteTransaction {
         }
         modifications += 1
         if !leaf.insertCell(at: index, cell, size) {
+            let appending = rightmost && index == leaf.count
+            if !appending, try redistribute(path: path, number: number, index: index, cell: cell, size: size) {
+                return !found
+            }
             try splitInsert(
                 path: &path, number: number, index: index, cell: cell, size: size, appending: rightmost && index == leaf.count)
         }
@@ -168,21 +172,8 @@ extension WriteTransaction {
         var sepSize = 0
         if isLeaf {
             for i in k..<n { _ = right.insertCell(at: i - k, scratch + offsets[i], sizes[i]) }
-            let (lastKey, lastLen) = node.key(k - 1)
-            let (firstKey, firstLen) = right.key(0)
-            // Shortest prefix of the right page's first key that is still
-            // greater than the left page's last key.
-            var prefix = 0
-            while prefix < lastLen && prefix < firstLen
-                && lastKey.load(fromByteOffset: prefix, as: UInt8.self) == firstKey.load(fromByteOffset: prefix, as: UInt8.self)
-            {
-                prefix += 1
-            }
-            let sepLen = min(prefix + 1, firstLen)
-            storeBE32(sep, target)
-            sepSize = 4 + writeVarint(sep + 4, sepLen)
-            (sep + sepSize).copyMemory(from: firstKey, byteCount: sepLen)
-            sepSize += sepLen
+            sepSize = buildSeparatorCell(
+                sep, child: target, leftLastCell: node.page.bytes + node.slot(k - 1), rightFirstCell: right.page.bytes + right.slot(0))
         } else {
             for i in (k + 1)..<n { _ = right.insertCell(at: i - k - 1, scratch + offsets[i], sizes[i]) }
             right.setRightChild(oldRight)
@@ -204,6 +195,28 @@ extension WriteTransaction {
             copy.copyMemory(from: sep, byteCount: sepSize)
             try splitInsert(path: &path, number: parentNumber, index: ci, cell: copy, size: sepSize, appending: false)
         }
+    }
+
+    /// Writes into `out` a branch cell pointing at `child` whose key is the
+    /// shortest prefix of the right leaf cell's key that is still greater
+    /// than the left leaf cell's key; returns its size.
+    func buildSeparatorCell(
+        _ out: UnsafeMutableRawPointer, child: UInt32, leftLastCell: UnsafeRawPointer, rightFirstCell: UnsafeRawPointer
+    ) -> Int {
+        let (lastKey, lastLen) = leafCellKey(leftLastCell)
+        let (firstKey, firstLen) = leafCellKey(rightFirstCell)
+        var prefix = 0
+        while prefix < lastLen && prefix < firstLen
+            && lastKey.load(fromByteOffset: prefix, as: UInt8.self) == firstKey.load(fromByteOffset: prefix, as: UInt8.self)
+        {
+            prefix += 1
+        }
+        let sepLen = min(prefix + 1, firstLen)
+        storeBE32(out, child)
+        var size = 4 + writeVarint(out + 4, sepLen)
+        (out + size).copyMemory(from: firstKey, byteCount: sepLen)
+        size += sepLen
+        return size
     }
 
     // MARK: Merge

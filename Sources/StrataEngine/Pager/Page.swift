@@ -14,6 +14,12 @@ final class Page: @unchecked Sendable {
         bytes.initializeMemory(as: UInt8.self, repeating: 0, count: size)
     }
 
+    /// A page whose bytes are about to be overwritten by a read.
+    init(uninitializedSize size: Int) {
+        self.size = size
+        bytes = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+    }
+
     init(copying other: Page) {
         size = other.size
         bytes = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
