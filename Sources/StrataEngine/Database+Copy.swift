@@ -48,7 +48,7 @@ extension Database {
         let free = Set(freelist.pages).subtracting(trunkPages)
         let out = try fileSystem.open(destination, create: true, readOnly: false)
         defer { out.close() }
-        let zero = Page(size: pageSize)
+        let zero = Page.zeroed(pageSize)
         for number in 0..<tx.snapshot.header.pageCount {
             let page = free.contains(number) ? zero : try tx.page(number)
             try out.write(page.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))

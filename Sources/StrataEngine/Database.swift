@@ -116,7 +116,7 @@ public final class Database: @unchecked Sendable {
         var prefix = [UInt8](repeating: 0, count: 64)
         let got = try prefix.withUnsafeMutableBytes { try main.read(into: $0.baseAddress!, count: 64, at: 0) }
         let pageSize = try prefix.withUnsafeBytes { try FileHeader.peekPageSize($0.baseAddress!, count: got) }
-        let headerPage = Page(size: pageSize)
+        let headerPage = Page.zeroed(pageSize)
         guard try main.read(into: headerPage.bytes, count: pageSize, at: 0) == pageSize else {
             throw StorageError.corruptFile("file is \(size) bytes: shorter than its header page")
         }
@@ -172,10 +172,10 @@ public final class Database: @unchecked Sendable {
     /// Writes the header page and an empty catalog root straight into a new
     /// main file.
     private static func createStore(_ file: any StorageFile, pageSize: Int, sync: Bool) throws {
-        let header = Page(size: pageSize)
+        let header = Page.zeroed(pageSize)
         FileHeader(pageSize: pageSize).write(to: header)
         header.sealChecksum(pageNumber: 0)
-        let catalog = Page(size: pageSize)
+        let catalog = Page.zeroed(pageSize)
         Node.format(catalog, leaf: true)
         catalog.sealChecksum(pageNumber: FileHeader.catalogRoot)
         try file.write(header.bytes, count: pageSize, at: 0)
@@ -244,7 +244,7 @@ public final class Database: @unchecked Sendable {
                     frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number))
             }
             if let cached { return cached }
-            let page = Page(uninitializedSize: pageSize)
+            let page = Page.uninitialized(pageSize)
             if frame >= 0 {
                 guard try wal.readFrame(frame, into: page) else {
                     throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) lies beyond the end of the log")
@@ -503,7 +503,7 @@ public final class Database: @unchecked Sendable {
         if let page = stateLock.withLock({ cache.get(PageCache.frameKey(generation: generation, frame: frame)) }) {
             return page
         }
-        let page = Page(size: pageSize)
+        let page = Page.zeroed(pageSize)
         guard try wal.readFrame(frame, into: page), page.checksumMatches(pageNumber: number) else {
             throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
         }

@@ -41,7 +41,7 @@ public final class WriteTransaction: ReadTransaction {
     /// A private copy of page `number` that this transaction may change.
     func writable(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
-        let copy = Page(copying: try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount))
+        let copy = Page.copy(of: try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount))
         dirty[number] = copy
         return copy
     }
@@ -58,7 +58,7 @@ public final class WriteTransaction: ReadTransaction {
             number = header.pageCount
             header.pageCount += 1
         }
-        let page = Page(size: db.pageSize)
+        let page = Page.zeroed(db.pageSize)
         dirty[number] = page
         return (number, page)
     }
@@ -241,7 +241,7 @@ public final class WriteTransaction: ReadTransaction {
         for number in dirty.keys where number >= header.pageCount { dirty.removeValue(forKey: number) }
         let trunks = freelist.layout(pageSize: db.pageSize)
         for (i, trunk) in trunks.enumerated() {
-            let page = Page(size: db.pageSize)
+            let page = Page.zeroed(db.pageSize)
             page.setU8(4, PageType.freelistTrunk.rawValue)
             page.setU32(8, i + 1 < trunks.count ? trunks[i + 1].trunk : 0)
             page.setU32(12, UInt32(trunk.entries.count))

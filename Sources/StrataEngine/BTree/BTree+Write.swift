@@ -173,7 +173,8 @@ extension WriteTransaction {
         if isLeaf {
             for i in k..<n { _ = right.insertCell(at: i - k, scratch + offsets[i], sizes[i]) }
             sepSize = buildSeparatorCell(
-                sep, child: target, leftLastCell: node.page.bytes + node.slot(k - 1), rightFirstCell: right.page.bytes + right.slot(0))
+                sep, child: target, leftLastCell: node.page.bytes + node.slot(k - 1),
+                rightFirstCell: right.page.bytes + right.slot(0))
         } else {
             for i in (k + 1)..<n { _ = right.insertCell(at: i - k - 1, scratch + offsets[i], sizes[i]) }
             right.setRightChild(oldRight)
