@@ -12,6 +12,8 @@ let package = Package(
         .target(name: "StrataEngine", dependencies: ["CZlib"]),
         .target(name: "Strata", dependencies: ["StrataEngine"]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine", "CZlib"]),
+        .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting"]),
+        .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),
     ]
 )

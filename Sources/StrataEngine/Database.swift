@@ -98,7 +98,8 @@ public final class Database: @unchecked Sendable {
         if !exists && (options.readOnly || !options.createIfMissing) {
             throw StorageError.io(operation: "open", path: path, errno: 2)
         }
-        let main = try fileSystem.open(path, create: !options.readOnly, readOnly: options.readOnly)
+        if !exists { try createStore(path, options: options, fileSystem: fileSystem) }
+        let main = try fileSystem.open(path, create: false, readOnly: options.readOnly)
         var ok = false
         defer { if !ok { main.close() } }
         if !options.readOnly {
@@ -106,26 +107,32 @@ public final class Database: @unchecked Sendable {
         }
         var size = try main.size()
         if size == 0 {
+            // An empty file holds nothing to lose: make it a store in place.
             guard !options.readOnly else { throw StorageError.corruptFile("\(path) is empty") }
-            try createStore(main, pageSize: options.pageSize, sync: options.durability != .none)
-            if options.durability != .none { try fileSystem.syncDirectory(of: path) }
+            try writeInitialPages(main, pageSize: options.pageSize, sync: options.durability != .none)
             size = try main.size()
         }
         // Page size first (from the raw header prefix), then the whole header
-        // page with its checksum.
+        // page with its checksum. A header torn by a crash during a
+        // checkpoint is repaired from the log, which still holds page 0 then;
+        // the log's own header tells the page size in that case.
+        let walPath = path + "-wal"
         var prefix = [UInt8](repeating: 0, count: 64)
         let got = try prefix.withUnsafeMutableBytes { try main.read(into: $0.baseAddress!, count: 64, at: 0) }
-        let pageSize = try prefix.withUnsafeBytes { try FileHeader.peekPageSize($0.baseAddress!, count: got) }
+        let pageSize: Int
+        do {
+            pageSize = try prefix.withUnsafeBytes { try FileHeader.peekPageSize($0.baseAddress!, count: got) }
+        } catch {
+            guard let fromLog = WAL.peekPageSize(path: walPath, fileSystem: fileSystem) else { throw error }
+            pageSize = fromLog
+        }
         let headerPage = Page.zeroed(pageSize)
-        guard try main.read(into: headerPage.bytes, count: pageSize, at: 0) == pageSize else {
-            throw StorageError.corruptFile("file is \(size) bytes: shorter than its header page")
+        let headerBytes = try main.read(into: headerPage.bytes, count: pageSize, at: 0)
+        var mainHeader: FileHeader?
+        if headerBytes == pageSize && headerPage.checksumMatches(pageNumber: 0) {
+            mainHeader = try FileHeader(page: headerPage)
         }
-        guard headerPage.checksumMatches(pageNumber: 0) else {
-            throw StorageError.corruptFile("header page checksum mismatch")
-        }
-        let mainHeader = try FileHeader(page: headerPage)
 
-        let walPath = path + "-wal"
         let walExists = fileSystem.exists(walPath)
         let walFile: any StorageFile
         if options.readOnly {
@@ -139,14 +146,19 @@ public final class Database: @unchecked Sendable {
 
         let db = Database(
             path: path, options: options, fileSystem: fileSystem, main: main, wal: wal,
-            pageSize: pageSize, header: mainHeader)
-        db.cache.put(PageCache.mainKey(0), headerPage)
+            pageSize: pageSize, header: mainHeader ?? FileHeader(pageSize: pageSize))
+        if mainHeader != nil { db.cache.put(PageCache.mainKey(0), headerPage) }
         var seq: UInt64 = 0
         for commit in commits {
             seq += 1
             for (page, frame) in commit.frames {
                 db.walIndex[page, default: []].append(FrameVersion(frame: frame, seq: seq))
             }
+        }
+        let headerInLog = db.walIndex[0] != nil
+        if mainHeader == nil && !headerInLog {
+            throw StorageError.corruptFile(
+                headerBytes < pageSize ? "file is \(size) bytes: shorter than its header page" : "header page checksum mismatch")
         }
         if seq > 0 {
             let page = try db.loadPage(0, seq: seq, pageCount: UInt32.max)
@@ -169,9 +181,27 @@ public final class Database: @unchecked Sendable {
         return db
     }
 
-    /// Writes the header page and an empty catalog root straight into a new
-    /// main file.
-    private static func createStore(_ file: any StorageFile, pageSize: Int, sync: Bool) throws {
+    /// Creates a new store atomically: the first two pages are written and
+    /// synced under a temporary name, which is then renamed into place, so
+    /// a crash leaves either no store or a complete one.
+    private static func createStore(_ path: String, options: DatabaseOptions, fileSystem: any StorageFileSystem) throws {
+        let temporary = path + ".creating"
+        try fileSystem.remove(temporary)
+        let file = try fileSystem.open(temporary, create: true, readOnly: false)
+        do {
+            try writeInitialPages(file, pageSize: options.pageSize, sync: options.durability != .none)
+            file.close()
+        } catch {
+            file.close()
+            try? fileSystem.remove(temporary)
+            throw error
+        }
+        try fileSystem.rename(temporary, to: path)
+        if options.durability != .none { try fileSystem.syncDirectory(of: path) }
+    }
+
+    /// Writes the header page and an empty catalog root.
+    private static func writeInitialPages(_ file: any StorageFile, pageSize: Int, sync: Bool) throws {
         let header = Page.zeroed(pageSize)
         FileHeader(pageSize: pageSize).write(to: header)
         header.sealChecksum(pageNumber: 0)

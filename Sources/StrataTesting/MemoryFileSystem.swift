@@ -39,6 +39,15 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
 
     public func syncDirectory(of path: String) throws {}
 
+    public func rename(_ source: String, to destination: String) throws {
+        try lock.withLock {
+            guard let file = files.removeValue(forKey: source) else {
+                throw StorageError.io(operation: "rename", path: source, errno: ENOENT)
+            }
+            files[destination] = file
+        }
+    }
+
     /// Decides, for each write, sync or truncate, whether it fails and with
     /// which `errno` (nil: it succeeds). Set it to inject EIO or ENOSPC.
     public var faults: (@Sendable (FileOperation) -> Int32?)? {
@@ -48,9 +57,97 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
     private var faultHook: (@Sendable (FileOperation) -> Int32?)?
 
     func fault(_ operation: FileOperation) -> StorageError? {
+        if operation.kind == .sync {
+            let crashNow: Bool = lock.withLock {
+                if crashed { return true }
+                syncs += 1
+                if let limit = crashAtSyncValue, syncs >= limit {
+                    crashed = true
+                    return true
+                }
+                return false
+            }
+            if crashNow { return .io(operation: "fdatasync", path: operation.path, errno: EIO) }
+        } else if lock.withLock({ crashed }) {
+            return .io(operation: operation.kind.rawValue, path: operation.path, errno: EIO)
+        }
         guard let hook = faults, let code = hook(operation) else { return nil }
         if code == ENOSPC { return .diskFull(path: operation.path) }
         return .io(operation: operation.kind.rawValue, path: operation.path, errno: code)
+    }
+
+    // MARK: Simulated power loss
+
+    private var syncs = 0
+    private var crashed = false
+    /// When set, the sync that brings the count of syncs to this number
+    /// does not happen: the machine "loses power" instead. From then on every
+    /// write, sync and truncate fails with EIO and changes nothing, so the
+    /// files keep exactly what they held at the moment of the crash.
+    public var crashAtSync: Int? {
+        get { lock.withLock { crashAtSyncValue } }
+        set { lock.withLock { crashAtSyncValue = newValue } }
+    }
+    private var crashAtSyncValue: Int?
+
+    /// Syncs performed so far (the crashing one included).
+    public var syncCount: Int { lock.withLock { syncs } }
+    /// True once the simulated crash happened.
+    public var hasCrashed: Bool { lock.withLock { crashed } }
+
+    /// What the disk holds after a power loss, as a new file system: each
+    /// file as of its last sync, then every write made since, in order, that
+    /// a seeded choice keeps whole, drops, or tears — some of its 512-byte
+    /// sectors written, the others left old or filled with garbage. A
+    /// truncation since the last sync is kept or dropped.
+    public func afterPowerLoss(seed: UInt64) -> MemoryFileSystem {
+        var random = SeededRandom(seed: seed)
+        let result = MemoryFileSystem()
+        lock.withLock {
+            for path in files.keys.sorted() {
+                let file = files[path]!
+                let copy = MemoryFile()
+                file.lock.withLock {
+                    var image = file.durable
+                    for write in file.unsynced {
+                        let choice = random.choose(3)
+                        if write.bytes.isEmpty {
+                            // A truncation (or extension) to `offset` bytes.
+                            if choice != 0 {
+                                if write.offset < image.count {
+                                    image.removeLast(image.count - write.offset)
+                                } else {
+                                    image += repeatElement(0, count: write.offset - image.count)
+                                }
+                            }
+                            continue
+                        }
+                        if choice == 0 { continue }  // dropped
+                        let end = write.offset + write.bytes.count
+                        if image.count < end { image += repeatElement(0, count: end - image.count) }
+                        var sector = write.offset - write.offset % 512
+                        while sector < end {
+                            let from = max(sector, write.offset)
+                            let to = min(sector + 512, end)
+                            let fate = choice == 1 ? 0 : random.choose(3)  // 1: kept whole
+                            switch fate {
+                            case 0:
+                                for i in from..<to { image[i] = write.bytes[i - write.offset] }
+                            case 1:
+                                break  // this sector keeps its old bytes
+                            default:
+                                for i in from..<to { image[i] = UInt8(truncatingIfNeeded: random.next()) }
+                            }
+                            sector += 512
+                        }
+                    }
+                    copy.contents = image
+                    copy.durable = image
+                }
+                result.files[path] = copy
+            }
+        }
+        return result
     }
 
     /// A new file system holding what a killed process leaves behind: every

@@ -32,6 +32,8 @@ public protocol StorageFileSystem: Sendable {
     func exists(_ path: String) -> Bool
     /// Removes `path` if it exists.
     func remove(_ path: String) throws
+    /// Renames `source` to `destination`, replacing it (atomic on POSIX).
+    func rename(_ source: String, to destination: String) throws
     /// Makes a directory entry change (file creation) durable: fsyncs the
     /// directory that holds `path`.
     func syncDirectory(of path: String) throws

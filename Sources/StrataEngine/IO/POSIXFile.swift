@@ -29,6 +29,15 @@ public struct POSIXFileSystem: StorageFileSystem {
         if unlink(path) != 0 && errno != ENOENT { throw posixError("unlink", path) }
     }
 
+    public func rename(_ source: String, to destination: String) throws {
+        #if canImport(Glibc)
+            let rc = Glibc.rename(source, destination)
+        #else
+            let rc = Darwin.rename(source, destination)
+        #endif
+        if rc != 0 { throw posixError("rename", source) }
+    }
+
     public func syncDirectory(of path: String) throws {
         var dir = path
         if let slash = dir.lastIndex(of: "/") {

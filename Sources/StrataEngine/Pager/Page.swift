@@ -8,7 +8,7 @@ import CZlib
 /// The bytes are allocated inline with the object (one allocation, one
 /// cache line less to miss per page visited), after an `Int` header holding
 /// the size.
-final class Page: ManagedBuffer<Int, UInt8>, @unchecked Sendable {
+final class Page: ManagedBuffer<Int, UInt8> {
     /// A page of `size` zero bytes.
     static func zeroed(_ size: Int) -> Page {
         let page = uninitialized(size)

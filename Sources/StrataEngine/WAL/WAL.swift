@@ -103,6 +103,22 @@ final class WAL: @unchecked Sendable {
         return commits
     }
 
+    /// The page size recorded in a valid WAL header at `path`, if any.
+    static func peekPageSize(path: String, fileSystem: any StorageFileSystem) -> Int? {
+        guard fileSystem.exists(path), let file = try? fileSystem.open(path, create: false, readOnly: true) else { return nil }
+        defer { file.close() }
+        var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
+        let got =
+            (try? header.withUnsafeMutableBytes { try file.read(into: $0.baseAddress!, count: WALFormat.headerSize, at: 0) }) ?? 0
+        guard got == WALFormat.headerSize else { return nil }
+        return header.withUnsafeBytes { raw -> Int? in
+            let p = raw.baseAddress!
+            guard loadBE32(p) == WALFormat.magic, loadBE32(p + 24) == crc32Bytes(0, p, 24) else { return nil }
+            let size = Int(loadBE32(p + 8))
+            return FileHeader.isValidPageSize(size) ? size : nil
+        }
+    }
+
     /// Starts a new generation at offset 0: new salts and a new header. The
     /// caller syncs the header before writing any frame of the generation.
     func restart() throws {
