@@ -25,12 +25,28 @@ public class ReadTransaction {
     /// Entry counts as stored in the catalog, by root page.
     var counts: [UInt32: Int] = [:]
 
+    /// Pages this snapshot has fetched, direct-mapped by page number. A page
+    /// number's image never changes within a snapshot, so the upper levels
+    /// of a tree are found again without the shared cache's lock and hash.
+    private let memoPages: UnsafeMutablePointer<Page?>
+    private let memoNumbers: UnsafeMutablePointer<UInt32>
+    private static let memoSize = 64
+
     init(db: Database, snapshot: Database.Snapshot) {
         self.db = db
         self.snapshot = snapshot
+        memoPages = .allocate(capacity: Self.memoSize)
+        memoPages.initialize(repeating: nil, count: Self.memoSize)
+        memoNumbers = .allocate(capacity: Self.memoSize)
+        memoNumbers.initialize(repeating: UInt32.max, count: Self.memoSize)
     }
 
-    deinit { end() }
+    deinit {
+        end()
+        memoPages.deinitialize(count: Self.memoSize)
+        memoPages.deallocate()
+        memoNumbers.deallocate()
+    }
 
     /// Releases the snapshot. Further reads throw
     /// ``StorageError/transactionEnded``.
@@ -42,7 +58,12 @@ public class ReadTransaction {
 
     /// The page image this transaction sees.
     func page(_ number: UInt32) throws -> Page {
-        try db.loadPage(number, seq: snapshot.seq, pageCount: snapshot.header.pageCount)
+        let slot = Int(number) & (Self.memoSize - 1)
+        if memoNumbers[slot] == number, let page = memoPages[slot] { return page }
+        let page = try db.loadPage(number, seq: snapshot.seq, pageCount: snapshot.header.pageCount)
+        memoNumbers[slot] = number
+        memoPages[slot] = page
+        return page
     }
 
     @inline(__always) func checkOpen() throws {

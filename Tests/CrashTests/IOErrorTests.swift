@@ -47,7 +47,9 @@ final class IOErrorTests: XCTestCase {
             for n in 0..<commits { try commit(db, n) }
             try db.close()
         }
-        let plan = (1...counter.writes).map { (FileOperation.Kind.write, $0) } + (1...counter.syncs).map { (FileOperation.Kind.sync, $0) }
+        let plan =
+            (1...counter.writes).map { (FileOperation.Kind.write, $0) }
+            + (1...counter.syncs).map { (FileOperation.Kind.sync, $0) }
         var cases = 0
         for (kind, index) in plan {
             for code in [EIO, ENOSPC] {
@@ -91,7 +93,9 @@ final class IOErrorTests: XCTestCase {
                 let report = try reopened.check()
                 XCTAssertTrue(report.isHealthy, "\(label):\n\(report)")
                 let recovered = try last(reopened)
-                XCTAssertTrue(recovered == acknowledged || recovered == acknowledged + 1, "\(label): recovered \(recovered), acknowledged \(acknowledged)")
+                XCTAssertTrue(
+                    recovered == acknowledged || recovered == acknowledged + 1,
+                    "\(label): recovered \(recovered), acknowledged \(acknowledged)")
                 try reopened.close()
                 cases += 1
             }

@@ -81,7 +81,7 @@ final class Benchmark {
     /// Sizes of each engine's files after each step.
     private(set) var sizes: [(step: String, stores: [StoreSize])] = []
     /// Mean durable 4 KiB write on this file system: overwrite, append.
-    private(set) var fsync: (overwrite: Duration, append: Duration)?
+    private(set) var fsync: (overwrite: Duration, append: Duration, log: Duration)?
 
     init(options: Options, data: Dataset) throws {
         self.options = options
@@ -109,7 +109,8 @@ final class Benchmark {
         let probe = options.directory + "/fsync-probe"
         fsync = (
             try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: false),
-            try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: true)
+            try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: true),
+            try FsyncProbe.meanSyncedLogWrite(path: probe, iterations: Dataset.commitCount, bytes: 2 * (24 + 4096))
         )
 
         try measure("5. random deletes, one transaction", ops: data.deleteOrder.count) { try $0.deletes(data) }
@@ -158,14 +159,23 @@ final class Benchmark {
             lines.append("")
             lines.append("### Durable commits against this machine's fdatasync")
             lines.append("")
-            lines.append(Format.header(["operation", "time per op", "÷ fdatasync (overwrite)", "÷ fdatasync (append)"]))
+            lines.append(
+                Format.header([
+                    "operation", "time per op", "÷ fdatasync (overwrite)", "÷ fdatasync (append)",
+                    "÷ fdatasync (2-frame log write)",
+                ]))
             let overwrite = fsync.overwrite.seconds
             let append = fsync.append.seconds
+            let log = fsync.log.seconds
             func row(_ label: String, _ seconds: Double) -> String {
-                Format.row([label, Format.time(seconds), Format.ratio(seconds, overwrite), Format.ratio(seconds, append)])
+                Format.row([
+                    label, Format.time(seconds), Format.ratio(seconds, overwrite), Format.ratio(seconds, append),
+                    Format.ratio(seconds, log),
+                ])
             }
             lines.append(row("4 KiB pwrite + fdatasync, same block", overwrite))
             lines.append(row("4 KiB pwrite + fdatasync, appending", append))
+            lines.append(row("8,240 B sequential pwrite into a preallocated log + fdatasync", log))
             for (name, time) in zip(names, commits.times) {
                 lines.append(row("\(name) commit of one put", time.seconds / Double(commits.ops)))
             }

@@ -152,7 +152,7 @@ final class WAL: @unchecked Sendable {
     func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32) throws -> Int {
         precondition(!pages.isEmpty && headerValid)
         let first = frameCount
-        let batchFrames = max(1, (1 << 20) / frameSize)
+        let batchFrames = min(pages.count, max(1, (1 << 20) / frameSize))
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: batchFrames * frameSize, alignment: 16)
         defer { buffer.deallocate() }
         var chain = lastChecksum

@@ -1,0 +1,266 @@
+import CZlib
+import StrataEngine
+
+/// The bodies of the fuzz targets in `Fuzz/`, shared with the regression
+/// test that replays their corpora under `swift test`.
+///
+/// Each function accepts any byte string. Errors the engine throws for
+/// damaged input are expected and ignored; a trap means an engine bug: a
+/// crash on untrusted bytes, or a broken invariant reported through
+/// `preconditionFailure`.
+public enum FuzzHarness {
+    /// Where each harness puts its store, in a fresh ``MemoryFileSystem``.
+    static let path = "/fuzz/store"
+
+    // MARK: - Main file
+
+    /// Uses `bytes` as the main file of a store without a log: opens it,
+    /// runs `check()`, reads every entry of every tree, makes one small
+    /// commit and closes it.
+    public static func storeFile(_ bytes: [UInt8]) {
+        let fs = fileSystem(with: [(path, bytes)])
+        guard let db = try? Database.open(path: path, fileSystem: fs) else { return }
+        _ = try? db.check()
+        _ = readEverything(db)
+        _ = try? db.write { tx in
+            for name in try tx.treeNames().prefix(4) {
+                let tree = try tx.tree(name)
+                try tx.put([0x66, 0x75, 0x7a, 0x7a], [0x21], in: tree)
+                let cursor = try tx.cursor(tree)
+                if try cursor.first() { try tx.delete(try cursor.key(), in: tree) }
+            }
+        }
+        try? db.close()
+    }
+
+    // MARK: - Log
+
+    /// Damages the log of a valid store abandoned without `close()`, then
+    /// opens it.
+    ///
+    /// Input: byte 0 picks a frame slot `cut` of the intact log (modulo its
+    /// slot count + 1); byte 1 picks the mode: even, the rest of the input
+    /// overwrites the log from the start of slot `cut` on (what follows it
+    /// stays); odd, the log ends at slot `cut` and the rest of the input is
+    /// appended. Empty input leaves the log intact.
+    ///
+    /// The main file is valid and holds the state before every commit in the
+    /// log, so recovery must yield the state after one of those commits.
+    /// Whenever every frame recovery accepted is byte-identical to the
+    /// intact log, the store must pass `check()`, hold exactly that commit's
+    /// entries, take a new commit and pass `check()` after reopening. (A
+    /// frame forged with valid salts and checksums is indistinguishable
+    /// from a real one: then only the absence of a crash is required.)
+    public static func walFile(_ bytes: [UInt8]) {
+        let image = logImage
+        var log = image.log
+        if bytes.count >= 1 {
+            let slots = (log.count - 32) / image.frameSize
+            let cut = 32 + Int(bytes[0]) % (slots + 1) * image.frameSize
+            let payload = bytes.dropFirst(2)
+            if bytes.count >= 2 && bytes[1] % 2 == 1 {
+                log.replaceSubrange(cut..., with: payload)
+            } else {
+                log.replaceSubrange(cut..<min(log.count, cut + payload.count), with: payload)
+            }
+        }
+        let fs = fileSystem(with: [(path, image.main), (path + "-wal", log)])
+        guard let db = try? Database.open(path: path, fileSystem: fs) else { return }
+        let accepted = db.statistics.walFrames
+        let end = 32 + accepted * image.frameSize
+        guard accepted == 0 || (log.count >= end && log[..<end] == image.log[..<end]) else {
+            // Forged frames: anything but a crash is acceptable.
+            _ = try? db.check()
+            _ = readEverything(db)
+            try? db.close()
+            return
+        }
+        do {
+            let report = try db.check()
+            guard report.isHealthy else {
+                preconditionFailure("recovery from a damaged log produced a damaged store:\n\(report)")
+            }
+            guard let expected = image.digests[accepted], readEverything(db) == expected else {
+                preconditionFailure("recovery accepted \(accepted) frames but the store differs from that commit")
+            }
+            try db.write { tx in try tx.put([0x6b], [0x76], in: try tx.createTree("after-recovery")) }
+            try db.close()
+            let reopened = try Database.open(path: path, fileSystem: fs)
+            let after = try reopened.check()
+            guard after.isHealthy else { preconditionFailure("a commit after recovery damaged the store:\n\(after)") }
+            try reopened.close()
+        } catch {
+            preconditionFailure("a store recovered from its intact commits failed: \(error)")
+        }
+    }
+
+    /// The intact log the ``walFile(_:)`` harness damages, for seed inputs.
+    public static var intactLog: [UInt8] { logImage.log }
+    /// Size of one log frame of that store: a 24-byte header and a page.
+    public static var logFrameSize: Int { logImage.frameSize }
+
+    /// A valid store abandoned without `close()`: its main file, its log
+    /// and the ``readEverything(_:)`` digest after each commit, by the
+    /// number of log frames up to that commit.
+    struct LogImage: Sendable {
+        var main: [UInt8]
+        var log: [UInt8]
+        var frameSize: Int
+        var digests: [Int: UInt64]
+    }
+
+    /// Built once per process, and the same in every process.
+    static let logImage: LogImage = makeLogImage()
+
+    /// Generation 1 of the log: many small commits over three trees (with
+    /// values of one to three pages), then a checkpoint into the main file.
+    /// Generation 2 restarts the log with fewer frames (updates, deletes, a
+    /// new tree, a dropped tree), so stale frames of generation 1 follow it.
+    private static func makeLogImage() -> LogImage {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 1 << 30)
+        do {
+            let db = try Database.open(path: path, options: options, fileSystem: fs)
+            for round in 0..<12 {
+                try db.write { tx in
+                    for name in ["alpha", "beta", "gamma"] {
+                        let tree = try tx.createTree(name)
+                        for i in stride(from: round, to: 300, by: 12) {
+                            let size = i % 97 == 0 ? 4096 * (1 + i % 3) : 20 + i % 50
+                            try tx.put(Array("\(name)-\(i)".utf8), [UInt8](repeating: UInt8(i % 251), count: size), in: tree)
+                        }
+                    }
+                }
+            }
+            try db.checkpoint()
+            var digests = [0: readEverything(db)!]
+            let generation2: [(WriteTransaction) throws -> Void] = [
+                { tx in
+                    let alpha = try tx.tree("alpha")
+                    for i in 0..<40 { try tx.put(Array("alpha-\(i * 7)".utf8), Array("updated \(i)".utf8), in: alpha) }
+                },
+                { tx in
+                    let beta = try tx.tree("beta")
+                    for i in 0..<60 { try tx.delete(Array("beta-\(i * 5)".utf8), in: beta) }
+                },
+                { tx in
+                    let delta = try tx.createTree("delta")
+                    for i in 0..<30 { try tx.put(Array("delta-\(i)".utf8), Array(repeating: 0x44, count: i * 10), in: delta) }
+                    try tx.put(Array("delta-big".utf8), [UInt8](repeating: 0x42, count: 9000), in: delta)
+                },
+                { tx in try tx.dropTree("gamma") },
+            ]
+            for body in generation2 {
+                try db.write(body)
+                digests[db.statistics.walFrames] = readEverything(db)!
+            }
+            let crashed = fs.afterProcessCrash()
+            try db.close()
+            let main = crashed.file(path)!.withContents { $0 }
+            var log = crashed.file(path + "-wal")!.withContents { $0 }
+            let frameSize = 24 + db.pageSize
+            fixSalt(&log, frameSize: frameSize)
+            return LogImage(main: main, log: log, frameSize: frameSize, digests: digests)
+        } catch {
+            preconditionFailure("building the log harness's store failed: \(error)")
+        }
+    }
+
+    /// Replaces the random salt 2 of the log header and of every frame
+    /// slot with a constant and re-chains the frame checksums, so that the
+    /// image and every input replayed against it behave the same in every
+    /// process. Frames of a stale generation stay invalid (salt 1 differs).
+    static func fixSalt(_ log: inout [UInt8], frameSize: Int) {
+        guard log.count >= 32 else { return }
+        let salt: [UInt8] = [0x5a, 0x5a, 0x5a, 0x5a]
+        log.replaceSubrange(20..<24, with: salt)
+        var chain = crc(0, log[0..<24])
+        storeBE32(&log, 24, chain)
+        var offset = 32
+        while offset + frameSize <= log.count {
+            log.replaceSubrange(offset + 12..<offset + 16, with: salt)
+            chain = crc(crc(chain, log[offset..<offset + 16]), log[offset + 24..<offset + 28])
+            storeBE32(&log, offset + 16, chain)
+            offset += frameSize
+        }
+    }
+
+    private static func crc(_ seed: UInt32, _ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.withUnsafeBytes { raw in
+            UInt32(truncatingIfNeeded: crc32(UInt(seed), raw.baseAddress!.assumingMemoryBound(to: Bytef.self), UInt32(raw.count)))
+        }
+    }
+
+    private static func storeBE32(_ bytes: inout [UInt8], _ offset: Int, _ value: UInt32) {
+        for i in 0..<4 { bytes[offset + i] = UInt8(truncatingIfNeeded: value >> (24 - 8 * i)) }
+    }
+
+    // MARK: - Operations
+
+    /// Runs ``DifferentialRunner`` on an in-memory store with its choices
+    /// read from `bytes`: puts, deletes, gets, scans, rollbacks and reopens,
+    /// with a small cache and frequent checkpoints. The store is valid
+    /// throughout, so any error, not only a ``DifferentialRunner/Mismatch``,
+    /// is a bug.
+    public static func operations(_ bytes: [UInt8]) {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .normal, cacheSizeBytes: 64 * 4096, checkpointThresholdFrames: 64)
+        var choices = ByteChoices(bytes)
+        do {
+            let db = try Database.open(path: path, options: options, fileSystem: fs)
+            let runner = DifferentialRunner(db: db) { try Database.open(path: path, options: options, fileSystem: fs) }
+            try runner.run(2_000, choices: &choices)
+            try runner.verifyAll()
+            try runner.db.close()
+        } catch let mismatch as DifferentialRunner.Mismatch {
+            preconditionFailure("differential mismatch: \(mismatch)")
+        } catch {
+            preconditionFailure("engine error on a valid in-memory store: \(error)")
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// A fresh in-memory file system holding `files`.
+    static func fileSystem(with files: [(path: String, bytes: [UInt8])]) -> MemoryFileSystem {
+        let fs = MemoryFileSystem()
+        for (path, bytes) in files {
+            (try? fs.open(path, create: true, readOnly: false))?.close()
+            fs.file(path)?.withContents { $0 = bytes }
+        }
+        return fs
+    }
+
+    /// Reads every entry of every tree with a cursor and returns a digest
+    /// (FNV-1a over tree names, keys and values), or nil when a read
+    /// throws. At most 2^16 entries are read per tree: a damaged store can
+    /// link pages into a DAG whose walk would never end.
+    static func readEverything(_ db: Database) -> UInt64? {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ bytes: [UInt8]) {
+            for b in bytes + [UInt8(truncatingIfNeeded: bytes.count), UInt8(truncatingIfNeeded: bytes.count >> 8)] {
+                hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
+            }
+        }
+        var failed = false
+        _ = try? db.read { tx in
+            for name in try tx.treeNames() {
+                mix(Array(name.utf8))
+                do {
+                    let cursor = try tx.cursor(try tx.tree(name))
+                    var more = try cursor.first()
+                    var steps = 0
+                    while more && steps < 1 << 16 {
+                        mix(try cursor.key())
+                        mix(try cursor.value())
+                        more = try cursor.next()
+                        steps += 1
+                    }
+                } catch {
+                    failed = true
+                }
+            }
+        }
+        return failed ? nil : hash
+    }
+}
