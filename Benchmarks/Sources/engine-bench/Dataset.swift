@@ -50,6 +50,12 @@ struct Dataset {
 
     /// A permutation of `keys.indices`: the point-read order.
     let readOrder: [Int]
+    /// The keys in point-read order, as fresh copies allocated in that
+    /// order, for both engines alike: walking them touches memory
+    /// sequentially, so the reads measure the engines, not cache misses on
+    /// the benchmark's own key objects scattered across the heap.
+    let readKeys: [[UInt8]]
+    let readKeyData: [Data]
     /// Distinct indices into `keys`: the entries the delete workload removes.
     let deleteOrder: [Int]
 
@@ -91,6 +97,8 @@ struct Dataset {
         keyData = keys.map { Data($0) }
         valueData = values.map { Data($0) }
         self.readOrder = readOrder
+        readKeys = readOrder.map { Array(keys[$0]) }
+        readKeyData = readOrder.map { Data(keys[$0]) }
         self.deleteOrder = Array(deleteOrder.prefix(deleteCount))
         self.commitKeys = commitKeys
         self.commitValues = commitValues

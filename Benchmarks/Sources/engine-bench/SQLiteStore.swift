@@ -54,8 +54,8 @@ final class SQLiteStore: KeyValueEngine {
             let select = try db.makeStatement(sql: "SELECT value FROM kv WHERE key = ?")
             var found = 0
             var bytes = 0
-            for i in data.readOrder {
-                if let value = try Data.fetchOne(select, arguments: [data.keyData[i]]) {
+            for key in data.readKeyData {
+                if let value = try Data.fetchOne(select, arguments: [key]) {
                     found += 1
                     bytes += value.count
                 }

@@ -37,8 +37,8 @@ final class StrataStore: KeyValueEngine {
             let tree = try tx.tree(Self.treeName)
             var found = 0
             var bytes = 0
-            for i in data.readOrder {
-                if let value = try tx.get(data.keys[i], in: tree) {
+            for key in data.readKeys {
+                if let value = try tx.get(key, in: tree) {
                     found += 1
                     bytes += value.count
                 }
