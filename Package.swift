@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
+        .library(name: "StrataTesting", targets: ["StrataTesting"]),
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),

@@ -70,6 +70,10 @@ public class ReadTransaction {
         if ended { throw StorageError.transactionEnded }
     }
 
+    /// Pages this transaction can see: the snapshot's, or for the writer its
+    /// own page count, pages it allocated included.
+    var visiblePageCount: UInt32 { snapshot.header.pageCount }
+
     /// Incremented by every change; cursors use it to notice that they must
     /// re-seek.
     var modificationCount: Int { 0 }
@@ -99,7 +103,7 @@ public class ReadTransaction {
         }
         let root = value.withUnsafeBytes { loadBE32($0.baseAddress!) }
         let count = value.withUnsafeBytes { loadBE64($0.baseAddress! + 4) }
-        guard root >= 2, root < snapshot.header.pageCount, count <= UInt64(Int.max) else {
+        guard root >= 2, root < visiblePageCount, count <= UInt64(Int.max) else {
             throw StorageError.corrupt(page: FileHeader.catalogRoot, reason: "catalog entry for \(name) is out of range")
         }
         return (root, Int(count))

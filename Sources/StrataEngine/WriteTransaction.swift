@@ -31,6 +31,8 @@ public final class WriteTransaction: ReadTransaction {
 
     override var modificationCount: Int { modifications }
 
+    override var visiblePageCount: UInt32 { header.pageCount }
+
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
         return try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount)

@@ -1,6 +1,12 @@
 import CZlib
 import StrataEngine
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The bodies of the fuzz targets in `Fuzz/`, shared with the regression
 /// test that replays their corpora under `swift test`.
 ///
@@ -11,15 +17,31 @@ import StrataEngine
 public enum FuzzHarness {
     /// Where each harness puts its store, in a fresh ``MemoryFileSystem``.
     static let path = "/fuzz/store"
+    /// A 1 MiB cache: pages are re-read (and re-verified) often.
+    static let smallCache = DatabaseOptions(cacheSizeBytes: 1 << 20)
 
     // MARK: - Main file
 
     /// Uses `bytes` as the main file of a store without a log: opens it,
     /// runs `check()`, reads every entry of every tree, makes one small
     /// commit and closes it.
+    ///
+    /// The checksum of every whole page (at the page size the header gives)
+    /// is recomputed first, so that damage reaches the structure checks
+    /// behind the checksums: a page that fails its checksum is the easy
+    /// case, covered by the unit tests.
     public static func storeFile(_ bytes: [UInt8]) {
+        var bytes = bytes
+        if bytes.count >= 24 {
+            let pageSize = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
+            if pageSize >= 4096 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0 {
+                for page in 0..<bytes.count / pageSize {
+                    PageBytes.resealChecksum(&bytes, page: page, pageSize: pageSize)
+                }
+            }
+        }
         let fs = fileSystem(with: [(path, bytes)])
-        guard let db = try? Database.open(path: path, fileSystem: fs) else { return }
+        guard let db = try? Database.open(path: path, options: smallCache, fileSystem: fs) else { return }
         _ = try? db.check()
         _ = readEverything(db)
         _ = try? db.write { tx in
@@ -38,11 +60,12 @@ public enum FuzzHarness {
     /// Damages the log of a valid store abandoned without `close()`, then
     /// opens it.
     ///
-    /// Input: byte 0 picks a frame slot `cut` of the intact log (modulo its
-    /// slot count + 1); byte 1 picks the mode: even, the rest of the input
-    /// overwrites the log from the start of slot `cut` on (what follows it
-    /// stays); odd, the log ends at slot `cut` and the rest of the input is
-    /// appended. Empty input leaves the log intact.
+    /// Input: byte 0 picks a cut point of the intact log (modulo their
+    /// number): its start, the start of one of its frame slots, or its end;
+    /// byte 1 picks the mode: even, the rest of the input overwrites the log
+    /// from the cut on (what follows stays); odd, the log ends at the cut
+    /// and the rest of the input is appended. Empty input leaves the log
+    /// intact.
     ///
     /// The main file is valid and holds the state before every commit in the
     /// log, so recovery must yield the state after one of those commits.
@@ -55,8 +78,8 @@ public enum FuzzHarness {
         let image = logImage
         var log = image.log
         if bytes.count >= 1 {
-            let slots = (log.count - 32) / image.frameSize
-            let cut = 32 + Int(bytes[0]) % (slots + 1) * image.frameSize
+            let cuts = [0] + stride(from: 32, through: log.count, by: image.frameSize)
+            let cut = cuts[Int(bytes[0]) % cuts.count]
             let payload = bytes.dropFirst(2)
             if bytes.count >= 2 && bytes[1] % 2 == 1 {
                 log.replaceSubrange(cut..., with: payload)
@@ -65,10 +88,10 @@ public enum FuzzHarness {
             }
         }
         let fs = fileSystem(with: [(path, image.main), (path + "-wal", log)])
-        guard let db = try? Database.open(path: path, fileSystem: fs) else { return }
+        guard let db = try? Database.open(path: path, options: smallCache, fileSystem: fs) else { return }
         let accepted = db.statistics.walFrames
         let end = 32 + accepted * image.frameSize
-        guard accepted == 0 || (log.count >= end && log[..<end] == image.log[..<end]) else {
+        guard accepted == 0 || (log.count >= end && memcmp(log, image.log, end) == 0) else {
             // Forged frames: anything but a crash is acceptable.
             _ = try? db.check()
             _ = readEverything(db)
@@ -85,7 +108,7 @@ public enum FuzzHarness {
             }
             try db.write { tx in try tx.put([0x6b], [0x76], in: try tx.createTree("after-recovery")) }
             try db.close()
-            let reopened = try Database.open(path: path, fileSystem: fs)
+            let reopened = try Database.open(path: path, options: smallCache, fileSystem: fs)
             let after = try reopened.check()
             guard after.isHealthy else { preconditionFailure("a commit after recovery damaged the store:\n\(after)") }
             try reopened.close()
@@ -106,7 +129,7 @@ public enum FuzzHarness {
         var main: [UInt8]
         var log: [UInt8]
         var frameSize: Int
-        var digests: [Int: UInt64]
+        var digests: [Int: UInt32]
     }
 
     /// Built once per process, and the same in every process.
@@ -187,7 +210,8 @@ public enum FuzzHarness {
 
     private static func crc(_ seed: UInt32, _ bytes: ArraySlice<UInt8>) -> UInt32 {
         bytes.withUnsafeBytes { raw in
-            UInt32(truncatingIfNeeded: crc32(UInt(seed), raw.baseAddress!.assumingMemoryBound(to: Bytef.self), UInt32(raw.count)))
+            guard let base = raw.baseAddress else { return seed }
+            return UInt32(truncatingIfNeeded: crc32(UInt(seed), base.assumingMemoryBound(to: Bytef.self), UInt32(raw.count)))
         }
     }
 
@@ -232,35 +256,38 @@ public enum FuzzHarness {
     }
 
     /// Reads every entry of every tree with a cursor and returns a digest
-    /// (FNV-1a over tree names, keys and values), or nil when a read
-    /// throws. At most 2^16 entries are read per tree: a damaged store can
-    /// link pages into a DAG whose walk would never end.
-    static func readEverything(_ db: Database) -> UInt64? {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    /// (a CRC-32 chained over tree names, keys, values and their lengths),
+    /// or nil when a read throws. At most 2^16 entries are read per tree: a
+    /// damaged store can link pages into a DAG whose walk would never end.
+    static func readEverything(_ db: Database) -> UInt32? {
+        var digest: UInt32 = 0
         func mix(_ bytes: [UInt8]) {
-            for b in bytes + [UInt8(truncatingIfNeeded: bytes.count), UInt8(truncatingIfNeeded: bytes.count >> 8)] {
-                hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
-            }
+            digest = crc(digest, bytes[...])
+            digest = crc(digest, [UInt8(truncatingIfNeeded: bytes.count), UInt8(truncatingIfNeeded: bytes.count >> 8)])
         }
         var failed = false
-        _ = try? db.read { tx in
-            for name in try tx.treeNames() {
-                mix(Array(name.utf8))
-                do {
-                    let cursor = try tx.cursor(try tx.tree(name))
-                    var more = try cursor.first()
-                    var steps = 0
-                    while more && steps < 1 << 16 {
-                        mix(try cursor.key())
-                        mix(try cursor.value())
-                        more = try cursor.next()
-                        steps += 1
+        do {
+            try db.read { tx in
+                for name in try tx.treeNames() {
+                    mix(Array(name.utf8))
+                    do {
+                        let cursor = try tx.cursor(try tx.tree(name))
+                        var more = try cursor.first()
+                        var steps = 0
+                        while more && steps < 1 << 16 {
+                            mix(try cursor.key())
+                            mix(try cursor.value())
+                            more = try cursor.next()
+                            steps += 1
+                        }
+                    } catch {
+                        failed = true
                     }
-                } catch {
-                    failed = true
                 }
             }
+        } catch {
+            failed = true
         }
-        return failed ? nil : hash
+        return failed ? nil : digest
     }
 }

@@ -76,4 +76,24 @@ final class BasicTests: EngineTestCase {
             XCTAssertFalse(try c.seek(bytes("99999")))
         }
     }
+
+    /// Regression (found while writing the fuzz seed generator): a tree
+    /// created in a transaction, in a store with no free page, could not be
+    /// looked up, re-created or dropped in that same transaction.
+    func testTreeCreatedInATransactionIsUsableInIt() throws {
+        let db = try open()
+        try db.write { tx in
+            let created = try tx.createTree("t")
+            XCTAssertEqual(try tx.tree("t"), created)
+            XCTAssertEqual(try tx.createTree("t"), created)
+            try tx.put(bytes("k"), bytes("v"), in: try tx.tree("t"))
+            XCTAssertEqual(try tx.count(created), 1)
+            _ = try tx.createTree("u")
+            XCTAssertTrue(try tx.dropTree("u"))
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.get(bytes("k"), in: try tx.tree("t")), bytes("v"))
+            XCTAssertNil(try tx.treeIfPresent("u"))
+        }
+    }
 }
