@@ -5,11 +5,12 @@
 #endif
 
 /// A plain mutex. Critical sections in the engine are short and never do I/O
-/// except where documented.
-final class Lock: @unchecked Sendable {
+/// except where documented. Visible to the package's other modules (its
+/// test support uses it too), not to users.
+package final class Lock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init() {
+    package init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -20,7 +21,7 @@ final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inline(__always) func withLock<R>(_ body: () throws -> R) rethrows -> R {
+    @inline(__always) package func withLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()

@@ -14,7 +14,7 @@ import StrataEngine
 /// remembered in order, so a crash simulation can decide per write whether
 /// it reached the disk. Locks are per file and per handle, like `flock`.
 public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
-    private let lock = NSLockLike()
+    private let lock = Lock()
     private var files: [String: MemoryFile] = [:]
 
     public init() {}
@@ -185,7 +185,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
 
 /// One in-memory file.
 public final class MemoryFile: @unchecked Sendable {
-    let lock = NSLockLike()
+    let lock = Lock()
     /// What the process sees.
     public var contents: [UInt8] = []
     /// What a power loss would leave.
@@ -280,28 +280,6 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
         file.lock.withLock {
             if file.exclusiveHolder == ObjectIdentifier(self) { file.exclusiveHolder = nil }
         }
-    }
-}
-
-/// A pthread mutex for the test support code.
-final class NSLockLike: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }
 

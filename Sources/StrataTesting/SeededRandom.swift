@@ -32,7 +32,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     /// a failure), otherwise a fresh random one. Prints it either way.
     public static func seed(fromEnvironment name: String, label: String) -> UInt64 {
         let seed: UInt64
-        if let text = getenvString(name), let value = UInt64(text) {
+        if let text = environmentValue(name), let value = UInt64(text) {
             seed = value
         } else {
             seed = UInt64.random(in: 0...UInt64.max)
@@ -48,7 +48,9 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     import Darwin
 #endif
 
-func getenvString(_ name: String) -> String? {
+/// The value of environment variable `name`, if set (tests read their
+/// knobs — seeds, counts — through it).
+public func environmentValue(_ name: String) -> String? {
     guard let p = getenv(name) else { return nil }
     return String(cString: p)
 }

@@ -76,7 +76,7 @@ final class CrashMatrixTests: XCTestCase {
         _ = run(clean, options)
         let syncPoints = clean.syncCount
         XCTAssertGreaterThan(syncPoints, durability == .full ? Workload.commits : 5)
-        let seeds = Int(ProcessInfoLite.environment("STRATA_CRASH_SEEDS") ?? "") ?? 3
+        let seeds = Int(environmentValue("STRATA_CRASH_SEEDS") ?? "") ?? 3
         var runs = 0
         for n in 1...syncPoints {
             for seed in 0..<seeds {
@@ -124,13 +124,6 @@ final class CrashMatrixTests: XCTestCase {
 
     func testCrashAtEverySyncPointDurabilityNormal() throws {
         try matrix(durability: .normal)
-    }
-}
-
-enum ProcessInfoLite {
-    static func environment(_ name: String) -> String? {
-        guard let p = getenv(name) else { return nil }
-        return String(cString: p)
     }
 }
 

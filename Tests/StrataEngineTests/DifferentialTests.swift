@@ -8,7 +8,7 @@ import XCTest
 /// run (default 60,000, so the two page sizes give 120,000 per CI run).
 final class DifferentialTests: EngineTestCase {
     var operationsPerRun: Int {
-        ProcessInfoLite.environment("STRATA_DIFF_OPS").flatMap(Int.init) ?? 60_000
+        environmentValue("STRATA_DIFF_OPS").flatMap(Int.init) ?? 60_000
     }
 
     func run(pageSize: Int, durability: Durability, label: String) throws {
@@ -56,12 +56,6 @@ final class DifferentialTests: EngineTestCase {
 }
 
 /// Environment lookup without Foundation.
-enum ProcessInfoLite {
-    static func environment(_ name: String) -> String? {
-        guard let p = getenv(name) else { return nil }
-        return String(cString: p)
-    }
-}
 
 #if canImport(Glibc)
     import Glibc

@@ -27,52 +27,29 @@ extension WriteTransaction {
         }
         let total = cells.reduce(0) { $0 + $1.1 + 2 }
 
-        // Right sibling: move a suffix.
-        if ci < parent.count {
-            let siblingNumber = parent.child(ci + 1)
+        // Right sibling takes a suffix; failing that, the left one a prefix.
+        for toRight in [true, false] {
+            guard toRight ? ci < parent.count : ci > 0 else { continue }
+            let siblingNumber = parent.child(toRight ? ci + 1 : ci - 1)
             let sibling = try treeNode(siblingNumber)
-            if sibling.isLeaf {
-                let room = sibling.freeBytes
-                // Move from the end while the node is above the balance point
-                // and the sibling has room.
-                var moved = 0
-                var m = 0
-                let target = (total + sibling.usedBytes) / 2
-                while m < n - 1 {
-                    let (_, cs) = cells[n - 1 - m]
-                    if moved + cs + 2 > room { break }
-                    if total - moved <= capacity && total - moved <= target { break }
-                    moved += cs + 2
-                    m += 1
-                }
-                if m > 0 && total - moved <= capacity {
-                    return try apply(
-                        cells: cells, keep: n - m, toRight: true, node: node, number: number,
-                        siblingNumber: siblingNumber, parentNumber: parentNumber, separatorIndex: ci)
-                }
+            guard sibling.isLeaf else { continue }
+            // Move cells from the edge facing the sibling while the node is
+            // above the balance point and the sibling has room.
+            let room = sibling.freeBytes
+            let target = (total + sibling.usedBytes) / 2
+            var moved = 0
+            var m = 0
+            while m < n - 1 {
+                let cs = cells[toRight ? n - 1 - m : m].1
+                if moved + cs + 2 > room { break }
+                if total - moved <= capacity && total - moved <= target { break }
+                moved += cs + 2
+                m += 1
             }
-        }
-        // Left sibling: move a prefix.
-        if ci > 0 {
-            let siblingNumber = parent.child(ci - 1)
-            let sibling = try treeNode(siblingNumber)
-            if sibling.isLeaf {
-                let room = sibling.freeBytes
-                var moved = 0
-                var m = 0
-                let target = (total + sibling.usedBytes) / 2
-                while m < n - 1 {
-                    let (_, cs) = cells[m]
-                    if moved + cs + 2 > room { break }
-                    if total - moved <= capacity && total - moved <= target { break }
-                    moved += cs + 2
-                    m += 1
-                }
-                if m > 0 && total - moved <= capacity {
-                    return try apply(
-                        cells: cells, keep: n - m, toRight: false, node: node, number: number,
-                        siblingNumber: siblingNumber, parentNumber: parentNumber, separatorIndex: ci - 1)
-                }
+            if m > 0 && total - moved <= capacity {
+                return try apply(
+                    cells: cells, keep: n - m, toRight: toRight, node: node, number: number,
+                    siblingNumber: siblingNumber, parentNumber: parentNumber, separatorIndex: toRight ? ci : ci - 1)
             }
         }
         return false
