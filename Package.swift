@@ -15,6 +15,7 @@ let package = Package(
         .target(name: "StrataTesting", dependencies: ["StrataEngine", "CZlib"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTesting"]),
         .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),
     ]
 )
