@@ -82,8 +82,11 @@ extension WriteTransaction {
         // anything: build the two pages' boundary keys from the copies.
         let parent = Node(page: try page(parentNumber))
         let oldSize = parent.cellSize(separatorIndex)
-        let leftLast = toRight ? staying.last! : leaving.last!
-        let rightFirst = toRight ? leaving.first! : staying.first!
+        // Both sides are non-empty by construction (the caller moves at least
+        // one cell and keeps at least one); refuse rather than trap if not.
+        guard let leftLast = toRight ? staying.last : leaving.last,
+            let rightFirst = toRight ? leaving.first : staying.first
+        else { return false }
         let leftChild = toRight ? number : siblingNumber
         let sep = UnsafeMutableRawPointer.allocate(byteCount: Database.maxKeyLength + 16, alignment: 8)
         defer { sep.deallocate() }
