@@ -26,8 +26,6 @@ struct PageCache {
         (1 << 63) | (UInt64(generation & 0x7fff_ffff) << 32) | UInt64(UInt32(truncatingIfNeeded: frame))
     }
 
-    var count: Int { slots.count }
-
     mutating func get(_ key: UInt64) -> Page? {
         guard let i = map[key] else { return nil }
         slots[i].referenced = true
