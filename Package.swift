@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -7,15 +8,36 @@ let package = Package(
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataTesting", targets: ["StrataTesting"]),
+        .executable(name: "trips", targets: ["trips"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1")
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .target(name: "StrataEngine", dependencies: ["CZlib"]),
-        .target(name: "Strata", dependencies: ["StrataEngine"]),
+        .macro(
+            name: "StrataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "Strata", dependencies: ["StrataEngine", "StrataMacros"]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine", "CZlib"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
+        .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTesting"]),
+        .testTarget(
+            name: "StrataMacrosTests",
+            dependencies: [
+                "StrataMacros",
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ]
+        ),
         .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),
     ]
 )

@@ -1,6 +1,9 @@
 /// Strata: SwiftData's model layer on Strata's own storage engine.
 ///
-/// The model layer (`@Model`, `ModelContainer`, `ModelContext`, …) is being
-/// built on ``StrataEngine``; this module re-exports the engine so that the
-/// store can already be used as an ordered key-value store.
+/// `import Strata` gives what `import SwiftData` gives: the model macros,
+/// ``ModelContainer``, ``ModelContext``, ``FetchDescriptor``, Foundation
+/// (for `#Predicate` and `SortDescriptor`) and Observation. The storage
+/// engine (`StrataEngine`) is re-exported too.
+@_exported import Foundation
+@_exported import Observation
 @_exported import StrataEngine

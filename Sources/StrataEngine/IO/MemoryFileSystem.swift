@@ -1,4 +1,4 @@
-import StrataEngine
+
 
 #if canImport(Glibc)
     import Glibc
@@ -110,7 +110,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
                 file.lock.withLock {
                     var image = file.durable
                     for write in file.unsynced {
-                        let choice = random.choose(3)
+                        let choice = Int(random.next() % 3)
                         if write.bytes.isEmpty {
                             // A truncation (or extension) to `offset` bytes.
                             if choice != 0 {
@@ -129,7 +129,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
                         while sector < end {
                             let from = max(sector, write.offset)
                             let to = min(sector + 512, end)
-                            let fate = choice == 1 ? 0 : random.choose(3)  // 1: kept whole
+                            let fate = choice == 1 ? 0 : Int(random.next() % 3)  // 1: kept whole
                             switch fate {
                             case 0:
                                 for i in from..<to { image[i] = write.bytes[i - write.offset] }

@@ -1,0 +1,85 @@
+/// Where and how a container keeps its models: on disk at a URL (or a
+/// default location), or in memory; writable or read-only.
+public struct ModelConfiguration: Hashable, Sendable, Identifiable {
+    /// Accepted for source compatibility; Strata has no app groups.
+    public struct GroupContainer: Hashable, Sendable {
+        let value: String
+        public static let automatic = GroupContainer(value: "automatic")
+        public static let none = GroupContainer(value: "none")
+        public static func identifier(_ identifier: String) -> GroupContainer { GroupContainer(value: identifier) }
+    }
+
+    /// Accepted for source compatibility; Strata does not sync to CloudKit.
+    public struct CloudKitDatabase: Hashable, Sendable {
+        let value: String
+        public static let automatic = CloudKitDatabase(value: "automatic")
+        public static let none = CloudKitDatabase(value: "none")
+        public static func `private`(_ identifier: String) -> CloudKitDatabase { CloudKitDatabase(value: identifier) }
+    }
+
+    /// The configuration's name (also the default file's name).
+    public let name: String
+    /// The schema this configuration stores, when it is given one.
+    public let schema: Schema?
+    /// The store file. In-memory configurations have a placeholder URL.
+    public let url: URL
+    public let isStoredInMemoryOnly: Bool
+    /// False for a read-only store: fetches work, `save()` throws.
+    public let allowsSave: Bool
+    public var id: String { name + "|" + url.path }
+
+    /// A configuration named `name` (default "default"), stored on disk at
+    /// the default location, or in memory.
+    ///
+    /// The default location is `<application support>/<name>.store`: on
+    /// Linux `$XDG_DATA_HOME` or `~/.local/share`, on Apple platforms the
+    /// Application Support directory. The directory is created if needed.
+    public init(
+        _ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true,
+        groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic
+    ) {
+        let name = name ?? "default"
+        self.name = name
+        self.schema = schema
+        self.isStoredInMemoryOnly = isStoredInMemoryOnly
+        self.allowsSave = allowsSave
+        if isStoredInMemoryOnly {
+            self.url = URL(fileURLWithPath: "/dev/null")
+        } else {
+            self.url = Self.defaultDirectory().appendingPathComponent(name + ".store")
+        }
+    }
+
+    /// A configuration stored at `url`.
+    public init(
+        _ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true,
+        cloudKitDatabase: CloudKitDatabase = .automatic
+    ) {
+        self.name = name ?? url.deletingPathExtension().lastPathComponent
+        self.schema = schema
+        self.url = url
+        self.isStoredInMemoryOnly = false
+        self.allowsSave = allowsSave
+    }
+
+    static func defaultDirectory() -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        #if os(Linux)
+            if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return URL(fileURLWithPath: data) }
+        #endif
+        if let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first {
+            return support
+        }
+        return URL(fileURLWithPath: environment["HOME"] ?? FileManager.default.currentDirectoryPath)
+            .appendingPathComponent(".local/share")
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.name == b.name && a.url == b.url && a.isStoredInMemoryOnly == b.isStoredInMemoryOnly && a.allowsSave == b.allowsSave
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(url)
+    }
+}

@@ -1,0 +1,76 @@
+/// Manages a schema and the store that holds its models; contexts are made
+/// on it. Safe to share between threads and actors.
+///
+/// Opening checks the stored schema against the container's: a store
+/// written with a different schema throws ``SwiftDataError/schemaMismatch``
+/// naming each difference (migrations come with `SchemaMigrationPlan`).
+/// New entities are added to an existing store as they appear.
+public final class ModelContainer: @unchecked Sendable {
+    public let schema: Schema
+    public let configurations: [ModelConfiguration]
+    let store: Store
+    private let mainContextLock = NSLock()
+    nonisolated(unsafe) private var _mainContext: ModelContext?
+
+    /// A container for `forTypes` (and the types reachable from them).
+    public convenience init(
+        for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        configurations: ModelConfiguration...
+    ) throws {
+        try self.init(for: Schema(types: forTypes, version: Schema.Version(1, 0, 0)), migrationPlan: migrationPlan,
+            configurations: configurations)
+    }
+
+    /// A container for `givenSchema`.
+    public convenience init(
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...
+    ) throws {
+        try self.init(for: givenSchema, migrationPlan: migrationPlan, configurations: configurations)
+    }
+
+    /// A container for `givenSchema` with the first of `configurations`
+    /// (a default on-disk configuration when none is given).
+    public init(
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]
+    ) throws {
+        let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
+        var schema = givenSchema
+        if let configured = configurations[0].schema, givenSchema.entities.isEmpty { schema = configured }
+        for entity in schema.entities {
+            for relationship in entity.relationships
+            where relationship.isToOneRelationship && !relationship.isOptional {
+                throw SwiftDataError(
+                    .unknownSchema,
+                    "\(entity.name).\(relationship.name): a to-one relationship must be optional "
+                        + "(\(relationship.destination)?), so that it can load lazily")
+            }
+        }
+        if configurations.count > 1 {
+            // Several stores per container would split one save across
+            // files without a shared transaction; refuse instead.
+            throw SwiftDataError(.loadIssueModelContainer, "Strata supports one configuration per container")
+        }
+        self.schema = schema
+        self.configurations = configurations
+        do {
+            self.store = try Store(configuration: configurations[0], schema: schema)
+        } catch let error as StorageError {
+            throw SwiftDataError(.loadIssueModelContainer, "cannot open \(configurations[0].url.path): \(error)")
+        }
+    }
+
+    deinit { store.close() }
+
+    /// The main actor's context. It saves automatically after changes.
+    @MainActor public var mainContext: ModelContext {
+        mainContextLock.lock()
+        defer { mainContextLock.unlock() }
+        if let context = _mainContext { return context }
+        let context = ModelContext(self)
+        context.autosaveEnabled = true
+        context.isMainContext = true
+        _mainContext = context
+        return context
+    }
+
+}

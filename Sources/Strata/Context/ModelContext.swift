@@ -1,0 +1,422 @@
+/// Tracks models in memory — inserted, changed, deleted — and writes them
+/// to the store in one transaction at ``save()``.
+///
+/// A context holds one instance per stored row (its identity map): every
+/// fetch that meets a row already registered returns that same instance,
+/// with its unsaved changes. A context is not thread-safe; make one per
+/// thread or task, or use a `@ModelActor`.
+///
+/// `save()` is all-or-nothing: if it throws, nothing reached the store and
+/// the context still holds every pending change.
+public final class ModelContext {
+    public let container: ModelContainer
+    /// Saves pending changes automatically. On for the container's
+    /// `mainContext`, which then saves on the main queue shortly after a
+    /// change (a command-line program that exits right away should call
+    /// ``save()`` itself). Other contexts save only when told to.
+    public var autosaveEnabled = false
+    /// Recorded with each save's history (SwiftData's transaction author).
+    public var author: String?
+    var isMainContext = false
+
+    let link: _ContextLink
+    var store: Store { container.store }
+    /// Registered models by entity, then row.
+    private var registry: [ObjectIdentifier: [Int64: any PersistentModel]] = [:]
+    private var inserted: [any PersistentModel] = []
+    private var changed: [ObjectIdentifier: any PersistentModel] = [:]
+    private var deleted: [ObjectIdentifier: any PersistentModel] = [:]
+    /// A model inserted whose type the container does not know: reported
+    /// by the next save.
+    private var pendingError: SwiftDataError?
+    private var autosaveScheduled = false
+
+    public init(_ container: ModelContainer) {
+        self.container = container
+        self.link = _ContextLink()
+        link.context = self
+    }
+
+    // MARK: - Pending changes
+
+    /// True when there are inserts, changes or deletes not yet saved.
+    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+    public var insertedModelsArray: [any PersistentModel] { inserted }
+    public var changedModelsArray: [any PersistentModel] { Array(changed.values) }
+    public var deletedModelsArray: [any PersistentModel] { Array(deleted.values) }
+
+    /// Registers `model` and every model reachable from it through
+    /// relationships; they are written at the next save.
+    ///
+    /// Inserting a model that another live context holds is a programmer
+    /// error (a precondition failure), as in SwiftData.
+    public func insert<T: PersistentModel>(_ model: T) {
+        let state = model._strataState
+        if let owner = state.link, owner !== link, owner.context != nil {
+            preconditionFailure("\(T.self) \(model.persistentModelID) already belongs to another ModelContext")
+        }
+        switch state.status {
+        case .inserted, .saved:
+            if state.link === link { return }
+        case .deleted:
+            if state.link === link {
+                deleted[ObjectIdentifier(model)] = nil
+                state.status = .saved
+                return
+            }
+        case .detached:
+            break
+        }
+        guard let entity = container.schema.entity(forType: T.self) else {
+            pendingError = SwiftDataError(
+                .unknownModelType, "\(T.self) is not in the container's schema (\(schemaNames)); add it to ModelContainer(for:)")
+            return
+        }
+        state.rowID = store.allocateRow(entity)
+        state.status = .inserted
+        state.link = link
+        registry[ObjectIdentifier(entity), default: [:]][state.rowID] = model
+        inserted.append(model)
+        insertRelated(of: model, entity: entity)
+        noteMutation()
+    }
+
+    private var schemaNames: String { container.schema.entities.map(\.name).joined(separator: ", ") }
+
+    /// Inserts the detached models that `model`'s relationships refer to.
+    private func insertRelated(of model: some PersistentModel, entity: Schema.Entity) {
+        for relationship in entity.relationships {
+            guard !model._strataState.hasFaults || model._strataState.faults[relationship.field] == nil,
+                let value = model[keyPath: relationship.keypath]
+            else { continue }
+            if let many = value as? [any PersistentModel] {
+                for target in many where target._strataState.status == .detached { insertExistential(target) }
+            } else if let one = value as? any PersistentModel, one._strataState.status == .detached {
+                insertExistential(one)
+            }
+        }
+    }
+
+    private func insertExistential(_ model: any PersistentModel) { insert(model) }
+
+    /// Deletes `model` at the next save. An inserted model that was never
+    /// saved is simply discarded.
+    public func delete<T: PersistentModel>(_ model: T) {
+        let state = model._strataState
+        guard state.link === link else { return }
+        switch state.status {
+        case .inserted:
+            inserted.removeAll { $0 === model }
+            unregister(model, state: state)
+            state.status = .detached
+            state.link = nil
+        case .saved:
+            changed[ObjectIdentifier(model)] = nil
+            deleted[ObjectIdentifier(model)] = model
+            state.status = .deleted
+        case .deleted, .detached:
+            return
+        }
+        noteMutation()
+    }
+
+    /// Deletes every model of `model` matching `predicate` (all of them when
+    /// nil) at the next save.
+    public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true)
+        throws
+    {
+        for match in try fetch(FetchDescriptor<T>(predicate: predicate)) { delete(match) }
+    }
+
+    /// Discards every pending change: inserted models are dropped, deleted
+    /// ones restored, changed ones reloaded with their stored values.
+    public func rollback() {
+        for model in inserted {
+            let state = model._strataState
+            if let entity = container.schema.entity(forType: type(of: model)) {
+                registry[ObjectIdentifier(entity)]?[state.rowID] = nil
+            }
+            state.status = .detached
+            state.link = nil
+        }
+        for model in deleted.values { model._strataState.status = .saved }
+        for model in changed.values { reload(model) }
+        inserted = []
+        changed = [:]
+        deleted = [:]
+        pendingError = nil
+    }
+
+    private func reload<T: PersistentModel>(_ model: T) {
+        let state = model._strataState
+        state.isChanged = false
+        guard let entity = container.schema.entity(forType: T.self),
+            let bytes = try? store.database.read({ tx in
+                try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }
+            }),
+            var reader = try? _RecordReader(bytes: bytes, entityName: entity.name, row: state.rowID)
+        else { return }
+        state.clearFaults()
+        try? model._strataLoad(from: &reader)
+    }
+
+    /// Runs `block`, then saves.
+    public func transaction(block: () throws -> Void) throws {
+        try block()
+        try save()
+    }
+
+    /// Nothing to do: Strata applies relationship and bookkeeping changes
+    /// as they are made. Present for source compatibility.
+    public func processPendingChanges() {}
+
+    func noteChanged(_ model: some PersistentModel) {
+        changed[ObjectIdentifier(model)] = model
+    }
+
+    func noteMutation() {
+        guard autosaveEnabled, isMainContext, !autosaveScheduled else { return }
+        autosaveScheduled = true
+        nonisolated(unsafe) let context = self
+        DispatchQueue.main.async {
+            context.autosaveScheduled = false
+            try? context.save()
+        }
+    }
+
+    private func unregister(_ model: any PersistentModel, state: _ModelState) {
+        if let entity = container.schema.entity(forType: type(of: model)) {
+            registry[ObjectIdentifier(entity)]?[state.rowID] = nil
+        }
+    }
+
+    // MARK: - Save
+
+    /// Writes every pending insert, change and delete in one write
+    /// transaction. If it throws — a read-only store, a model type the
+    /// container does not know, an I/O error — the store is unchanged and
+    /// the context keeps every pending change.
+    public func save() throws {
+        if let pendingError { throw pendingError }
+        guard hasChanges else { return }
+        guard store.allowsSave else {
+            throw SwiftDataError(.readOnlyStore, "the configuration does not allow saving (allowsSave: false)")
+        }
+        // Models that relationships of changed models now reach.
+        for model in inserted + Array(changed.values) {
+            if let entity = container.schema.entity(forType: type(of: model)) { insertRelated(of: model, entity: entity) }
+        }
+        if let pendingError { throw pendingError }
+        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+
+        var writes: [(tree: String, key: [UInt8], value: [UInt8]?)] = []
+        writes.reserveCapacity(inserted.count + changed.count + deleted.count)
+        for model in deleted.values { writes.append(entry(model, delete: true)) }
+        for model in inserted { writes.append(entry(model, delete: false)) }
+        for model in changed.values { writes.append(entry(model, delete: false)) }
+        try store.database.write { tx in
+            var trees: [String: Tree] = [:]
+            for write in writes {
+                let tree: Tree
+                if let known = trees[write.tree] {
+                    tree = known
+                } else {
+                    tree = try tx.tree(write.tree)
+                    trees[write.tree] = tree
+                }
+                if let value = write.value { try tx.put(write.key, value, in: tree) } else { try tx.delete(write.key, in: tree) }
+            }
+        }
+
+        let insertedIDs = inserted.map(\.persistentModelID)
+        let updatedIDs = changed.values.map(\.persistentModelID)
+        let deletedIDs = deleted.values.map(\.persistentModelID)
+        for model in inserted { model._strataState.status = .saved }
+        for model in changed.values { model._strataState.isChanged = false }
+        for model in deleted.values {
+            unregister(model, state: model._strataState)
+            model._strataState.link = nil
+        }
+        inserted = []
+        changed = [:]
+        deleted = [:]
+        NotificationCenter.default.post(
+            name: ModelContext.didSave, object: self,
+            userInfo: [
+                NotificationKey.insertedIdentifiers.rawValue: insertedIDs,
+                NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
+                NotificationKey.deletedIdentifiers.rawValue: deletedIDs,
+            ])
+    }
+
+    private func entry(_ model: any PersistentModel, delete: Bool) -> (tree: String, key: [UInt8], value: [UInt8]?) {
+        let name = "e." + String(describing: type(of: model))
+        let key = RowKey.encode(model._strataState.rowID)
+        if delete { return (name, key, nil) }
+        var writer = _RecordWriter()
+        model._strataWrite(to: &writer)
+        return (name, key, writer.bytes)
+    }
+
+    // MARK: - Fetch
+
+    func entity<T: PersistentModel>(for type: T.Type) throws -> Schema.Entity {
+        guard let entity = container.schema.entity(forType: type) else {
+            throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema (\(schemaNames))")
+        }
+        return entity
+    }
+
+    /// The models matching `descriptor`, sorted and paged as it says.
+    ///
+    /// Until the query planner lands, this reads every stored row of the
+    /// entity and evaluates the predicate on each model. Rows already
+    /// registered in this context come back as the same instances.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let entity = try entity(for: T.self)
+        let key = ObjectIdentifier(entity)
+        let pending = descriptor.includePendingChanges
+        let earlyStop: Int? =
+            descriptor.sortBy.isEmpty ? descriptor.fetchLimit.map { $0 + (descriptor.fetchOffset ?? 0) } : nil
+        var results: [T] = []
+        try store.database.read { tx in
+            guard let tree = try tx.treeIfPresent(Store.treeName(entity)) else { return }
+            let cursor = try tx.cursor(tree)
+            var more = try cursor.first()
+            while more {
+                if let earlyStop, results.count >= earlyStop { return }
+                let model: T = try cursor.withEntry { rawKey, rawValue in
+                    let row = try RowKey.decode(rawKey)
+                    if let existing = registry[key]?[row] as? T { return existing }
+                    return try materialize(T.self, entity: entity, row: row, bytes: Array(rawValue))
+                }
+                more = try cursor.next()
+                if pending && model._strataState.status == .deleted { continue }
+                if let predicate = descriptor.predicate, try !predicate.evaluate(model) { continue }
+                results.append(model)
+            }
+        }
+        if pending {
+            for case let model as T in inserted {
+                if let earlyStop, results.count >= earlyStop { break }
+                if let predicate = descriptor.predicate, try !predicate.evaluate(model) { continue }
+                results.append(model)
+            }
+        }
+        if !descriptor.sortBy.isEmpty { results.sort(using: descriptor.sortBy) }
+        return Self.page(results, offset: descriptor.fetchOffset, limit: descriptor.fetchLimit)
+    }
+
+    static func page<C: RandomAccessCollection>(_ items: C, offset: Int?, limit: Int?) -> [C.Element] where C.Index == Int {
+        let start = min(max(offset ?? 0, 0), items.count)
+        let end = limit.map { min(start + max($0, 0), items.count) } ?? items.count
+        return Array(items[start..<end])
+    }
+
+    /// The number of models matching `descriptor`. Without a predicate it
+    /// is read from the tree's entry count, without loading any model.
+    public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        guard descriptor.predicate == nil else { return try fetch(descriptor).count }
+        let entity = try entity(for: T.self)
+        var count = try store.database.read { tx in
+            try tx.treeIfPresent(Store.treeName(entity)).map { try tx.count($0) } ?? 0
+        }
+        if descriptor.includePendingChanges {
+            count += inserted.count { $0 is T }
+            count -= deleted.values.count { $0 is T }
+        }
+        let start = min(max(descriptor.fetchOffset ?? 0, 0), count)
+        return descriptor.fetchLimit.map { min(count - start, max($0, 0)) } ?? count - start
+    }
+
+    /// The identifiers of the models matching `descriptor`.
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        try fetch(descriptor).map(\.persistentModelID)
+    }
+
+    private func materialize<T: PersistentModel>(_ type: T.Type, entity: Schema.Entity, row: Int64, bytes: [UInt8]) throws -> T {
+        var reader = try _RecordReader(bytes: bytes, entityName: entity.name, row: row)
+        let model = try T(_strataReader: &reader)
+        let state = model._strataState
+        state.rowID = row
+        state.status = .saved
+        state.link = link
+        registry[ObjectIdentifier(entity), default: [:]][row] = model
+        return model
+    }
+
+    /// The registered or stored model of `type` with row `row`, or nil.
+    /// Used to load relationships; a missing or damaged row reads as nil.
+    func relatedModel<T: PersistentModel>(_ type: T.Type, row: Int64) -> T? {
+        try? load(T.self, row: row)
+    }
+
+    private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
+        let entity = try entity(for: T.self)
+        if let existing = registry[ObjectIdentifier(entity)]?[row] as? T { return existing }
+        let bytes = try store.database.read { tx in
+            try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+        }
+        guard let bytes else { return nil }
+        return try materialize(T.self, entity: entity, row: row, bytes: bytes)
+    }
+
+    // MARK: - Identity
+
+    /// The model registered in this context under `id`, if any.
+    public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
+        guard let entity = container.schema.entity(named: id.entityName) else { return nil }
+        return registry[ObjectIdentifier(entity)]?[id.rowID] as? T
+    }
+
+    /// The model with identifier `id`: the registered instance, or one
+    /// loaded from the store. Throws when the store has no such model or
+    /// its record is damaged (a Strata addition, like Core Data's
+    /// `existingObject(with:)`).
+    public func existingModel<T: PersistentModel>(for id: PersistentIdentifier) throws -> T? {
+        guard let entity = container.schema.entity(named: id.entityName) else {
+            throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
+        }
+        if let registered = registry[ObjectIdentifier(entity)]?[id.rowID] { return registered as? T }
+        return try loadExistential(entity.type, row: id.rowID) as? T
+    }
+
+    private func loadExistential(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
+        try load(type, row: row)
+    }
+
+    /// The model with identifier `id`, as SwiftData's `model(for:)`.
+    ///
+    /// - Precondition: the identifier names a model that is registered here
+    ///   or stored (SwiftData traps too). Use ``existingModel(for:)`` or
+    ///   ``registeredModel(for:)`` when that is not certain.
+    public func model(for id: PersistentIdentifier) -> any PersistentModel {
+        guard let entity = container.schema.entity(named: id.entityName) else {
+            preconditionFailure("\(id.entityName) is not in the container's schema")
+        }
+        if let registered = registry[ObjectIdentifier(entity)]?[id.rowID] { return registered }
+        do {
+            if let model = try loadExistential(entity.type, row: id.rowID) { return model }
+        } catch {
+            preconditionFailure("model(for: \(id)): \(error)")
+        }
+        preconditionFailure("model(for: \(id)): no such model in the store")
+    }
+}
+
+extension ModelContext {
+    /// Posted before a save writes anything; the object is the context.
+    public static let willSave = Notification.Name("ModelContext.willSave")
+    /// Posted after a save; `userInfo` holds the identifiers under
+    /// ``NotificationKey`` raw values.
+    public static let didSave = Notification.Name("ModelContext.didSave")
+
+    /// Keys of the `didSave` notification's `userInfo`.
+    public enum NotificationKey: String, Sendable {
+        case insertedIdentifiers
+        case updatedIdentifiers
+        case deletedIdentifiers
+        case queryGeneration
+        case invalidatedAllIdentifiers
+    }
+}

@@ -1,0 +1,333 @@
+/// The binary record format of a model row.
+///
+/// A record is a format byte (1) followed by fields in ascending field
+/// number. Each field is a tag, `field << 3 | wire`, as a varint, then its
+/// payload:
+///
+/// | wire | payload | used for |
+/// |---|---|---|
+/// | 0 | varint | Bool, unsigned integers, signed integers (zigzag), to-one row ids |
+/// | 1 | 8 bytes, little-endian | Double, Date (seconds since 2001 as a Double) |
+/// | 2 | varint length, bytes | String (UTF-8), Data, UUID, URL, Decimal, Codable values, to-many row ids |
+/// | 3 | none | nil |
+/// | 5 | 4 bytes, little-endian | Float |
+///
+/// Every field can be skipped without knowing its type, so a record written
+/// before an attribute was added or removed still reads. Fields are tagged
+/// with the attribute's field number; a missing optional field reads as nil.
+/// Codable values (structs, Codable enums, arrays, dictionaries) use
+/// ``_BinaryEncoder``'s self-describing format, never JSON.
+public struct _RecordWriter {
+    public internal(set) var bytes: [UInt8]
+
+    init() {
+        bytes = [RecordFormat.version]
+        bytes.reserveCapacity(64)
+    }
+
+    mutating func tag(_ field: Int, _ wire: UInt8) { appendVarint(UInt64(field) << 3 | UInt64(wire)) }
+
+    mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func appendFixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func appendFixed32(_ value: UInt32) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func appendLengthDelimited(_ payload: some Collection<UInt8>) {
+        appendVarint(UInt64(payload.count))
+        bytes.append(contentsOf: payload)
+    }
+
+    mutating func null(_ field: Int) { tag(field, RecordFormat.null) }
+
+    // MARK: Encoding overloads, chosen at compile time by the property's type
+
+    public mutating func encode<T: _RecordPrimitive>(_ value: T, field: Int, state: _ModelState) {
+        tag(field, T._wire)
+        value._appendPayload(to: &self)
+    }
+
+    public mutating func encode<T: _RecordPrimitive>(_ value: T?, field: Int, state: _ModelState) {
+        if let value { encode(value, field: field, state: state) } else { null(field) }
+    }
+
+    public mutating func encode<T: RawRepresentable & Encodable>(_ value: T, field: Int, state: _ModelState)
+    where T.RawValue: _RecordPrimitive {
+        encode(value.rawValue, field: field, state: state)
+    }
+
+    public mutating func encode<T: RawRepresentable & Encodable>(_ value: T?, field: Int, state: _ModelState)
+    where T.RawValue: _RecordPrimitive {
+        if let value { encode(value.rawValue, field: field, state: state) } else { null(field) }
+    }
+
+    public mutating func encode<T: Encodable>(_ value: T, field: Int, state: _ModelState) {
+        tag(field, RecordFormat.lengthDelimited)
+        appendLengthDelimited(_BinaryEncoder.encode(value))
+    }
+
+    public mutating func encode<T: Encodable>(_ value: T?, field: Int, state: _ModelState) {
+        if let value { encode(value, field: field, state: state) } else { null(field) }
+    }
+
+    /// A to-one relationship: the target's row id.
+    public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
+        if let rows = state.faults[field] {
+            if let row = rows.first { writeRow(row, field: field) } else { null(field) }
+        } else if let value, value._strataState.rowID > 0 {
+            writeRow(value._strataState.rowID, field: field)
+        } else {
+            null(field)
+        }
+    }
+
+    /// A to-many relationship: the targets' row ids.
+    public mutating func encode<T: PersistentModel>(_ value: [T], field: Int, state: _ModelState) {
+        var rows: [Int64] = state.faults[field] ?? []
+        if state.faults[field] == nil {
+            rows = value.compactMap { $0._strataState.rowID > 0 ? $0._strataState.rowID : nil }
+        }
+        var payload = _RecordWriter()
+        payload.bytes.removeAll(keepingCapacity: true)
+        for row in rows { payload.appendVarint(UInt64(row)) }
+        tag(field, RecordFormat.lengthDelimited)
+        appendLengthDelimited(payload.bytes)
+    }
+
+    private mutating func writeRow(_ row: Int64, field: Int) {
+        tag(field, RecordFormat.varint)
+        appendVarint(UInt64(row))
+    }
+}
+
+enum RecordFormat {
+    static let version: UInt8 = 1
+    static let varint: UInt8 = 0
+    static let fixed64: UInt8 = 1
+    static let lengthDelimited: UInt8 = 2
+    static let null: UInt8 = 3
+    static let fixed32: UInt8 = 5
+}
+
+/// Reads a record's fields. Fields are found by a forward walk that
+/// resumes where the previous one ended (generated code asks for them in
+/// ascending order), falling back to a walk from the start.
+///
+/// The bytes are untrusted: every length and varint is checked, and a
+/// damaged record throws ``SwiftDataError/corruptRecord`` naming the entity,
+/// row and field.
+public struct _RecordReader {
+    let bytes: [UInt8]
+    var position = 1
+    let entityName: String
+    let row: Int64
+
+    init(bytes: [UInt8], entityName: String, row: Int64) throws {
+        self.bytes = bytes
+        self.entityName = entityName
+        self.row = row
+        guard bytes.first == RecordFormat.version else {
+            throw corrupt(field: nil, bytes.isEmpty ? "empty record" : "unknown record format \(bytes[0])")
+        }
+    }
+
+    func corrupt(field: Int?, _ reason: String) -> SwiftDataError {
+        let place = field.map { " field \($0)" } ?? ""
+        return SwiftDataError(.corruptRecord, "\(entityName) row \(row)\(place): \(reason)")
+    }
+
+    /// One field's wire type and payload bounds.
+    public struct Slot: Sendable {
+        var wire: UInt8
+        var start: Int
+        var end: Int
+    }
+
+    mutating func varint(at index: inout Int, limit: Int, field: Int?) throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard index < limit else { throw corrupt(field: field, "truncated varint") }
+            let byte = bytes[index]
+            index += 1
+            if shift == 63 && byte > 1 { throw corrupt(field: field, "varint overflows 64 bits") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    /// The slot of `field`, or nil when the record has no such field.
+    mutating func find(_ field: Int) throws -> Slot? {
+        if let slot = try walk(from: position, to: field) { return slot }
+        return position == 1 ? nil : try walk(from: 1, to: field)
+    }
+
+    private mutating func walk(from start: Int, to field: Int) throws -> Slot? {
+        var index = start
+        let count = bytes.count
+        while index < count {
+            let tag = try varint(at: &index, limit: count, field: nil)
+            let wire = UInt8(tag & 7)
+            guard tag >> 3 <= UInt64(Int.max) else { throw corrupt(field: nil, "field number too large") }
+            let current = Int(tag >> 3)
+            let payloadStart: Int
+            let end: Int
+            switch wire {
+            case RecordFormat.varint:
+                var probe = index
+                _ = try varint(at: &probe, limit: count, field: current)
+                payloadStart = index
+                end = probe
+            case RecordFormat.fixed64:
+                payloadStart = index
+                end = index + 8
+            case RecordFormat.fixed32:
+                payloadStart = index
+                end = index + 4
+            case RecordFormat.lengthDelimited:
+                var probe = index
+                let length = try varint(at: &probe, limit: count, field: current)
+                guard length <= UInt64(count - probe) else { throw corrupt(field: current, "length past the end") }
+                payloadStart = probe
+                end = probe + Int(length)
+            case RecordFormat.null:
+                payloadStart = index
+                end = index
+            default:
+                throw corrupt(field: current, "unknown wire type \(wire)")
+            }
+            guard end <= count else { throw corrupt(field: current, "payload past the end") }
+            index = end
+            if current == field {
+                position = end
+                return Slot(wire: wire, start: payloadStart, end: end)
+            }
+            if current > field { return nil }
+        }
+        return nil
+    }
+
+    func missing(_ field: Int) -> SwiftDataError {
+        corrupt(field: field, "a non-optional value is missing")
+    }
+
+    func expect(_ slot: Slot, _ wire: UInt8, field: Int) throws {
+        guard slot.wire == wire else {
+            throw corrupt(field: field, "stored with wire type \(slot.wire), expected \(wire)")
+        }
+    }
+
+    mutating func payloadVarint(_ slot: Slot, field: Int) throws -> UInt64 {
+        try expect(slot, RecordFormat.varint, field: field)
+        var index = slot.start
+        return try varint(at: &index, limit: slot.end, field: field)
+    }
+
+    func payloadFixed64(_ slot: Slot, field: Int) throws -> UInt64 {
+        try expect(slot, RecordFormat.fixed64, field: field)
+        var value: UInt64 = 0
+        for i in 0..<8 { value |= UInt64(bytes[slot.start + i]) << (8 * UInt64(i)) }
+        return value
+    }
+
+    func payloadFixed32(_ slot: Slot, field: Int) throws -> UInt32 {
+        try expect(slot, RecordFormat.fixed32, field: field)
+        var value: UInt32 = 0
+        for i in 0..<4 { value |= UInt32(bytes[slot.start + i]) << (8 * UInt32(i)) }
+        return value
+    }
+
+    func payloadBytes(_ slot: Slot, field: Int) throws -> ArraySlice<UInt8> {
+        try expect(slot, RecordFormat.lengthDelimited, field: field)
+        return bytes[slot.start..<slot.end]
+    }
+
+    // MARK: Decoding overloads, chosen at compile time by the property's type
+
+    public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        return try T._decode(slot, from: &self, field: field)
+    }
+
+    public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        return try T._decode(slot, from: &self, field: field)
+    }
+
+    public mutating func decode<T: RawRepresentable & Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T
+    where T.RawValue: _RecordPrimitive {
+        let raw = try decode(T.RawValue.self, field: field, state: state)
+        guard let value = T(rawValue: raw) else { throw corrupt(field: field, "no \(T.self) has raw value \(raw)") }
+        return value
+    }
+
+    public mutating func decode<T: RawRepresentable & Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T?
+    where T.RawValue: _RecordPrimitive {
+        guard let raw = try decode(T.RawValue?.self, field: field, state: state) else { return nil }
+        guard let value = T(rawValue: raw) else { throw corrupt(field: field, "no \(T.self) has raw value \(raw)") }
+        return value
+    }
+
+    public mutating func decode<T: Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        return try decodeCodable(T.self, slot, field: field)
+    }
+
+    public mutating func decode<T: Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        return try decodeCodable(T.self, slot, field: field)
+    }
+
+    private func decodeCodable<T: Decodable>(_ type: T.Type, _ slot: Slot, field: Int) throws -> T {
+        let payload = try payloadBytes(slot, field: field)
+        do {
+            return try _BinaryDecoder.decode(T.self, from: payload)
+        } catch let error as _BinaryDecoder.Failure {
+            throw corrupt(field: field, error.reason)
+        } catch {
+            throw corrupt(field: field, "\(T.self) did not decode: \(error)")
+        }
+    }
+
+    /// A to-one relationship: remembered as a fault, loaded on first access.
+    public mutating func decode<T: PersistentModel>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        let row = try payloadVarint(slot, field: field)
+        guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
+        state.setFault(field: field, rows: [Int64(row)])
+        return nil
+    }
+
+    /// A non-optional to-one relationship cannot be left unloaded, so it is
+    /// not supported: the container refuses such a schema (declare `T?`).
+    public mutating func decode<T: PersistentModel>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        throw SwiftDataError(.unknownSchema, "\(entityName) field \(field): a to-one relationship must be optional (\(T.self)?)")
+    }
+
+    /// A to-many relationship: remembered as a fault, loaded on first access.
+    public mutating func decode<T: PersistentModel>(_ type: [T].Type, field: Int, state: _ModelState) throws -> [T] {
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { return [] }
+        _ = try payloadBytes(slot, field: field)
+        var rows: [Int64] = []
+        var index = slot.start
+        while index < slot.end {
+            let row = try varint(at: &index, limit: slot.end, field: field)
+            guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
+            rows.append(Int64(row))
+        }
+        if !rows.isEmpty { state.setFault(field: field, rows: rows) }
+        return []
+    }
+}

@@ -1,0 +1,148 @@
+/// A value with its own field encoding in records (see ``_RecordWriter``):
+/// the standard library's numbers, Bool and String, and Foundation's Date,
+/// Data, UUID, URL and Decimal. Everything else Codable goes through the
+/// binary Codable format.
+public protocol _RecordPrimitive: Codable {
+    static var _wire: UInt8 { get }
+    func _appendPayload(to writer: inout _RecordWriter)
+    static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Self
+}
+
+extension Bool: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.varint }
+    public func _appendPayload(to writer: inout _RecordWriter) { writer.appendVarint(self ? 1 : 0) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Bool {
+        switch try reader.payloadVarint(slot, field: field) {
+        case 0: return false
+        case 1: return true
+        case let other: throw reader.corrupt(field: field, "\(other) is not a Bool")
+        }
+    }
+}
+
+/// Signed integers: zigzag varints, so small negative numbers stay short.
+public protocol _SignedRecordInteger: _RecordPrimitive, FixedWidthInteger, SignedInteger {}
+
+extension _SignedRecordInteger {
+    public static var _wire: UInt8 { RecordFormat.varint }
+    public func _appendPayload(to writer: inout _RecordWriter) {
+        let value = Int64(self)
+        writer.appendVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Self {
+        let raw = try reader.payloadVarint(slot, field: field)
+        let value = Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+        guard let result = Self(exactly: value) else { throw reader.corrupt(field: field, "\(value) does not fit \(Self.self)") }
+        return result
+    }
+}
+
+/// Unsigned integers: plain varints.
+public protocol _UnsignedRecordInteger: _RecordPrimitive, FixedWidthInteger, UnsignedInteger {}
+
+extension _UnsignedRecordInteger {
+    public static var _wire: UInt8 { RecordFormat.varint }
+    public func _appendPayload(to writer: inout _RecordWriter) { writer.appendVarint(UInt64(self)) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Self {
+        let value = try reader.payloadVarint(slot, field: field)
+        guard let result = Self(exactly: value) else { throw reader.corrupt(field: field, "\(value) does not fit \(Self.self)") }
+        return result
+    }
+}
+
+extension Int: _SignedRecordInteger {}
+extension Int8: _SignedRecordInteger {}
+extension Int16: _SignedRecordInteger {}
+extension Int32: _SignedRecordInteger {}
+extension Int64: _SignedRecordInteger {}
+extension UInt: _UnsignedRecordInteger {}
+extension UInt8: _UnsignedRecordInteger {}
+extension UInt16: _UnsignedRecordInteger {}
+extension UInt32: _UnsignedRecordInteger {}
+extension UInt64: _UnsignedRecordInteger {}
+
+extension Double: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.fixed64 }
+    public func _appendPayload(to writer: inout _RecordWriter) { writer.appendFixed64(bitPattern) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Double {
+        Double(bitPattern: try reader.payloadFixed64(slot, field: field))
+    }
+}
+
+extension Float: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.fixed32 }
+    public func _appendPayload(to writer: inout _RecordWriter) { writer.appendFixed32(bitPattern) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Float {
+        Float(bitPattern: try reader.payloadFixed32(slot, field: field))
+    }
+}
+
+extension Date: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.fixed64 }
+    public func _appendPayload(to writer: inout _RecordWriter) {
+        writer.appendFixed64(timeIntervalSinceReferenceDate.bitPattern)
+    }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Date {
+        Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.payloadFixed64(slot, field: field)))
+    }
+}
+
+extension String: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.lengthDelimited }
+    public func _appendPayload(to writer: inout _RecordWriter) {
+        var copy = self
+        copy.withUTF8 { writer.appendLengthDelimited($0) }
+    }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> String {
+        let payload = try reader.payloadBytes(slot, field: field)
+        guard let text = String(validating: payload, as: UTF8.self) else {
+            throw reader.corrupt(field: field, "invalid UTF-8 in a String")
+        }
+        return text
+    }
+}
+
+extension Data: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.lengthDelimited }
+    public func _appendPayload(to writer: inout _RecordWriter) { writer.appendLengthDelimited(self) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Data {
+        Data(try reader.payloadBytes(slot, field: field))
+    }
+}
+
+extension UUID: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.lengthDelimited }
+    public func _appendPayload(to writer: inout _RecordWriter) {
+        withUnsafeBytes(of: uuid) { writer.appendLengthDelimited($0) }
+    }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> UUID {
+        let payload = try reader.payloadBytes(slot, field: field)
+        guard payload.count == 16 else { throw reader.corrupt(field: field, "a UUID of \(payload.count) bytes") }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: payload) }
+        return UUID(uuid: raw)
+    }
+}
+
+extension URL: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.lengthDelimited }
+    public func _appendPayload(to writer: inout _RecordWriter) { absoluteString._appendPayload(to: &writer) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> URL {
+        let text = try String._decode(slot, from: &reader, field: field)
+        guard let url = URL(string: text) else { throw reader.corrupt(field: field, "not a URL: \(text)") }
+        return url
+    }
+}
+
+/// Decimal is stored as its exact decimal text (locale-independent).
+extension Decimal: _RecordPrimitive {
+    public static var _wire: UInt8 { RecordFormat.lengthDelimited }
+    public func _appendPayload(to writer: inout _RecordWriter) { description._appendPayload(to: &writer) }
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Decimal {
+        let text = try String._decode(slot, from: &reader, field: field)
+        guard let value = Decimal(string: text, locale: nil) else {
+            throw reader.corrupt(field: field, "not a Decimal: \(text)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,277 @@
+/// The entities of a store: one per model type, with their attributes,
+/// relationships, unique constraints and indexes.
+///
+/// Built from model types, whose `@Model` expansion describes them
+/// (`schemaMetadata`). Model types reachable through relationships are
+/// included too, as SwiftData does.
+public final class Schema: @unchecked Sendable {
+    /// A semantic version, as `VersionedSchema.versionIdentifier` uses.
+    public struct Version: Codable, Hashable, Comparable, Sendable, CustomStringConvertible {
+        public var major: Int
+        public var minor: Int
+        public var patch: Int
+
+        public init(_ major: Int, _ minor: Int, _ patch: Int) {
+            self.major = major
+            self.minor = minor
+            self.patch = patch
+        }
+
+        public static func < (a: Version, b: Version) -> Bool {
+            (a.major, a.minor, a.patch) < (b.major, b.minor, b.patch)
+        }
+
+        public var description: String { "\(major).\(minor).\(patch)" }
+    }
+
+    /// One persisted property as `@Model` describes it.
+    public struct PropertyMetadata: @unchecked Sendable {
+        public var name: String
+        public var keypath: AnyKeyPath
+        /// The property's default value, when its declaration has one.
+        public var defaultValue: Any?
+        /// A ``Schema/Attribute`` or ``Schema/Relationship`` from the
+        /// property's macro, or nil for a plain property.
+        public var metadata: Any?
+
+        public init(name: String, keypath: AnyKeyPath, defaultValue: Any?, metadata: Any?) {
+            self.name = name
+            self.keypath = keypath
+            self.defaultValue = defaultValue
+            self.metadata = metadata
+        }
+    }
+
+    public let version: Version
+    /// The entities, sorted by name.
+    public let entities: [Entity]
+    let entitiesByName: [String: Entity]
+    let entitiesByType: [ObjectIdentifier: Entity]
+
+    /// A schema of `types` and every model type reachable from them through
+    /// relationships.
+    public convenience init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
+        self.init(types: types, version: version)
+    }
+
+    /// A schema of `types` and every model type reachable from them.
+    public convenience init(_ types: any PersistentModel.Type..., version: Version = Version(1, 0, 0)) {
+        self.init(types: types, version: version)
+    }
+
+    init(types: [any PersistentModel.Type], version: Version) {
+        var byType: [ObjectIdentifier: Entity] = [:]
+        var pending = types
+        while let type = pending.popLast() {
+            guard byType[ObjectIdentifier(type)] == nil else { continue }
+            let entity = Entity(type)
+            byType[ObjectIdentifier(type)] = entity
+            pending.append(contentsOf: entity.relationships.compactMap(\.destinationType))
+        }
+        self.version = version
+        self.entities = byType.values.sorted { $0.name < $1.name }
+        self.entitiesByType = byType
+        self.entitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The entity of a model type, if this schema holds it.
+    public func entity<T: PersistentModel>(for type: T.Type) -> Entity? { entitiesByType[ObjectIdentifier(type)] }
+
+    func entity(forType type: any PersistentModel.Type) -> Entity? { entitiesByType[ObjectIdentifier(type)] }
+
+    /// The entity named `name` (the model class's name), if any.
+    public func entity(named name: String) -> Entity? { entitiesByName[name] }
+}
+
+extension Schema {
+    /// One model type: its name, properties and constraints.
+    public final class Entity: @unchecked Sendable, CustomStringConvertible {
+        /// The model class's name; also the entity's name in the store.
+        public let name: String
+        let type: any PersistentModel.Type
+        /// Every persisted property, attributes and relationships, in
+        /// declaration order (a property's position is its field number).
+        public let properties: [Property]
+        public var attributes: [Attribute] { properties.compactMap { $0 as? Attribute } }
+        public var relationships: [Relationship] { properties.compactMap { $0 as? Relationship } }
+        /// Groups of property names that are unique together
+        /// (`#Unique` and `@Attribute(.unique)`).
+        public let uniquenessConstraints: [[String]]
+        /// Groups of property names with a B-tree index (`#Index`).
+        public let indices: [[String]]
+
+        init(_ type: any PersistentModel.Type) {
+            self.type = type
+            self.name = String(describing: type)
+            var properties: [Property] = []
+            var names: [AnyKeyPath: String] = [:]
+            for (field, metadata) in type.schemaMetadata.enumerated() {
+                names[metadata.keypath] = metadata.name
+                let valueType = Swift.type(of: metadata.keypath).valueType
+                let property: Property
+                if let (destination, toOne) = Relationship.destination(of: valueType) {
+                    let relationship = metadata.metadata as? Relationship ?? Relationship()
+                    relationship.destinationType = destination
+                    relationship.isToOneRelationship = toOne
+                    property = relationship
+                } else {
+                    property = metadata.metadata as? Attribute ?? Attribute()
+                }
+                property.bind(metadata, field: field, valueType: valueType)
+                properties.append(property)
+            }
+            self.properties = properties
+            let resolve: ([[AnyKeyPath]]) -> [[String]] = { groups in
+                groups.map { group in group.map { names[$0] ?? "\($0)" } }
+            }
+            self.uniquenessConstraints =
+                properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil }
+                + resolve(type._strataUniqueness)
+            self.indices = resolve(type._strataIndexes)
+        }
+
+        public var description: String { "Entity(\(name))" }
+    }
+
+    /// What attributes and relationships have in common.
+    ///
+    /// The macros create these with options only; the entity fills in the
+    /// name, key path, field number and type when it is built.
+    public class Property: @unchecked Sendable, CustomStringConvertible {
+        public internal(set) var name = ""
+        public internal(set) var keypath: AnyKeyPath = \Property.name
+        /// The property's position among its entity's persisted properties.
+        public internal(set) var field = 0
+        public let originalName: String?
+        public let hashModifier: String?
+        /// The declared type (`Optional<Date>` for `Date?`).
+        public internal(set) var valueType: Any.Type = Any.self
+        public var isOptional: Bool { valueType is any _OptionalMarker.Type }
+        public internal(set) var defaultValue: Any?
+
+        init(originalName: String?, hashModifier: String?) {
+            self.originalName = originalName
+            self.hashModifier = hashModifier
+        }
+
+        func bind(_ metadata: PropertyMetadata, field: Int, valueType: Any.Type) {
+            self.name = metadata.name
+            self.keypath = metadata.keypath
+            self.field = field
+            self.valueType = valueType
+            self.defaultValue = metadata.defaultValue
+        }
+
+        public var description: String { "\(name): \(valueType)" }
+    }
+
+    /// A stored value property, with the options of `@Attribute`.
+    public final class Attribute: Property, @unchecked Sendable {
+        public enum Option: Hashable, Sendable {
+            /// Inserting a model whose value matches a stored one updates
+            /// the stored one (upsert).
+            case unique
+            /// Large data kept outside the record.
+            case externalStorage
+            /// Kept in the history tombstone when the model is deleted.
+            case preserveValueOnDeletion
+            /// Tracked in memory, never stored.
+            case ephemeral
+            /// Accepted for source compatibility; no effect on Linux.
+            case spotlight
+            /// Accepted for source compatibility; no effect (no CloudKit).
+            case allowsCloudEncryption
+            /// Accepted for source compatibility; the value is stored with
+            /// its Codable or raw representation.
+            case transformable(by: String)
+
+            public static func transformable(by type: Any.Type) -> Option { .transformable(by: "\(type)") }
+        }
+
+        public let options: [Option]
+        public var isUnique: Bool { options.contains(.unique) }
+
+        public init(_ options: Option..., originalName: String? = nil, hashModifier: String? = nil) {
+            self.options = options
+            super.init(originalName: originalName, hashModifier: hashModifier)
+        }
+    }
+
+    /// A reference to other models, with the options of `@Relationship`.
+    public final class Relationship: Property, @unchecked Sendable {
+        public enum Option: Hashable, Sendable {
+            /// The related models' values are unique (SwiftData's option).
+            case unique
+        }
+
+        /// What deleting the model does to the models it refers to.
+        public enum DeleteRule: String, Codable, Hashable, Sendable {
+            /// Clear the references to the deleted model (the default).
+            case nullify
+            /// Delete the related models too.
+            case cascade
+            /// Refuse to delete while related models exist.
+            case deny
+            /// Leave the related models as they are.
+            case noAction
+        }
+
+        public let options: [Option]
+        public let deleteRule: DeleteRule
+        public let minimumModelCount: Int?
+        public let maximumModelCount: Int?
+        public let inverseKeyPath: AnyKeyPath?
+        /// The related model type.
+        var destinationType: (any PersistentModel.Type)?
+        /// The related entity's name.
+        public var destination: String { destinationType.map { "\($0)" } ?? "" }
+        /// True for `T` and `T?`, false for `[T]`.
+        public internal(set) var isToOneRelationship = true
+
+        public init(
+            _ options: Option..., deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = 0,
+            maximumModelCount: Int? = 0, originalName: String? = nil, inverse: AnyKeyPath? = nil,
+            hashModifier: String? = nil
+        ) {
+            self.options = options
+            self.deleteRule = deleteRule
+            self.minimumModelCount = minimumModelCount
+            self.maximumModelCount = maximumModelCount
+            self.inverseKeyPath = inverse
+            super.init(originalName: originalName, hashModifier: hashModifier)
+        }
+
+        /// The model type of a relationship property's value type (`T`, `T?`
+        /// or `[T]` where `T` is a model), and whether it is to-one.
+        static func destination(of valueType: Any.Type) -> (any PersistentModel.Type, toOne: Bool)? {
+            if let model = valueType as? any PersistentModel.Type { return (model, true) }
+            if let optional = valueType as? any _OptionalMarker.Type,
+                let model = optional._wrappedType as? any PersistentModel.Type
+            {
+                return (model, true)
+            }
+            if let array = valueType as? any _ArrayMarker.Type, let model = array._elementType as? any PersistentModel.Type {
+                return (model, false)
+            }
+            return nil
+        }
+    }
+}
+
+/// Implemented by `Optional` so that schema code can see through it.
+public protocol _OptionalMarker {
+    static var _wrappedType: Any.Type { get }
+}
+
+extension Optional: _OptionalMarker {
+    public static var _wrappedType: Any.Type { Wrapped.self }
+}
+
+/// Implemented by `Array` so that schema code can find to-many relationships.
+public protocol _ArrayMarker {
+    static var _elementType: Any.Type { get }
+}
+
+extension Array: _ArrayMarker {
+    public static var _elementType: Any.Type { Element.self }
+}

@@ -1,0 +1,42 @@
+import SwiftDiagnostics
+import SwiftSyntax
+
+/// The compile-time errors the model macros report. Each names the
+/// declaration at fault and says what to write instead.
+enum ModelDiagnostic: String, DiagnosticMessage {
+    case modelNotAClass
+    case modelActorNotAnActor
+    case letProperty
+    case multipleBindings
+    case missingType
+    case transientWithoutDefault
+    case constraintArgument
+
+    var message: String {
+        switch self {
+        case .modelNotAClass:
+            return "@Model can only be applied to a class; use 'class' (SwiftData models are reference types)"
+        case .modelActorNotAnActor:
+            return "@ModelActor can only be applied to an actor"
+        case .letProperty:
+            return "a @Model class stores 'var' properties only; make it 'var', or mark it @Transient to keep it out of the store"
+        case .multipleBindings:
+            return "declare one property per 'var' in a @Model class"
+        case .missingType:
+            return "a persisted property needs an explicit type annotation (for example 'var count: Int = 0')"
+        case .transientWithoutDefault:
+            return "a @Transient property needs a default value"
+        case .constraintArgument:
+            return "each argument of #Unique and #Index must be an array literal of key paths, like [\\.name, \\.date]"
+        }
+    }
+
+    var diagnosticID: MessageID { MessageID(domain: "StrataMacros", id: rawValue) }
+    var severity: DiagnosticSeverity { .error }
+}
+
+extension DiagnosticsError {
+    init(_ node: some SyntaxProtocol, _ message: ModelDiagnostic) {
+        self.init(diagnostics: [Diagnostic(node: Syntax(node), message: message)])
+    }
+}

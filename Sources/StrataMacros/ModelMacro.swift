@@ -1,0 +1,167 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Model`: makes a class a persistent, observable model.
+///
+/// The expansion, for a class `Trip` with a property `var name: String`:
+/// - each persisted property gets `@_PersistedProperty(n)` (n = its field
+///   number, its position among persisted properties), which turns it into
+///   an observed, change-tracked accessor over a private stored peer `_name`;
+/// - members: the model's state object, an observation registrar, the
+///   `schemaMetadata` table, `#Unique`/`#Index` groups, and the record hooks
+///   `init(_strataReader:)`, `_strataLoad(from:)` and `_strataWrite(to:)` that read and write
+///   the peers directly, without reflection or dictionaries;
+/// - an extension conforming the class to `PersistentModel` (and so
+///   `Observable`).
+public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else {
+            throw DiagnosticsError(node, .modelNotAClass)
+        }
+        let typeName = classDecl.name.trimmedDescription
+        try validate(classDecl.memberBlock.members, in: context)
+        let properties = StoredProperty.persisted(in: classDecl.memberBlock.members)
+
+        var metadata: [String] = []
+        var reads: [String] = []
+        var writes: [String] = []
+        for (field, property) in properties.enumerated() {
+            guard let type = property.expressionType else { continue }  // diagnosed in validate
+            let defaultValue = property.initializer.map { "(\($0)) as \(type)" } ?? "nil"
+            var options = "nil"
+            if let relationship = property.relationship {
+                options = "Strata.Schema.Relationship(\(relationship.arguments?.trimmedDescription ?? ""))"
+            } else if let attribute = property.attribute {
+                options = "Strata.Schema.Attribute(\(attribute.arguments?.trimmedDescription ?? ""))"
+            }
+            metadata.append(
+                "Strata.Schema.PropertyMetadata(name: \"\(property.name)\", keypath: \\\(typeName).\(property.name), "
+                    + "defaultValue: \(defaultValue), metadata: \(options))"
+            )
+            reads.append("self._\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
+            writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
+        }
+        let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
+        let indexes = try constraintGroups(named: "Index", in: classDecl.memberBlock.members)
+        let access = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }
+        let pub = access ? "public " : ""
+
+        return [
+            "@Transient \(raw: pub)let _strataState = Strata._ModelState()",
+            "@Transient private let _$observationRegistrar = Observation.ObservationRegistrar()",
+            """
+            \(raw: pub)static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+                [
+                    \(raw: metadata.joined(separator: ",\n"))
+                ]
+            }
+            """,
+            """
+            \(raw: pub)static var _strataUniqueness: [[AnyKeyPath]] {
+                let groups: [[PartialKeyPath<\(raw: typeName)>]] = [\(raw: unique.joined(separator: ", "))]
+                return groups
+            }
+            """,
+            """
+            \(raw: pub)static var _strataIndexes: [[AnyKeyPath]] {
+                let groups: [[PartialKeyPath<\(raw: typeName)>]] = [\(raw: indexes.joined(separator: ", "))]
+                return groups
+            }
+            """,
+            """
+            \(raw: pub)required init(_strataReader reader: inout Strata._RecordReader) throws {
+                \(raw: reads.joined(separator: "\n"))
+            }
+            """,
+            """
+            \(raw: pub)func _strataLoad(from reader: inout Strata._RecordReader) throws {
+                \(raw: reads.joined(separator: "\n"))
+            }
+            """,
+            """
+            \(raw: pub)func _strataWrite(to writer: inout Strata._RecordWriter) {
+                \(raw: writes.joined(separator: "\n"))
+            }
+            """,
+        ]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self),
+            let variable = member.as(VariableDeclSyntax.self),
+            let property = StoredProperty(persisted: variable),
+            !variable.hasAttribute("_PersistedProperty"),
+            let field = StoredProperty.persisted(in: classDecl.memberBlock.members).firstIndex(where: {
+                $0.name == property.name
+            })
+        else { return [] }
+        return ["@_PersistedProperty(\(raw: field))"]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard declaration.is(ClassDeclSyntax.self), !protocols.isEmpty else { return [] }
+        let list = protocols.map { $0.trimmedDescription }.joined(separator: ", ")
+        return [try ExtensionDeclSyntax("extension \(type.trimmed): \(raw: list) {}")]
+    }
+
+    /// Reports every member a model cannot store, all at once.
+    private static func validate(_ members: MemberBlockItemListSyntax, in context: some MacroExpansionContext) throws {
+        var diagnostics: [Diagnostic] = []
+        func report(_ node: some SyntaxProtocol, _ message: ModelDiagnostic) {
+            diagnostics.append(Diagnostic(node: Syntax(node), message: message))
+        }
+        for item in members {
+            guard let variable = item.decl.as(VariableDeclSyntax.self), !variable.isStatic, !variable.isComputed else {
+                continue
+            }
+            if variable.hasAttribute("Transient") {
+                if variable.bindings.contains(where: { $0.initializer == nil }) {
+                    report(variable, .transientWithoutDefault)
+                }
+            } else if variable.bindingSpecifier.tokenKind == .keyword(.let) {
+                report(variable.bindingSpecifier, .letProperty)
+            } else if variable.bindings.count > 1 {
+                report(variable, .multipleBindings)
+            } else if let property = StoredProperty(persisted: variable), property.type == nil {
+                report(variable, .missingType)
+            }
+        }
+        if !diagnostics.isEmpty { throw DiagnosticsError(diagnostics: diagnostics) }
+    }
+
+    /// The key-path groups of every `#Unique` or `#Index` in the class body,
+    /// as array-literal source text.
+    private static func constraintGroups(named name: String, in members: MemberBlockItemListSyntax) throws -> [String] {
+        var groups: [String] = []
+        for item in members {
+            guard let expansion = item.decl.as(MacroExpansionDeclSyntax.self), expansion.macroName.text == name else {
+                continue
+            }
+            for argument in expansion.arguments {
+                guard argument.expression.is(ArrayExprSyntax.self) else {
+                    throw DiagnosticsError(argument, .constraintArgument)
+                }
+                groups.append(argument.expression.trimmedDescription)
+            }
+        }
+        return groups
+    }
+}

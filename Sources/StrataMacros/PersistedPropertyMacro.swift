@@ -1,0 +1,93 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@_PersistedProperty(n)`, added by `@Model` to each persisted property.
+///
+/// The property becomes computed over a private stored peer `_name` of the
+/// same type. The `init` accessor lets the class's own initializers (and the
+/// property's default value) assign it before the object is complete; `get`
+/// registers observation and resolves a not-yet-loaded relationship; `set`
+/// notifies observers and tells the model's state that field `n` changed.
+public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+            let property = StoredProperty(persisted: variable),
+            let field = fieldNumber(node)
+        else { return [] }
+        let name = property.name
+        return [
+            """
+            @storageRestrictions(initializes: _\(raw: name))
+            init(initialValue) {
+                _\(raw: name) = initialValue
+            }
+            """,
+            """
+            get {
+                _$observationRegistrar.access(self, keyPath: \\.\(raw: name))
+                if _strataState.hasFaults {
+                    _strataState.resolve(&_\(raw: name), field: \(raw: field))
+                }
+                return _\(raw: name)
+            }
+            """,
+            """
+            set {
+                _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
+                    _\(raw: name) = newValue
+                }
+                _strataState.didChange(self, field: \(raw: field))
+            }
+            """,
+        ]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+            let property = StoredProperty(persisted: variable),
+            let type = property.type
+        else { return [] }
+        return ["@Transient private var _\(raw: property.name): \(type)"]
+    }
+
+    private static func fieldNumber(_ node: AttributeSyntax) -> Int? {
+        guard case .argumentList(let arguments) = node.arguments,
+            let literal = arguments.first?.expression.as(IntegerLiteralExprSyntax.self)
+        else { return nil }
+        return Int(literal.literal.text)
+    }
+}
+
+/// `@Attribute`, `@Relationship` and `@Transient` only mark a property;
+/// `@Model` reads them. They expand to nothing themselves.
+public struct MarkerMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] { [] }
+}
+
+/// `#Unique` and `#Index` are read by `@Model` from the class body; in
+/// place they expand to nothing.
+public struct ConstraintMacro: DeclarationMacro {
+    public static func expansion(
+        of node: some FreestandingMacroExpansionSyntax,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        for argument in node.arguments where !argument.expression.is(ArrayExprSyntax.self) {
+            throw DiagnosticsError(argument, .constraintArgument)
+        }
+        return []
+    }
+}

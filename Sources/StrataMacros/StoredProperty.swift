@@ -1,0 +1,101 @@
+import SwiftSyntax
+
+/// What the macros need to know about one `var`/`let` member of a model.
+struct StoredProperty {
+    var declaration: VariableDeclSyntax
+    var name: String
+    /// The declared type, or one inferred from a literal initializer.
+    var type: TypeSyntax?
+    var initializer: ExprSyntax?
+    /// The `@Attribute(...)` or `@Relationship(...)` attribute, if any.
+    var attribute: AttributeSyntax?
+    var relationship: AttributeSyntax?
+
+    /// The member declarations of `members` that are persisted, in
+    /// declaration order (their position is their field number).
+    static func persisted(in members: MemberBlockItemListSyntax) -> [StoredProperty] {
+        members.compactMap { item in
+            guard let variable = item.decl.as(VariableDeclSyntax.self) else { return nil }
+            return StoredProperty(persisted: variable)
+        }
+    }
+
+    /// Nil unless `variable` is a single stored instance `var` that is not
+    /// `@Transient` (lets, statics, computed and transient properties are
+    /// not persisted).
+    init?(persisted variable: VariableDeclSyntax) {
+        guard variable.bindingSpecifier.tokenKind == .keyword(.var),
+            !variable.isStatic, !variable.hasAttribute("Transient"),
+            !variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.lazy) }),
+            variable.bindings.count == 1, let binding = variable.bindings.first,
+            let identifier = binding.pattern.as(IdentifierPatternSyntax.self)
+        else { return nil }
+        // Computed properties are not persisted; observed ones (willSet/didSet) are.
+        if variable.isComputed { return nil }
+        declaration = variable
+        name = identifier.identifier.trimmedDescription
+        initializer = binding.initializer?.value.trimmed
+        type = binding.typeAnnotation?.type.trimmed ?? initializer.flatMap(Self.literalType)
+        attribute = variable.attribute(named: "Attribute")
+        relationship = variable.attribute(named: "Relationship")
+    }
+
+    /// The type of a literal initializer (`= 0`, `= ""`, `= 1.5`, `= true`).
+    static func literalType(_ expression: ExprSyntax) -> TypeSyntax? {
+        if expression.is(IntegerLiteralExprSyntax.self) { return "Int" }
+        if expression.is(FloatLiteralExprSyntax.self) { return "Double" }
+        if expression.is(StringLiteralExprSyntax.self) { return "String" }
+        if expression.is(BooleanLiteralExprSyntax.self) { return "Bool" }
+        if let prefix = expression.as(PrefixOperatorExprSyntax.self), prefix.operator.text == "-" {
+            return literalType(prefix.expression)
+        }
+        return nil
+    }
+
+    /// The type as it may be written in an expression (`T!` becomes `Optional<T>`).
+    var expressionType: TypeSyntax? {
+        guard let type else { return nil }
+        if let iuo = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
+            return "Optional<\(iuo.wrappedType.trimmed)>"
+        }
+        return type
+    }
+}
+
+extension VariableDeclSyntax {
+    var isStatic: Bool {
+        modifiers.contains { $0.name.tokenKind == .keyword(.static) || $0.name.tokenKind == .keyword(.class) }
+    }
+
+    /// True when a binding has a getter (not only `willSet`/`didSet` observers).
+    var isComputed: Bool {
+        bindings.contains { binding in
+            switch binding.accessorBlock?.accessors {
+            case nil: return false
+            case .getter: return true
+            case .accessors(let list):
+                return list.contains { !["willSet", "didSet"].contains($0.accessorSpecifier.text) }
+            }
+        }
+    }
+
+    func attribute(named name: String) -> AttributeSyntax? {
+        for element in attributes {
+            if case .attribute(let attribute) = element, attribute.attributeName.simpleName == name {
+                return attribute
+            }
+        }
+        return nil
+    }
+
+    func hasAttribute(_ name: String) -> Bool { attribute(named: name) != nil }
+}
+
+extension TypeSyntax {
+    /// `Transient` for both `Transient` and `Strata.Transient`.
+    var simpleName: String {
+        if let member = self.as(MemberTypeSyntax.self) { return member.name.text }
+        if let identifier = self.as(IdentifierTypeSyntax.self) { return identifier.name.text }
+        return trimmedDescription
+    }
+}
