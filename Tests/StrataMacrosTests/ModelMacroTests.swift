@@ -1,0 +1,220 @@
+import SwiftSyntaxMacros
+import SwiftSyntaxMacrosTestSupport
+import XCTest
+
+@testable import StrataMacros
+
+/// Expected expansions of the model macros, and their diagnostics.
+final class ModelMacroTests: XCTestCase {
+    let macros: [String: any Macro.Type] = [
+        "Model": ModelMacro.self,
+        "_PersistedProperty": PersistedPropertyMacro.self,
+        "Attribute": MarkerMacro.self,
+        "Transient": MarkerMacro.self,
+        "Unique": ConstraintMacro.self,
+        "ModelActor": ModelActorMacro.self,
+    ]
+
+    func testModelExpansion() {
+        assertMacroExpansion(
+            """
+            @Model
+            final class Note {
+                #Unique<Note>([\\.title])
+                @Attribute(.unique) var title: String
+                var count = 0
+                @Transient var cache = ""
+                var summary: String { title }
+                init(title: String) { self.title = title }
+            }
+            """,
+            expandedSource: """
+                final class Note {
+                    var title: String {
+                        @storageRestrictions(initializes: _title)
+                        init(initialValue) {
+                            _title = initialValue
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \\.title)
+                            if _strataState.hasFaults {
+                                _strataState.resolve(&_title, field: 0)
+                            }
+                            return _title
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \\.title) {
+                                _title = newValue
+                            }
+                            _strataState.didChange(self, field: 0)
+                        }
+                    }
+
+                    private var _title: String
+                    var count {
+                        @storageRestrictions(initializes: _count)
+                        init(initialValue) {
+                            _count = initialValue
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \\.count)
+                            if _strataState.hasFaults {
+                                _strataState.resolve(&_count, field: 1)
+                            }
+                            return _count
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \\.count) {
+                                _count = newValue
+                            }
+                            _strataState.didChange(self, field: 1)
+                        }
+                    }
+
+                    private var _count: Int
+                    var cache = ""
+                    var summary: String { title }
+                    init(title: String) { self.title = title }
+
+                    let _strataState = Strata._ModelState()
+
+                    private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                    static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+                        [
+                            Strata.Schema.PropertyMetadata(name: "title", keypath: \\Note.title, defaultValue: nil, metadata: Strata.Schema.Attribute(.unique)),
+                            Strata.Schema.PropertyMetadata(name: "count", keypath: \\Note.count, defaultValue: (0) as Int, metadata: nil)
+                        ]
+                    }
+
+                    static var _strataUniqueness: [[AnyKeyPath]] {
+                        let groups: [[PartialKeyPath<Note>]] = [[\\.title]]
+                        return groups
+                    }
+
+                    static var _strataIndexes: [[AnyKeyPath]] {
+                        let groups: [[PartialKeyPath<Note>]] = []
+                        return groups
+                    }
+
+                    required init(_strataReader reader: inout Strata._RecordReader) throws {
+                        self._title = try reader.decode(String.self, field: 0, state: _strataState)
+                        self._count = try reader.decode(Int.self, field: 1, state: _strataState)
+                    }
+
+                    func _strataLoad(from reader: inout Strata._RecordReader) throws {
+                        self._title = try reader.decode(String.self, field: 0, state: _strataState)
+                        self._count = try reader.decode(Int.self, field: 1, state: _strataState)
+                    }
+
+                    func _strataWrite(to writer: inout Strata._RecordWriter) {
+                        writer.encode(self._title, field: 0, state: _strataState)
+                        writer.encode(self._count, field: 1, state: _strataState)
+                    }
+                }
+                """,
+            macros: macros
+        )
+    }
+
+    func testModelOnAStructIsAnError() {
+        assertMacroExpansion(
+            """
+            @Model
+            struct Point {
+                var x: Int
+            }
+            """,
+            expandedSource: """
+                struct Point {
+                    var x: Int
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "@Model can only be applied to a class; use 'class' (SwiftData models are reference types)",
+                    line: 1, column: 1)
+            ],
+            macros: ["Model": ModelMacro.self]
+        )
+    }
+
+    func testMisusedPropertiesAreReported() {
+        assertMacroExpansion(
+            """
+            @Model class Bad {
+                let id: Int
+                var inferred = makeDefault()
+                @Transient var cache: String
+                init() { id = 0; cache = "" }
+            }
+            """,
+            expandedSource: """
+                class Bad {
+                    let id: Int
+                    @_PersistedProperty(0)
+                    var inferred = makeDefault()
+                    var cache: String
+                    init() { id = 0; cache = "" }
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message:
+                        "a @Model class stores 'var' properties only; make it 'var', or mark it @Transient to keep it out of the store",
+                    line: 2, column: 5),
+                DiagnosticSpec(
+                    message: "a persisted property needs an explicit type annotation (for example 'var count: Int = 0')",
+                    line: 3, column: 5),
+                DiagnosticSpec(message: "a @Transient property needs a default value", line: 4, column: 5),
+            ],
+            macros: ["Model": ModelMacro.self, "Transient": MarkerMacro.self]
+        )
+    }
+
+    func testUniqueNeedsArrayLiterals() {
+        assertMacroExpansion(
+            "#Unique<Note>(paths)",
+            expandedSource: "#Unique<Note>(paths)",
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "each argument of #Unique and #Index must be an array literal of key paths, like [\\.name, \\.date]",
+                    line: 1, column: 15)
+            ],
+            macros: ["Unique": ConstraintMacro.self]
+        )
+    }
+
+    func testModelActorExpansion() {
+        assertMacroExpansion(
+            "@ModelActor actor Importer {}",
+            expandedSource: """
+                actor Importer {
+
+                    nonisolated let modelExecutor: any Strata.ModelExecutor
+
+                    nonisolated let modelContainer: Strata.ModelContainer
+
+                    init(modelContainer: Strata.ModelContainer) {
+                        let modelContext = Strata.ModelContext(modelContainer)
+                        self.modelExecutor = Strata.DefaultSerialModelExecutor(modelContext: modelContext)
+                        self.modelContainer = modelContainer
+                    }
+                }
+
+                extension Importer: Strata.ModelActor {
+                }
+                """,
+            macros: macros
+        )
+    }
+
+    func testModelActorOnAClassIsAnError() {
+        assertMacroExpansion(
+            "@ModelActor class Importer {}",
+            expandedSource: "class Importer {}",
+            diagnostics: [DiagnosticSpec(message: "@ModelActor can only be applied to an actor", line: 1, column: 1)],
+            macros: macros
+        )
+    }
+}
