@@ -50,7 +50,9 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
         let indexes = try constraintGroups(named: "Index", in: classDecl.memberBlock.members)
-        let access = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }
+        let access = classDecl.modifiers.contains {
+            $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open)
+        }
         let pub = access ? "public " : ""
 
         return [

@@ -1,4 +1,4 @@
-import StrataEngine
+@_exported import StrataEngine
 
 #if canImport(Glibc)
     import Glibc

@@ -174,8 +174,10 @@ final class ModelContextTests: XCTestCase {
         let context = ModelContext(try container())
         let base = Date(timeIntervalSinceReferenceDate: 0)
         for i in 0..<20 {
-            context.insert(Trip(name: "trip \(i % 5)", destination: i % 2 == 0 ? "even" : "odd",
-                startDate: base.addingTimeInterval(Double(20 - i) * 86_400)))
+            context.insert(
+                Trip(
+                    name: "trip \(i % 5)", destination: i % 2 == 0 ? "even" : "odd",
+                    startDate: base.addingTimeInterval(Double(20 - i) * 86_400)))
         }
         try context.save()
         context.insert(Trip(name: "pending", destination: "even", startDate: base))

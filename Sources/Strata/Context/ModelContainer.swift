@@ -17,7 +17,8 @@ public final class ModelContainer: @unchecked Sendable {
         for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
         configurations: ModelConfiguration...
     ) throws {
-        try self.init(for: Schema(types: forTypes, version: Schema.Version(1, 0, 0)), migrationPlan: migrationPlan,
+        try self.init(
+            for: Schema(types: forTypes, version: Schema.Version(1, 0, 0)), migrationPlan: migrationPlan,
             configurations: configurations)
     }
 

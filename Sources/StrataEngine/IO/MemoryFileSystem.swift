@@ -1,5 +1,3 @@
-
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -6,7 +6,8 @@ enum Status: String, Codable, CaseIterable {
 }
 
 enum Priority: Int, Codable {
-    case low = 1, high = 9
+    case low = 1
+    case high = 9
 }
 
 enum Shape: Codable, Equatable {
@@ -90,7 +91,8 @@ final class Everything {
         status = Status.allCases[seed % 3]
         priority = seed % 2 == 0 ? .low : .high
         shape = seed % 3 == 0 ? .circle(radius: Double(seed)) : (seed % 3 == 1 ? .rectangle(width: 1, height: 2) : .none)
-        let home = Address(street: "\(seed) Main St", city: "Zürich", geo: seed % 2 == 0 ? nil : .init(latitude: 47.3, longitude: 8.5))
+        let home = Address(
+            street: "\(seed) Main St", city: "Zürich", geo: seed % 2 == 0 ? nil : .init(latitude: 47.3, longitude: 8.5))
         address = home
         tags = (0..<(seed % 4)).map { "tag\($0)" }
         scores = Dictionary(uniqueKeysWithValues: (0..<(seed % 3)).map { ("k\($0)", $0 * seed) })
