@@ -4,6 +4,7 @@
 // itself has no third-party dependency. Run from this folder:
 //
 //     swift run -c release engine-bench [--count N]
+//     swift run -c release model-bench [--count N]
 import PackageDescription
 
 let package = Package(
@@ -19,6 +20,13 @@ let package = Package(
                 .product(name: "StrataEngine", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
-        )
+        ),
+        .executableTarget(
+            name: "model-bench",
+            dependencies: [
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )

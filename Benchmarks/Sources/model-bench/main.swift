@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+import Strata
+
+// Model-layer benchmark: Strata's @Model objects against GRDB Codable
+// records of the same fields, in one run on the same machine.
+//
+//     swift run -c release model-bench [--count N]
+//
+// Workloads (issue 4): insert N objects with one save; fetch all N in a new
+// context; fetch N/5 by identifier in a new context.
+
+@Model
+final class Person {
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var joined: Date
+    var active: Bool
+
+    init(name: String, email: String, age: Int, score: Double, joined: Date, active: Bool) {
+        self.name = name
+        self.email = email
+        self.age = age
+        self.score = score
+        self.joined = joined
+        self.active = active
+    }
+}
+
+struct PersonRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "person"
+    var id: Int64?
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var joined: Date
+    var active: Bool
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = ContinuousClock.now
+    try body()
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+var count = 100_000
+if let i = CommandLine.arguments.firstIndex(of: "--count"), i + 1 < CommandLine.arguments.count,
+    let n = Int(CommandLine.arguments[i + 1])
+{
+    count = n
+}
+let lookups = count / 5
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-bench-\(getpid())")
+try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: directory) }
+
+let base = Date(timeIntervalSinceReferenceDate: 700_000_000)
+func fields(_ i: Int) -> (String, String, Int, Double, Date, Bool) {
+    ("Person \(i)", "person\(i)@example.com", 18 + i % 60, Double(i % 1000) / 10, base.addingTimeInterval(Double(i)), i % 3 != 0)
+}
+var lookupOrder = Array(0..<count)
+var generator = SeededRandom(seed: 42)
+lookupOrder.shuffle(using: &generator)
+lookupOrder = Array(lookupOrder.prefix(lookups))
+
+// Strata
+let strataURL = directory.appendingPathComponent("strata.store")
+let container = try ModelContainer(for: Person.self, configurations: ModelConfiguration(url: strataURL))
+var identifiers: [PersistentIdentifier] = []
+let strataInsert = try seconds {
+    let context = ModelContext(container)
+    for i in 0..<count {
+        let f = fields(i)
+        let person = Person(name: f.0, email: f.1, age: f.2, score: f.3, joined: f.4, active: f.5)
+        context.insert(person)
+        identifiers.append(person.persistentModelID)
+    }
+    try context.save()
+}
+var strataChecksum = 0
+let strataFetchAll = try seconds {
+    let people = try ModelContext(container).fetch(FetchDescriptor<Person>())
+    strataChecksum = people.reduce(0) { $0 &+ $1.age }
+}
+var strataFound = 0
+let strataFetchByID = try seconds {
+    let context = ModelContext(container)
+    for i in lookupOrder {
+        let person: Person? = try context.existingModel(for: identifiers[i])
+        strataFound += person?.age ?? 0
+    }
+}
+
+// GRDB
+var configuration = Configuration()
+configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+let pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path, configuration: configuration)
+try pool.write { db in
+    try db.create(table: "person") { t in
+        t.autoIncrementedPrimaryKey("id")
+        t.column("name", .text).notNull()
+        t.column("email", .text).notNull()
+        t.column("age", .integer).notNull()
+        t.column("score", .double).notNull()
+        t.column("joined", .datetime).notNull()
+        t.column("active", .boolean).notNull()
+    }
+}
+var rowIDs: [Int64] = []
+let grdbInsert = try seconds {
+    try pool.write { db in
+        for i in 0..<count {
+            let f = fields(i)
+            var record = PersonRecord(id: nil, name: f.0, email: f.1, age: f.2, score: f.3, joined: f.4, active: f.5)
+            try record.insert(db)
+            rowIDs.append(record.id ?? 0)
+        }
+    }
+}
+var grdbChecksum = 0
+let grdbFetchAll = try seconds {
+    let people = try pool.read { db in try PersonRecord.fetchAll(db) }
+    grdbChecksum = people.reduce(0) { $0 &+ $1.age }
+}
+var grdbFound = 0
+let grdbFetchByID = try seconds {
+    try pool.read { db in
+        for i in lookupOrder { grdbFound += try PersonRecord.fetchOne(db, key: rowIDs[i])?.age ?? 0 }
+    }
+}
+
+guard strataChecksum == grdbChecksum, strataFound == grdbFound else {
+    print("MISMATCH: checksums \(strataChecksum) vs \(grdbChecksum), lookups \(strataFound) vs \(grdbFound)")
+    exit(1)
+}
+
+func row(_ name: String, _ strata: Double, _ grdb: Double) {
+    let ratio = String(format: "%.2f×", grdb / strata)
+    print("| \(name) | \(String(format: "%.3f s", strata)) | \(String(format: "%.3f s", grdb)) | \(ratio) |")
+}
+print("| workload (\(count) objects) | Strata | GRDB | ratio (GRDB time / Strata time) |")
+print("|---|---|---|---|")
+row("insert, one save", strataInsert, grdbInsert)
+row("fetch all", strataFetchAll, grdbFetchAll)
+row("fetch \(lookups) by identifier", strataFetchByID, grdbFetchByID)
