@@ -133,9 +133,7 @@ public final class ModelContext {
     public func rollback() {
         for model in inserted {
             let state = model._strataState
-            if let entity = container.schema.entity(forType: type(of: model)) {
-                registry[ObjectIdentifier(entity)]?[state.rowID] = nil
-            }
+            unregister(model, state: state)
             state.status = .detached
             state.link = nil
         }
@@ -250,7 +248,7 @@ public final class ModelContext {
     }
 
     private func entry(_ model: any PersistentModel, delete: Bool) -> (tree: String, key: [UInt8], value: [UInt8]?) {
-        let name = "e." + String(describing: type(of: model))
+        let name = Store.treeName(entityName: String(describing: type(of: model)))
         let key = RowKey.encode(model._strataState.rowID)
         if delete { return (name, key, nil) }
         var writer = _RecordWriter()

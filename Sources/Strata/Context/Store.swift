@@ -20,7 +20,10 @@ final class Store: @unchecked Sendable {
 
     static let schemaTree = "strata.schema"
 
-    static func treeName(_ entity: Schema.Entity) -> String { "e." + entity.name }
+    static func treeName(_ entity: Schema.Entity) -> String { treeName(entityName: entity.name) }
+
+    /// The tree of the entity named `entityName` (a model class's name).
+    static func treeName(entityName: String) -> String { "e." + entityName }
 
     init(configuration: ModelConfiguration, schema: Schema) throws {
         self.schema = schema

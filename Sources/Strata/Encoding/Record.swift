@@ -27,14 +27,7 @@ public struct _RecordWriter {
 
     mutating func tag(_ field: Int, _ wire: UInt8) { appendVarint(UInt64(field) << 3 | UInt64(wire)) }
 
-    mutating func appendVarint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    mutating func appendVarint(_ value: UInt64) { _BinaryEncoder.varint(value, to: &bytes) }
 
     mutating func appendFixed64(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
@@ -94,15 +87,11 @@ public struct _RecordWriter {
 
     /// A to-many relationship: the targets' row ids.
     public mutating func encode<T: PersistentModel>(_ value: [T], field: Int, state: _ModelState) {
-        var rows: [Int64] = state.faults[field] ?? []
-        if state.faults[field] == nil {
-            rows = value.compactMap { $0._strataState.rowID > 0 ? $0._strataState.rowID : nil }
-        }
-        var payload = _RecordWriter()
-        payload.bytes.removeAll(keepingCapacity: true)
-        for row in rows { payload.appendVarint(UInt64(row)) }
+        let rows = state.faults[field] ?? value.compactMap { $0._strataState.rowID > 0 ? $0._strataState.rowID : nil }
+        var payload: [UInt8] = []
+        for row in rows { _BinaryEncoder.varint(UInt64(row), to: &payload) }
         tag(field, RecordFormat.lengthDelimited)
-        appendLengthDelimited(payload.bytes)
+        appendLengthDelimited(payload)
     }
 
     private mutating func writeRow(_ row: Int64, field: Int) {

@@ -102,8 +102,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
         var random = SeededRandom(seed: seed)
         let result = MemoryFileSystem()
         lock.withLock {
-            for path in files.keys.sorted() {
-                let file = files[path]!
+            for (path, file) in files.sorted(by: { $0.key < $1.key }) {
                 let copy = MemoryFile()
                 file.lock.withLock {
                     var image = file.durable
