@@ -57,7 +57,6 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
         return [
             "@Transient \(raw: pub)let _strataState = Strata._ModelState()",
-            "@Transient private let _$observationRegistrar = Observation.ObservationRegistrar()",
             """
             \(raw: pub)static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                 [

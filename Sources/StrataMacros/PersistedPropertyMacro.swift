@@ -30,7 +30,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             get {
-                _$observationRegistrar.access(self, keyPath: \\.\(raw: name))
+                _strataState.access(self, keyPath: \\.\(raw: name))
                 if _strataState.hasFaults {
                     _strataState.resolve(&_\(raw: name), field: \(raw: field))
                 }
@@ -39,7 +39,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             set {
-                _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: name)) {
+                _strataState.withMutation(of: self, keyPath: \\.\(raw: name)) {
                     _\(raw: name) = newValue
                 }
                 _strataState.didChange(self, field: \(raw: field))

@@ -36,14 +36,14 @@ final class ModelMacroTests: XCTestCase {
                             _title = initialValue
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \\.title)
+                            _strataState.access(self, keyPath: \\.title)
                             if _strataState.hasFaults {
                                 _strataState.resolve(&_title, field: 0)
                             }
                             return _title
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \\.title) {
+                            _strataState.withMutation(of: self, keyPath: \\.title) {
                                 _title = newValue
                             }
                             _strataState.didChange(self, field: 0)
@@ -57,14 +57,14 @@ final class ModelMacroTests: XCTestCase {
                             _count = initialValue
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \\.count)
+                            _strataState.access(self, keyPath: \\.count)
                             if _strataState.hasFaults {
                                 _strataState.resolve(&_count, field: 1)
                             }
                             return _count
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \\.count) {
+                            _strataState.withMutation(of: self, keyPath: \\.count) {
                                 _count = newValue
                             }
                             _strataState.didChange(self, field: 1)
@@ -77,8 +77,6 @@ final class ModelMacroTests: XCTestCase {
                     init(title: String) { self.title = title }
 
                     let _strataState = Strata._ModelState()
-
-                    private let _$observationRegistrar = Observation.ObservationRegistrar()
 
                     static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                         [

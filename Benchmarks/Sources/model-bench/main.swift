@@ -5,10 +5,13 @@ import Strata
 // Model-layer benchmark: Strata's @Model objects against GRDB Codable
 // records of the same fields, in one run on the same machine.
 //
-//     swift run -c release model-bench [--count N]
+//     swift run -c release model-bench [--count N] [--profile-fetch]
 //
 // Workloads (issue 4): insert N objects with one save; fetch all N in a new
-// context; fetch N/5 by identifier in a new context.
+// context; fetch N/5 by identifier in a new context. Inserts run once; the
+// read workloads report the median of five runs, each in a fresh context.
+// `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
+// `perf record` or callgrind.
 
 @Model
 final class Person {
@@ -49,6 +52,14 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
 
+/// The median of `rounds` timed runs of a read-only workload (the machine
+/// is shared and noisy; one run can be off by half).
+func median(rounds: Int = 5, _ body: () throws -> Void) rethrows -> Double {
+    var times: [Double] = []
+    for _ in 0..<rounds { times.append(try seconds(body)) }
+    return times.sorted()[rounds / 2]
+}
+
 var count = 100_000
 if let i = CommandLine.arguments.firstIndex(of: "--count"), i + 1 < CommandLine.arguments.count,
     let n = Int(CommandLine.arguments[i + 1])
@@ -84,13 +95,21 @@ let strataInsert = try seconds {
     try context.save()
 }
 var strataChecksum = 0
-let strataFetchAll = try seconds {
+let strataFetchAll = try median {
     let people = try ModelContext(container).fetch(FetchDescriptor<Person>())
     strataChecksum = people.reduce(0) { $0 &+ $1.age }
 }
+if CommandLine.arguments.contains("--profile-fetch") {
+    for _ in 0..<20 {
+        let people = try ModelContext(container).fetch(FetchDescriptor<Person>())
+        strataChecksum = people.reduce(0) { $0 &+ $1.age }
+    }
+    exit(0)
+}
 var strataFound = 0
-let strataFetchByID = try seconds {
+let strataFetchByID = try median {
     let context = ModelContext(container)
+    strataFound = 0
     for i in lookupOrder {
         let person: Person? = try context.existingModel(for: identifiers[i])
         strataFound += person?.age ?? 0
@@ -124,12 +143,13 @@ let grdbInsert = try seconds {
     }
 }
 var grdbChecksum = 0
-let grdbFetchAll = try seconds {
+let grdbFetchAll = try median {
     let people = try pool.read { db in try PersonRecord.fetchAll(db) }
     grdbChecksum = people.reduce(0) { $0 &+ $1.age }
 }
 var grdbFound = 0
-let grdbFetchByID = try seconds {
+let grdbFetchByID = try median {
+    grdbFound = 0
     try pool.read { db in
         for i in lookupOrder { grdbFound += try PersonRecord.fetchOne(db, key: rowIDs[i])?.age ?? 0 }
     }

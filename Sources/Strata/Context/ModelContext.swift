@@ -21,8 +21,8 @@ public final class ModelContext {
 
     let link: _ContextLink
     var store: Store { container.store }
-    /// Registered models by entity, then row.
-    private var registry: [ObjectIdentifier: [Int64: any PersistentModel]] = [:]
+    /// Registered models: one map per entity, by the entity's ordinal.
+    private var registry: [RowMap]
     private var inserted: [any PersistentModel] = []
     private var changed: [ObjectIdentifier: any PersistentModel] = [:]
     private var deleted: [ObjectIdentifier: any PersistentModel] = [:]
@@ -34,6 +34,7 @@ public final class ModelContext {
     public init(_ container: ModelContainer) {
         self.container = container
         self.link = _ContextLink()
+        self.registry = Array(repeating: RowMap(), count: container.schema.entities.count)
         link.context = self
     }
 
@@ -75,7 +76,7 @@ public final class ModelContext {
         state.rowID = store.allocateRow(entity)
         state.status = .inserted
         state.link = link
-        registry[ObjectIdentifier(entity), default: [:]][state.rowID] = model
+        registry[entity.ordinal][state.rowID] = model
         inserted.append(model)
         insertRelated(of: model, entity: entity)
         noteMutation()
@@ -151,11 +152,10 @@ public final class ModelContext {
         guard let entity = container.schema.entity(forType: T.self),
             let bytes = try? store.database.read({ tx in
                 try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }
-            }),
-            var reader = try? _RecordReader(bytes: bytes, entityName: entity.name, row: state.rowID)
+            })
         else { return }
         state.clearFaults()
-        try? model._strataLoad(from: &reader)
+        try? _RecordReader.withReader(bytes, entityName: entity.name, row: state.rowID) { try model._strataLoad(from: &$0) }
     }
 
     /// Runs `block`, then saves.
@@ -184,7 +184,7 @@ public final class ModelContext {
 
     private func unregister(_ model: any PersistentModel, state: _ModelState) {
         if let entity = container.schema.entity(forType: type(of: model)) {
-            registry[ObjectIdentifier(entity)]?[state.rowID] = nil
+            registry[entity.ordinal][state.rowID] = nil
         }
     }
 
@@ -272,32 +272,39 @@ public final class ModelContext {
     /// registered in this context come back as the same instances.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let entity = try entity(for: T.self)
-        let key = ObjectIdentifier(entity)
         let pending = descriptor.includePendingChanges
         let earlyStop: Int? =
             descriptor.sortBy.isEmpty ? descriptor.fetchLimit.map { $0 + (descriptor.fetchOffset ?? 0) } : nil
+        let predicate = descriptor.predicate
+        // Rows registered before the scan are looked up; a context that
+        // holds none of this entity skips the lookup (and its cast).
+        let registeredBefore = registry[entity.ordinal].count
+        // Touching the optional predicate costs a metadata lookup per row;
+        // a plain flag keeps the unfiltered scan free of it.
+        let filtering = predicate != nil
         var results: [T] = []
         try store.database.read { tx in
             guard let tree = try tx.treeIfPresent(Store.treeName(entity)) else { return }
+            registry[entity.ordinal].reserve(try tx.count(tree))
             let cursor = try tx.cursor(tree)
             var more = try cursor.first()
             while more {
                 if let earlyStop, results.count >= earlyStop { return }
                 let model: T = try cursor.withEntry { rawKey, rawValue in
                     let row = try RowKey.decode(rawKey)
-                    if let existing = registry[key]?[row] as? T { return existing }
-                    return try materialize(T.self, entity: entity, row: row, bytes: Array(rawValue))
+                    if registeredBefore > 0, let existing = registry[entity.ordinal][row] as? T { return existing }
+                    return try materialize(T.self, entity: entity, row: row, bytes: rawValue)
                 }
                 more = try cursor.next()
                 if pending && model._strataState.status == .deleted { continue }
-                if let predicate = descriptor.predicate, try !predicate.evaluate(model) { continue }
+                if filtering, let predicate, try !predicate.evaluate(model) { continue }
                 results.append(model)
             }
         }
         if pending {
             for case let model as T in inserted {
                 if let earlyStop, results.count >= earlyStop { break }
-                if let predicate = descriptor.predicate, try !predicate.evaluate(model) { continue }
+                if let predicate, try !predicate.evaluate(model) { continue }
                 results.append(model)
             }
         }
@@ -332,14 +339,18 @@ public final class ModelContext {
         try fetch(descriptor).map(\.persistentModelID)
     }
 
-    private func materialize<T: PersistentModel>(_ type: T.Type, entity: Schema.Entity, row: Int64, bytes: [UInt8]) throws -> T {
-        var reader = try _RecordReader(bytes: bytes, entityName: entity.name, row: row)
+    /// Builds the model of `row` from its record and registers it. `bytes`
+    /// is borrowed (typically a page of the engine) and not kept.
+    private func materialize<T: PersistentModel>(
+        _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer
+    ) throws -> T {
+        var reader = try _RecordReader(borrowing: bytes, entityName: entity.name, row: row)
         let model = try T(_strataReader: &reader)
         let state = model._strataState
         state.rowID = row
         state.status = .saved
         state.link = link
-        registry[ObjectIdentifier(entity), default: [:]][row] = model
+        registry[entity.ordinal][row] = model
         return model
     }
 
@@ -351,12 +362,12 @@ public final class ModelContext {
 
     private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
         let entity = try entity(for: T.self)
-        if let existing = registry[ObjectIdentifier(entity)]?[row] as? T { return existing }
+        if let existing = registry[entity.ordinal][row] as? T { return existing }
         let bytes = try store.database.read { tx in
             try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
         guard let bytes else { return nil }
-        return try materialize(T.self, entity: entity, row: row, bytes: bytes)
+        return try bytes.withUnsafeBytes { try materialize(T.self, entity: entity, row: row, bytes: $0) }
     }
 
     // MARK: - Identity
@@ -364,7 +375,7 @@ public final class ModelContext {
     /// The model registered in this context under `id`, if any.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
         guard let entity = container.schema.entity(named: id.entityName) else { return nil }
-        return registry[ObjectIdentifier(entity)]?[id.rowID] as? T
+        return registry[entity.ordinal][id.rowID] as? T
     }
 
     /// The model with identifier `id`: the registered instance, or one
@@ -375,7 +386,7 @@ public final class ModelContext {
         guard let entity = container.schema.entity(named: id.entityName) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
         }
-        if let registered = registry[ObjectIdentifier(entity)]?[id.rowID] { return registered as? T }
+        if let registered = registry[entity.ordinal][id.rowID] { return registered as? T }
         return try loadExistential(entity.type, row: id.rowID) as? T
     }
 
@@ -392,7 +403,7 @@ public final class ModelContext {
         guard let entity = container.schema.entity(named: id.entityName) else {
             preconditionFailure("\(id.entityName) is not in the container's schema")
         }
-        if let registered = registry[ObjectIdentifier(entity)]?[id.rowID] { return registered }
+        if let registered = registry[entity.ordinal][id.rowID] { return registered }
         do {
             if let model = try loadExistential(entity.type, row: id.rowID) { return model }
         } catch {

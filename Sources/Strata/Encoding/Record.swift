@@ -100,12 +100,12 @@ public struct _RecordWriter {
     }
 }
 
-enum RecordFormat {
+@usableFromInline enum RecordFormat {
     static let version: UInt8 = 1
     static let varint: UInt8 = 0
     static let fixed64: UInt8 = 1
     static let lengthDelimited: UInt8 = 2
-    static let null: UInt8 = 3
+    @usableFromInline static let null: UInt8 = 3
     static let fixed32: UInt8 = 5
 }
 
@@ -113,16 +113,20 @@ enum RecordFormat {
 /// resumes where the previous one ended (generated code asks for them in
 /// ascending order), falling back to a walk from the start.
 ///
+/// The reader borrows the record's bytes — usually straight from a page of
+/// the engine, without a copy — so it lives only inside the scope that
+/// made it (``withReader(_:entityName:row:_:)``).
+///
 /// The bytes are untrusted: every length and varint is checked, and a
 /// damaged record throws ``SwiftDataError/corruptRecord`` naming the entity,
 /// row and field.
 public struct _RecordReader {
-    let bytes: [UInt8]
-    var position = 1
+    @usableFromInline let bytes: UnsafeRawBufferPointer
+    @usableFromInline var position = 1
     let entityName: String
     let row: Int64
 
-    init(bytes: [UInt8], entityName: String, row: Int64) throws {
+    init(borrowing bytes: UnsafeRawBufferPointer, entityName: String, row: Int64) throws {
         self.bytes = bytes
         self.entityName = entityName
         self.row = row
@@ -131,19 +135,34 @@ public struct _RecordReader {
         }
     }
 
-    func corrupt(field: Int?, _ reason: String) -> SwiftDataError {
+    /// Runs `body` with a reader over `bytes`.
+    static func withReader<R>(
+        _ bytes: [UInt8], entityName: String, row: Int64, _ body: (inout _RecordReader) throws -> R
+    ) throws -> R {
+        try bytes.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entityName: entityName, row: row)
+            return try body(&reader)
+        }
+    }
+
+    @usableFromInline func corrupt(field: Int?, _ reason: String) -> SwiftDataError {
         let place = field.map { " field \($0)" } ?? ""
         return SwiftDataError(.corruptRecord, "\(entityName) row \(row)\(place): \(reason)")
     }
 
     /// One field's wire type and payload bounds.
     public struct Slot: Sendable {
-        var wire: UInt8
-        var start: Int
-        var end: Int
+        @usableFromInline var wire: UInt8
+        @usableFromInline var start: Int
+        @usableFromInline var end: Int
     }
 
     mutating func varint(at index: inout Int, limit: Int, field: Int?) throws -> UInt64 {
+        // One byte (field tags, small numbers, short lengths) is the common case.
+        if index < limit, bytes[index] < 0x80 {
+            index += 1
+            return UInt64(bytes[index - 1])
+        }
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -158,7 +177,7 @@ public struct _RecordReader {
     }
 
     /// The slot of `field`, or nil when the record has no such field.
-    mutating func find(_ field: Int) throws -> Slot? {
+    @usableFromInline mutating func find(_ field: Int) throws -> Slot? {
         if let slot = try walk(from: position, to: field) { return slot }
         return position == 1 ? nil : try walk(from: 1, to: field)
     }
@@ -208,7 +227,7 @@ public struct _RecordReader {
         return nil
     }
 
-    func missing(_ field: Int) -> SwiftDataError {
+    @usableFromInline func missing(_ field: Int) -> SwiftDataError {
         corrupt(field: field, "a non-optional value is missing")
     }
 
@@ -226,31 +245,28 @@ public struct _RecordReader {
 
     func payloadFixed64(_ slot: Slot, field: Int) throws -> UInt64 {
         try expect(slot, RecordFormat.fixed64, field: field)
-        var value: UInt64 = 0
-        for i in 0..<8 { value |= UInt64(bytes[slot.start + i]) << (8 * UInt64(i)) }
-        return value
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: slot.start, as: UInt64.self))
     }
 
     func payloadFixed32(_ slot: Slot, field: Int) throws -> UInt32 {
         try expect(slot, RecordFormat.fixed32, field: field)
-        var value: UInt32 = 0
-        for i in 0..<4 { value |= UInt32(bytes[slot.start + i]) << (8 * UInt32(i)) }
-        return value
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: slot.start, as: UInt32.self))
     }
 
-    func payloadBytes(_ slot: Slot, field: Int) throws -> ArraySlice<UInt8> {
+    /// The payload of a length-delimited field, borrowed from the record.
+    func payloadBytes(_ slot: Slot, field: Int) throws -> UnsafeRawBufferPointer {
         try expect(slot, RecordFormat.lengthDelimited, field: field)
-        return bytes[slot.start..<slot.end]
+        return UnsafeRawBufferPointer(rebasing: bytes[slot.start..<slot.end])
     }
 
     // MARK: Decoding overloads, chosen at compile time by the property's type
 
-    public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+    @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
         guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
         return try T._decode(slot, from: &self, field: field)
     }
 
-    public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+    @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
         guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
         return try T._decode(slot, from: &self, field: field)
     }
@@ -282,7 +298,7 @@ public struct _RecordReader {
     private func decodeCodable<T: Decodable>(_ type: T.Type, _ slot: Slot, field: Int) throws -> T {
         let payload = try payloadBytes(slot, field: field)
         do {
-            return try _BinaryDecoder.decode(T.self, from: payload)
+            return try _BinaryDecoder.decode(T.self, from: Array(payload)[...])
         } catch let error as _BinaryDecoder.Failure {
             throw corrupt(field: field, error.reason)
         } catch {

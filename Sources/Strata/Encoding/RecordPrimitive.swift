@@ -95,9 +95,13 @@ extension String: _RecordPrimitive {
     }
     public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> String {
         let payload = try reader.payloadBytes(slot, field: field)
-        guard let text = String(validating: payload, as: UTF8.self) else {
-            throw reader.corrupt(field: field, "invalid UTF-8 in a String")
-        }
+        let buffer = payload.assumingMemoryBound(to: UInt8.self)
+        // ASCII (the common case) is valid UTF-8 as it is; the checked path
+        // is only needed for the rest.
+        var combined: UInt8 = 0
+        for byte in buffer { combined |= byte }
+        let text = combined < 0x80 ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
+        guard let text else { throw reader.corrupt(field: field, "invalid UTF-8 in a String") }
         return text
     }
 }

@@ -8,7 +8,7 @@
 /// as with SwiftData.
 @attached(
     member,
-    names: named(_strataState), named(_$observationRegistrar), named(schemaMetadata), named(_strataUniqueness),
+    names: named(_strataState), named(schemaMetadata), named(_strataUniqueness),
     named(_strataIndexes), named(init), named(_strataLoad), named(_strataWrite)
 )
 @attached(memberAttribute)

@@ -70,6 +70,7 @@ public final class Schema: @unchecked Sendable {
         }
         self.version = version
         self.entities = byType.values.sorted { $0.name < $1.name }
+        for (ordinal, entity) in entities.enumerated() { entity.ordinal = ordinal }
         self.entitiesByType = byType
         self.entitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -89,6 +90,8 @@ extension Schema {
         /// The model class's name; also the entity's name in the store.
         public let name: String
         let type: any PersistentModel.Type
+        /// The entity's position in its schema's ``Schema/entities``.
+        var ordinal = 0
         /// Every persisted property, attributes and relationships, in
         /// declaration order (a property's position is its field number).
         public let properties: [Property]
