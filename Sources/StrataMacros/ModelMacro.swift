@@ -31,6 +31,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
         var metadata: [String] = []
         var reads: [String] = []
+        var loads: [String] = []
+        var assignments: [String] = []
         var writes: [String] = []
         for (field, property) in properties.enumerated() {
             guard let type = property.expressionType else { continue }  // diagnosed in validate
@@ -46,6 +48,10 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                     + "defaultValue: \(defaultValue), metadata: \(options))"
             )
             reads.append("self._\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
+            loads.append("let __\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
+            assignments.append(
+                "_strataState.withMutation(of: self, keyPath: \\.\(property.name)) { self._\(property.name) = __\(property.name) }"
+            )
             writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
@@ -83,7 +89,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             """,
             """
             \(raw: pub)func _strataLoad(from reader: inout Strata._RecordReader) throws {
-                \(raw: reads.joined(separator: "\n"))
+                \(raw: (loads + assignments).joined(separator: "\n"))
             }
             """,
             """

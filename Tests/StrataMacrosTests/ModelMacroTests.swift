@@ -101,8 +101,14 @@ final class ModelMacroTests: XCTestCase {
                     }
 
                     func _strataLoad(from reader: inout Strata._RecordReader) throws {
-                        self._title = try reader.decode(String.self, field: 0, state: _strataState)
-                        self._count = try reader.decode(Int.self, field: 1, state: _strataState)
+                        let __title = try reader.decode(String.self, field: 0, state: _strataState)
+                        let __count = try reader.decode(Int.self, field: 1, state: _strataState)
+                        _strataState.withMutation(of: self, keyPath: \\.title) {
+                            self._title = __title
+                        }
+                        _strataState.withMutation(of: self, keyPath: \\.count) {
+                            self._count = __count
+                        }
                     }
 
                     func _strataWrite(to writer: inout Strata._RecordWriter) {

@@ -339,6 +339,23 @@ final class ModelContextTests: XCTestCase {
         XCTAssertTrue(fired.value)
     }
 
+    func testRollbackNotifiesObservers() throws {
+        let context = ModelContext(try container())
+        let trip = Trip(name: "A", destination: "X")
+        context.insert(trip)
+        try context.save()
+        trip.destination = "Y"
+        let fired = LockedFlag()
+        withObservationTracking {
+            _ = trip.destination
+        } onChange: {
+            fired.set()
+        }
+        context.rollback()
+        XCTAssertEqual(trip.destination, "X")
+        XCTAssertTrue(fired.value, "observers see the value rollback restores")
+    }
+
     func testInMemoryConfigurationKeepsNothingOnDisk() throws {
         let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)

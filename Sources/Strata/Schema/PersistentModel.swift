@@ -16,7 +16,9 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// Creates an instance from a stored record, without the class's own
     /// initializers.
     init(_strataReader reader: inout _RecordReader) throws
-    /// Replaces every persisted value with the record's (used by rollback).
+    /// Replaces every persisted value with the record's, notifying observers
+    /// of each (used by rollback). A record that does not decode changes
+    /// nothing.
     func _strataLoad(from reader: inout _RecordReader) throws
     func _strataWrite(to writer: inout _RecordWriter)
 }
