@@ -46,6 +46,10 @@ public final class ModelContainer: @unchecked Sendable {
                         + "(\(relationship.destination)?), so that it can load lazily")
             }
         }
+        let problems = schema.entities.flatMap(\.problems)
+        if !problems.isEmpty {
+            throw SwiftDataError(.unknownSchema, "the schema's constraints are invalid: " + problems.joined(separator: "; "))
+        }
         if configurations.count > 1 {
             // Several stores per container would split one save across
             // files without a shared transaction; refuse instead.

@@ -207,27 +207,37 @@ public final class ModelContext {
         if let pendingError { throw pendingError }
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
 
-        var writes: [(tree: String, key: [UInt8], value: [UInt8]?)] = []
-        writes.reserveCapacity(inserted.count + changed.count + deleted.count)
-        for model in deleted.values { writes.append(entry(model, delete: true)) }
-        for model in inserted { writes.append(entry(model, delete: false)) }
-        for model in changed.values { writes.append(entry(model, delete: false)) }
-        try store.database.write { tx in
-            var trees: [String: Tree] = [:]
-            for write in writes {
-                let tree: Tree
-                if let known = trees[write.tree] {
-                    tree = known
-                } else {
-                    tree = try tx.tree(write.tree)
-                    trees[write.tree] = tree
-                }
-                if let value = write.value { try tx.put(write.key, value, in: tree) } else { try tx.delete(write.key, in: tree) }
+        var upserted: [(model: any PersistentModel, row: Int64)] = []
+        var upsertedRows: Set<PersistentIdentifier> = []
+        do {
+            try store.database.write { tx in
+                var save = SaveTransaction(tx: tx, schema: container.schema)
+                for model in deleted.values { try save.delete(model) }
+                defer { upserted = save.remapped }
+                for model in inserted { try save.resolveUpsert(model) }
+                let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
+                for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
+                for model in changed.values { try save.write(model, fresh: false) }
+                upsertedRows = save.upsertedRows
             }
+        } catch {
+            // Nothing was written: give upserted models their own rows back.
+            for (model, row) in upserted { model._strataState.rowID = row }
+            throw error
         }
 
-        let insertedIDs = inserted.map(\.persistentModelID)
-        let updatedIDs = changed.values.map(\.persistentModelID)
+        // Upserted models now stand for the row they matched; an instance
+        // registered for that row before is refreshed with the saved values.
+        for (model, allocated) in upserted {
+            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+            let row = model._strataState.rowID
+            registry[entity.ordinal][allocated] = nil
+            if let previous = registry[entity.ordinal][row], previous !== model { reload(previous) }
+            registry[entity.ordinal][row] = model
+        }
+        var reported: Set<PersistentIdentifier> = upsertedRows
+        let insertedIDs = inserted.map(\.persistentModelID).filter { reported.insert($0).inserted }
+        let updatedIDs = changed.values.map(\.persistentModelID) + Array(upsertedRows)
         let deletedIDs = deleted.values.map(\.persistentModelID)
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values { model._strataState.isChanged = false }
@@ -245,15 +255,6 @@ public final class ModelContext {
                 NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
                 NotificationKey.deletedIdentifiers.rawValue: deletedIDs,
             ])
-    }
-
-    private func entry(_ model: any PersistentModel, delete: Bool) -> (tree: String, key: [UInt8], value: [UInt8]?) {
-        let name = Store.treeName(entityName: String(describing: type(of: model)))
-        let key = RowKey.encode(model._strataState.rowID)
-        if delete { return (name, key, nil) }
-        var writer = _RecordWriter()
-        model._strataWrite(to: &writer)
-        return (name, key, writer.bytes)
     }
 
     // MARK: - Fetch

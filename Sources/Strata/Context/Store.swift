@@ -5,12 +5,16 @@ import Synchronization
 ///
 /// Layout in the engine (DESIGN.md, "Object mapping"):
 /// - tree `strata.schema`: entity name → the entity's stored description;
-/// - tree `e.<Entity>`: row id (8 bytes, big-endian) → record.
+/// - tree `e.<Entity>`: row id (8 bytes, big-endian) → record;
+/// - trees `u.<Entity>.<a>+<b>` and `i.<Entity>.<a>+<b>`: unique
+///   constraints and indexes (see ``KeyGroup``).
 ///
 /// Row ids are allocated from a counter per entity, initialized from the
 /// entity tree's last key at open. They are handed out at `insert`, so an
-/// identifier is permanent from the moment a model is inserted; ids of
-/// inserts that are rolled back are not reused.
+/// identifier is permanent from the moment a model is inserted — unless
+/// the save upserts it into a stored row with the same unique values, when
+/// it takes that row's identifier. Ids of inserts that are rolled back or
+/// upserted are not reused.
 final class Store: @unchecked Sendable {
     let database: Database
     let identifier: String
@@ -89,7 +93,10 @@ final class Store: @unchecked Sendable {
                 let tree = try tx.treeIfPresent(schemaTree) ?? tx.createTree(schemaTree)
                 for entity in missing {
                     try tx.put(Array(entity.name.utf8), StoredEntity(entity).encoded, in: tree)
-                    if try tx.treeIfPresent(treeName(entity)) == nil { try tx.createTree(treeName(entity)) }
+                    for name in [treeName(entity)] + entity.keyGroups.map(\.treeName)
+                    where try tx.treeIfPresent(name) == nil {
+                        try tx.createTree(name)
+                    }
                 }
             }
         }
@@ -152,8 +159,11 @@ struct StoredEntity: Equatable {
     }
 
     var properties: [Property]
+    /// The unique constraints and indexes, as `unique a+b` / `index a`.
+    var keys: [String]
 
     init(_ entity: Schema.Entity) {
+        keys = entity.keyGroups.map { "\($0.kind.rawValue) " + $0.properties.map(\.name).joined(separator: "+") }
         properties = entity.properties.map { property in
             let kind: String
             if let relationship = property as? Schema.Relationship {
@@ -169,20 +179,27 @@ struct StoredEntity: Equatable {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw SwiftDataError(.corruptRecord, "the stored schema is not UTF-8")
         }
-        properties = try text.split(separator: "\n").map { line in
+        properties = []
+        keys = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("unique ") || line.hasPrefix("index ") {
+                keys.append(String(line))
+                continue
+            }
             let parts = line.split(separator: " ", maxSplits: 3).map(String.init)
             guard parts.count == 4, let field = Int(parts[0]) else {
                 throw SwiftDataError(.corruptRecord, "undecodable stored schema line: \(line)")
             }
-            return Property(field: field, name: parts[1], kind: parts[2], type: parts[3])
+            properties.append(Property(field: field, name: parts[1], kind: parts[2], type: parts[3]))
         }
     }
 
     var encoded: [UInt8] {
-        Array(properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type)" }.joined(separator: "\n").utf8)
+        let lines = properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type)" } + keys
+        return Array(lines.joined(separator: "\n").utf8)
     }
 
     var summary: String {
-        "(" + properties.map { "\($0.name): \($0.type)" }.joined(separator: ", ") + ")"
+        "(" + (properties.map { "\($0.name): \($0.type)" } + keys).joined(separator: ", ") + ")"
     }
 }

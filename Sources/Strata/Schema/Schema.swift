@@ -131,7 +131,17 @@ extension Schema {
                 properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil }
                 + resolve(type._strataUniqueness)
             self.indices = resolve(type._strataIndexes)
+            (self.keyGroups, self.problems) = KeyGroup.groups(
+                entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
         }
+
+        /// The entity's unique constraints, then its indexes, each with
+        /// its tree.
+        let keyGroups: [KeyGroup]
+        var uniqueGroups: [KeyGroup] { keyGroups.filter { $0.kind == .unique } }
+        /// What is wrong with the declaration (an index on an unknown or
+        /// unkeyable property); the container refuses such a schema.
+        let problems: [String]
 
         public var description: String { "Entity(\(name))" }
     }

@@ -25,6 +25,10 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
         case corruptRecord
         /// A model type the container's schema does not include.
         case unknownModelType
+        /// A save would give two rows the same values of a unique
+        /// constraint, where no upsert applies (a changed model taking
+        /// another row's values, or an insert matching two different rows).
+        case uniqueConstraintViolation
     }
 
     public let code: Code
@@ -54,4 +58,5 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
     public static let schemaMismatch = SwiftDataError(.schemaMismatch, "")
     public static let corruptRecord = SwiftDataError(.corruptRecord, "")
     public static let unknownModelType = SwiftDataError(.unknownModelType, "")
+    public static let uniqueConstraintViolation = SwiftDataError(.uniqueConstraintViolation, "")
 }

@@ -1,0 +1,127 @@
+/// One problem found by ``ModelContainer/checkIntegrity()``.
+public struct IntegrityProblem: Hashable, Sendable, CustomStringConvertible {
+    /// The entity whose data is wrong.
+    public var entity: String
+    /// The row concerned, when there is one.
+    public var row: Int64?
+    /// The engine tree the problem was found in.
+    public var tree: String
+    /// What is wrong.
+    public var reason: String
+
+    public var description: String {
+        "\(tree)\(row.map { " row \($0)" } ?? ""): \(reason)"
+    }
+}
+
+extension ModelContainer {
+    /// Checks the object layer on one read snapshot (the engine's own
+    /// `check()` covers pages and trees): every record decodes; every
+    /// record has its index and unique entries; every index entry points
+    /// at a record with those values; no two records share the values of a
+    /// unique constraint; every relationship refers to a stored row.
+    ///
+    /// Returns the problems found, none for a healthy store. It reads every
+    /// record and keeps the expected keys of one entity in memory at a
+    /// time. Throws only when the store cannot be read at all.
+    public func checkIntegrity() throws -> [IntegrityProblem] {
+        try store.database.read { tx in
+            var problems: [IntegrityProblem] = []
+            for entity in schema.entities {
+                try Self.check(entity, schema: schema, tx: tx, into: &problems)
+            }
+            return problems
+        }
+    }
+
+    private static func check(
+        _ entity: Schema.Entity, schema: Schema, tx: ReadTransaction, into problems: inout [IntegrityProblem]
+    ) throws {
+        let treeName = Store.treeName(entity)
+        func problem(_ tree: String, _ row: Int64?, _ reason: String) {
+            problems.append(IntegrityProblem(entity: entity.name, row: row, tree: tree, reason: reason))
+        }
+        guard let tree = try tx.treeIfPresent(treeName) else {
+            problem(treeName, nil, "the entity's tree is missing")
+            return
+        }
+        var groupTrees: [String: Tree] = [:]
+        for group in entity.keyGroups {
+            if let groupTree = try tx.treeIfPresent(group.treeName) {
+                groupTrees[group.treeName] = groupTree
+            } else {
+                problem(group.treeName, nil, "the \(group) tree is missing")
+            }
+        }
+        var destinations: [Int: Tree] = [:]
+        for relationship in entity.relationships {
+            guard let type = relationship.destinationType, let target = schema.entity(forType: type) else { continue }
+            destinations[relationship.field] = try tx.treeIfPresent(Store.treeName(target))
+        }
+
+        // Index keys every record implies; unique keys with their row.
+        var expectedIndex: [String: Set<[UInt8]>] = [:]
+        var expectedUnique: [String: [[UInt8]: Int64]] = [:]
+        try tx.forEach(tree) { rawKey, value in
+            guard let row = try? RowKey.decode(rawKey) else {
+                problem(treeName, nil, "a key of \(rawKey.count) bytes is not a row id")
+                return true
+            }
+            let model: any PersistentModel
+            do {
+                model = try _RecordReader.withReader(value, entityName: entity.name, row: row) {
+                    try entity.type.init(_strataReader: &$0)
+                }
+            } catch {
+                problem(treeName, row, "the record does not decode: \(error)")
+                return true
+            }
+            for group in entity.keyGroups {
+                guard let groupTree = groupTrees[group.treeName] else { continue }
+                let key = group.key(group.values(of: model), row: row)
+                switch group.kind {
+                case .index:
+                    expectedIndex[group.treeName, default: []].insert(key)
+                    if try tx.get(key, in: groupTree) == nil { problem(group.treeName, row, "no entry in the \(group)") }
+                case .unique:
+                    if let other = expectedUnique[group.treeName]?[key] {
+                        problem(group.treeName, row, "shares the values of the \(group) with row \(other)")
+                        continue
+                    }
+                    expectedUnique[group.treeName, default: [:]][key] = row
+                    let owner = try tx.get(key, in: groupTree).flatMap { try? RowKey.decode($0) }
+                    if owner != row {
+                        problem(group.treeName, row, "the \(group) entry points at \(owner.map { "row \($0)" } ?? "nothing")")
+                    }
+                }
+            }
+            for (field, rows) in model._strataState.faults {
+                guard let destination = destinations[field] else { continue }
+                for target in rows where try tx.get(RowKey.encode(target), in: destination) == nil {
+                    let name = entity.properties[field].name
+                    problem(treeName, row, "\(name) refers to row \(target), which does not exist")
+                }
+            }
+            return true
+        }
+
+        // Entries no record accounts for.
+        for group in entity.keyGroups {
+            guard let groupTree = groupTrees[group.treeName] else { continue }
+            try tx.forEach(groupTree) { key, value in
+                switch group.kind {
+                case .index:
+                    if expectedIndex[group.treeName]?.contains(key) != true {
+                        problem(group.treeName, nil, "an entry matches no record's values (\(key.count) bytes)")
+                    }
+                case .unique:
+                    let row = try? RowKey.decode(value)
+                    if row == nil || expectedUnique[group.treeName]?[key] != row {
+                        problem(group.treeName, row, "an entry matches no record's values")
+                    }
+                }
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+/// One `save()` inside the engine's write transaction: records, unique
+/// entries and index entries, written together or not at all.
+///
+/// Order of work:
+/// 1. deletes: each deleted row's record and its key entries go;
+/// 2. upserts: each inserted model whose values of a unique constraint
+///    match a stored row — or a model inserted earlier in the same save —
+///    takes that row (SwiftData's upsert); its own new row id is dropped;
+/// 3. writes: inserted models, then changed ones. Each write reads the
+///    row's current record (when there is one) to find the key entries to
+///    replace, so later writes to a row see earlier ones.
+///
+/// A changed model that takes values another row holds under a unique
+/// constraint, and an insert that matches two different rows under two
+/// constraints, throw ``SwiftDataError/uniqueConstraintViolation``; the
+/// transaction is then rolled back and the caller restores the row ids it
+/// changed (``remapped``).
+struct SaveTransaction {
+    let tx: WriteTransaction
+    let schema: Schema
+    private var trees: [String: Tree] = [:]
+    /// Unique keys given to inserted models during step 2, by tree.
+    private var pendingUnique: [String: [[UInt8]: Int64]] = [:]
+    /// Models whose row id step 2 changed, with the id they had.
+    private(set) var remapped: [(model: any PersistentModel, row: Int64)] = []
+    /// Rows that existed before the save and took an inserted model.
+    private(set) var upsertedRows: Set<PersistentIdentifier> = []
+
+    init(tx: WriteTransaction, schema: Schema) {
+        self.tx = tx
+        self.schema = schema
+    }
+
+    mutating func tree(_ name: String) throws -> Tree {
+        if let known = trees[name] { return known }
+        let tree = try tx.tree(name)
+        trees[name] = tree
+        return tree
+    }
+
+    func entity(of model: any PersistentModel) throws -> Schema.Entity {
+        guard let entity = schema.entity(forType: type(of: model)) else {
+            throw SwiftDataError(.unknownModelType, "\(type(of: model)) is not in the container's schema")
+        }
+        return entity
+    }
+
+    /// The stored model of `row`, decoded into a new unregistered instance.
+    mutating func stored(_ entity: Schema.Entity, row: Int64) throws -> (any PersistentModel)? {
+        guard let bytes = try tx.get(RowKey.encode(row), in: tree(Store.treeName(entity))) else { return nil }
+        return try _RecordReader.withReader(bytes, entityName: entity.name, row: row) {
+            try entity.type.init(_strataReader: &$0)
+        }
+    }
+
+    // MARK: Steps
+
+    mutating func delete(_ model: any PersistentModel) throws {
+        let entity = try entity(of: model)
+        let row = model._strataState.rowID
+        if !entity.keyGroups.isEmpty, let old = try stored(entity, row: row) {
+            for group in entity.keyGroups { try removeKey(group, group.values(of: old), row: row) }
+        }
+        try tx.delete(RowKey.encode(row), in: tree(Store.treeName(entity)))
+    }
+
+    /// Step 2 for one inserted model.
+    mutating func resolveUpsert(_ model: any PersistentModel) throws {
+        let entity = try entity(of: model)
+        let groups = entity.uniqueGroups
+        guard !groups.isEmpty else { return }
+        let own = model._strataState.rowID
+        var target: (row: Int64, existed: Bool)?
+        var keys: [(tree: String, key: [UInt8])] = []
+        for group in groups {
+            let values = group.values(of: model)
+            let key = group.key(values, row: own)
+            keys.append((group.treeName, key))
+            var match: (row: Int64, existed: Bool)?
+            if let row = pendingUnique[group.treeName]?[key] {
+                match = (row, false)
+            } else if let bytes = try tx.get(key, in: tree(group.treeName)) {
+                match = (try RowKey.decode(bytes), true)
+            }
+            guard let match, match.row != own else { continue }
+            if let target, target.row != match.row {
+                throw SwiftDataError(
+                    .uniqueConstraintViolation,
+                    "\(entity.name): an inserted model matches \(entity.name)/p\(target.row) and "
+                        + "\(entity.name)/p\(match.row) under different unique constraints (\(group))")
+            }
+            target = match
+        }
+        let row = target?.row ?? own
+        for (tree, key) in keys { pendingUnique[tree, default: [:]][key] = row }
+        guard let target else { return }
+        remapped.append((model, own))
+        model._strataState.rowID = target.row
+        if target.existed { upsertedRows.insert(PersistentIdentifier(entityName: entity.name, rowID: target.row)) }
+    }
+
+    /// Step 3 for one model: its record and its key entries.
+    mutating func write(_ model: any PersistentModel, fresh: Bool) throws {
+        let entity = try entity(of: model)
+        let row = model._strataState.rowID
+        if !entity.keyGroups.isEmpty {
+            let old = fresh ? nil : try stored(entity, row: row)
+            for group in entity.keyGroups {
+                let values = group.values(of: model)
+                if let old {
+                    let previous = group.values(of: old)
+                    if previous == values { continue }
+                    try removeKey(group, previous, row: row)
+                }
+                try addKey(group, values, row: row, entity: entity)
+            }
+        }
+        var writer = _RecordWriter()
+        model._strataWrite(to: &writer)
+        try tx.put(RowKey.encode(row), writer.bytes, in: tree(Store.treeName(entity)))
+    }
+
+    // MARK: Key entries
+
+    private mutating func removeKey(_ group: KeyGroup, _ values: [KeyEncoding.Element], row: Int64) throws {
+        let key = group.key(values, row: row)
+        let tree = try tree(group.treeName)
+        switch group.kind {
+        case .index:
+            try tx.delete(key, in: tree)
+        case .unique:
+            // Only this row's entry: another row may hold the key now.
+            if let owner = try tx.get(key, in: tree), try RowKey.decode(owner) == row { try tx.delete(key, in: tree) }
+        }
+    }
+
+    private mutating func addKey(_ group: KeyGroup, _ values: [KeyEncoding.Element], row: Int64, entity: Schema.Entity)
+        throws
+    {
+        let key = group.key(values, row: row)
+        let tree = try tree(group.treeName)
+        switch group.kind {
+        case .index:
+            try tx.put(key, [], in: tree)
+        case .unique:
+            if let owner = try tx.get(key, in: tree) {
+                let other = try RowKey.decode(owner)
+                if other != row {
+                    throw SwiftDataError(
+                        .uniqueConstraintViolation,
+                        "\(entity.name)/p\(row): \(group) = \(Self.describe(values)) already belongs to "
+                            + "\(entity.name)/p\(other)")
+                }
+                return
+            }
+            try tx.put(key, RowKey.encode(row), in: tree)
+        }
+    }
+
+    static func describe(_ values: [KeyEncoding.Element]) -> String {
+        "(" + values.map(describe).joined(separator: ", ") + ")"
+    }
+
+    static func describe(_ element: KeyEncoding.Element) -> String {
+        switch element {
+        case .null: return "nil"
+        case .bool(let value): return "\(value)"
+        case .int(let value): return "\(value)"
+        case .uint(let value): return "\(value)"
+        case .double(let value): return "\(value)"
+        case .string(let value): return "\"\(value)\""
+        case .bytes(let value): return "\(value.count) bytes"
+        case .uuid(let value): return value.uuidString
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// A value that can be part of an index or unique-constraint key: the
+/// standard library's numbers, Bool and String, and Foundation's Date, Data,
+/// UUID and URL. Enums with such raw values and optionals of all of these
+/// are keyable too (see ``KeyValue``).
+public protocol _KeyElementConvertible {
+    var _keyElement: KeyEncoding.Element { get }
+}
+
+extension Bool: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .bool(self) } }
+extension Int: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .int(Int64(self)) } }
+extension Int8: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .int(Int64(self)) } }
+extension Int16: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .int(Int64(self)) } }
+extension Int32: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .int(Int64(self)) } }
+extension Int64: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .int(self) } }
+extension UInt: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .uint(UInt64(self)) } }
+extension UInt8: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .uint(UInt64(self)) } }
+extension UInt16: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .uint(UInt64(self)) } }
+extension UInt32: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .uint(UInt64(self)) } }
+extension UInt64: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .uint(self) } }
+extension Double: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .double(self) } }
+extension Float: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .double(Double(self)) } }
+extension String: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .string(self) } }
+extension Data: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .bytes([UInt8](self)) } }
+extension UUID: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .uuid(self) } }
+extension Date: _KeyElementConvertible {
+    public var _keyElement: KeyEncoding.Element { .double(timeIntervalSinceReferenceDate) }
+}
+extension URL: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .string(absoluteString) } }
+
+/// Reads attribute values as key elements, through the value's dynamic type
+/// (the schema knows properties by key path and `Any.Type` only).
+///
+/// Decimal is not keyable: it has no exact order-preserving encoding here
+/// yet, so an index or unique constraint on one is refused when the
+/// container is created, as are Codable structs and collections.
+enum KeyValue {
+    /// True when values of `type` can be part of a key.
+    static func isKeyable(_ type: Any.Type) -> Bool {
+        if let optional = type as? any _OptionalMarker.Type { return isKeyable(optional._wrappedType) }
+        if type is any _KeyElementConvertible.Type { return true }
+        if let raw = type as? any RawRepresentable.Type { return isKeyable(rawValueType(raw)) }
+        return false
+    }
+
+    private static func rawValueType<R: RawRepresentable>(_ type: R.Type) -> Any.Type { R.RawValue.self }
+
+    /// `value` as a key element, or nil when its type is not keyable.
+    static func element(_ value: Any) -> KeyEncoding.Element? {
+        if let optional = value as? any _OptionalValue {
+            guard let wrapped = optional._wrappedValue else { return .null }
+            return element(wrapped)
+        }
+        if let keyable = value as? any _KeyElementConvertible { return keyable._keyElement }
+        if let raw = value as? any RawRepresentable { return element(raw.rawValue) }
+        return nil
+    }
+}
+
+/// Implemented by `Optional` so that key code can unwrap a value it holds
+/// as `Any`.
+protocol _OptionalValue {
+    var _wrappedValue: Any? { get }
+}
+
+extension Optional: _OptionalValue {
+    var _wrappedValue: Any? { self.map { $0 as Any } }
+}

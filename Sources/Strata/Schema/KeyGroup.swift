@@ -1,0 +1,76 @@
+/// One unique constraint or index of an entity, and the tree that holds it
+/// (DESIGN.md, "Object mapping"):
+///
+/// - a unique constraint is the tree `u.<Entity>.<a>+<b>`: key = the
+///   encoded values (``KeyEncoding``) → the row id (8 bytes, big-endian);
+/// - an index is the tree `i.<Entity>.<a>+<b>`: key = the encoded values
+///   followed by the row id as an integer element → empty.
+///
+/// Both are maintained by `save()` in the same write transaction as the
+/// records. A unique constraint is also an index (its tree is ordered by
+/// the values), so the query layer can seek in either.
+struct KeyGroup: CustomStringConvertible {
+    enum Kind: String {
+        case unique, index
+    }
+
+    let kind: Kind
+    let entityName: String
+    let properties: [Schema.Property]
+    let treeName: String
+
+    var description: String { "\(kind.rawValue) (\(properties.map(\.name).joined(separator: ", ")))" }
+
+    /// The values of `model` for this group, in order.
+    func values(of model: any PersistentModel) -> [KeyEncoding.Element] {
+        properties.map { property in
+            KeyValue.element(model[keyPath: property.keypath] as Any) ?? .null
+        }
+    }
+
+    /// The unique tree's key, or the index tree's key for `row`.
+    func key(_ values: [KeyEncoding.Element], row: Int64) -> [UInt8] {
+        switch kind {
+        case .unique: return KeyEncoding.encode(values)
+        case .index: return KeyEncoding.encode(values + [.int(row)])
+        }
+    }
+
+    /// Builds and checks the groups of entity `entity`. Each group must name
+    /// stored attributes of keyable types; a group repeated under the same
+    /// kind is kept once.
+    static func groups(entity: String, properties: [Schema.Property], unique: [[String]], indices: [[String]])
+        -> ([KeyGroup], [String])
+    {
+        var groups: [KeyGroup] = []
+        var problems: [String] = []
+        var seen: Set<String> = []
+        let declared = unique.map { (Kind.unique, $0) } + indices.map { (Kind.index, $0) }
+        for (kind, names) in declared {
+            guard !names.isEmpty else {
+                problems.append("\(entity): an empty \(kind.rawValue) group")
+                continue
+            }
+            var members: [Schema.Property] = []
+            for name in names {
+                guard let property = properties.first(where: { $0.name == name }) else {
+                    problems.append("\(entity): \(kind.rawValue) names \(name), which is not a stored property")
+                    continue
+                }
+                if property is Schema.Relationship {
+                    problems.append("\(entity).\(name): a relationship cannot be part of a \(kind.rawValue) group")
+                } else if !KeyValue.isKeyable(property.valueType) {
+                    problems.append(
+                        "\(entity).\(name): \(property.valueType) values cannot be part of a \(kind.rawValue) group "
+                            + "(keyable: numbers, Bool, String, Date, Data, UUID, URL, enums with such raw values, "
+                            + "and optionals of these)")
+                }
+                members.append(property)
+            }
+            let treeName = (kind == .unique ? "u." : "i.") + entity + "." + names.joined(separator: "+")
+            guard members.count == names.count, seen.insert(treeName).inserted else { continue }
+            groups.append(KeyGroup(kind: kind, entityName: entity, properties: members, treeName: treeName))
+        }
+        return (groups, problems)
+    }
+}
