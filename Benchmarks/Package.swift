@@ -5,6 +5,7 @@
 //
 //     swift run -c release engine-bench [--count N]
 //     swift run -c release model-bench [--count N]
+//     swift run -c release graph-bench [--count N]
 import PackageDescription
 
 let package = Package(
@@ -18,6 +19,13 @@ let package = Package(
             name: "engine-bench",
             dependencies: [
                 .product(name: "StrataEngine", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "graph-bench",
+            dependencies: [
+                .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -5,8 +5,8 @@ import XCTest
 @testable import Strata
 
 /// The identity map's hash table against `Dictionary`, under random
-/// inserts, replacements and removals (removal shifts probe runs back, the
-/// part most easily got wrong).
+/// inserts, replacements and removals (tombstones and their reuse are the
+/// part most easily got wrong), including the sentinel rows.
 final class RowMapTests: XCTestCase {
     func testMatchesDictionaryUnderRandomEdits() {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "RowMapTests"))
@@ -15,7 +15,7 @@ final class RowMapTests: XCTestCase {
             var map = RowMap()
             var reference: [Int64: BucketListItem] = [:]
             // Small key ranges force collisions and long probe runs.
-            let range: ClosedRange<Int64> = round % 2 == 0 ? 0...40 : 0...5_000
+            let range: ClosedRange<Int64> = round % 2 == 0 ? -3...40 : 0...5_000
             for _ in 0..<3_000 {
                 let row = Int64.random(in: range, using: &random)
                 if Bool.random(using: &random) {
@@ -33,5 +33,16 @@ final class RowMapTests: XCTestCase {
             }
             XCTAssertEqual(map.models.count, reference.count)
         }
+        // The two sentinel values are rows like any other.
+        var map = RowMap()
+        let model = models[0]
+        for row in [Int64.min, 0, Int64.max] { map[row] = model }
+        XCTAssertEqual(map.count, 3)
+        XCTAssertTrue(map[Int64.min] as AnyObject? === model)
+        map[Int64.min] = nil
+        map[0] = nil
+        XCTAssertEqual(map.count, 1)
+        XCTAssertNil(map[Int64.min])
+        XCTAssertTrue(map[Int64.max] as AnyObject? === model)
     }
 }

@@ -1,24 +1,33 @@
 /// A context's identity map for one entity: row id → registered model.
 ///
-/// An open-addressing table with linear probing and backward-shift
-/// deletion (no tombstones). Key 0 marks an empty slot; row 0, which the
-/// store never allocates, lives in a slot of its own so the map is total. It exists because every fetched row is registered: the standard
-/// `Dictionary` hashes each `Int64` with SipHash and scatters consecutive
-/// rows over the table, which cost more than decoding a small record. Row
-/// ids are not attacker-chosen hash keys (the store allocates them in
-/// sequence), so a cheap hash that keeps order is enough.
+/// An open-addressing table with linear probing. Key 0 marks an empty slot
+/// and `Int64.min` a removed one (a tombstone: removal cannot shift later
+/// entries back cheaply, because consecutive rows form one long probe run);
+/// rows 0 and `Int64.min`, which the store never allocates, live in a side
+/// table so the map is total. The table is rebuilt when live entries plus
+/// tombstones pass three quarters of it. It exists because every fetched
+/// row is registered: the standard `Dictionary` hashes each `Int64` with
+/// SipHash and scatters consecutive rows over the table, which cost more
+/// than decoding a small record. Row ids are not attacker-chosen hash keys
+/// (the store allocates them in sequence), so a cheap hash that keeps order
+/// is enough.
 struct RowMap {
+    private static let empty: Int64 = 0
+    private static let removed = Int64.min
+
     private var keys: [Int64]
     private var values: [(any PersistentModel)?]
-    private var zero: (any PersistentModel)?
+    /// Rows 0 and `Int64.min`.
+    private var special: [Int64: any PersistentModel] = [:]
     private(set) var count = 0
+    private var tombstones = 0
     /// `keys.count - 1`; the table size is a power of two.
     private var mask: Int
 
     init(minimumCapacity: Int = 0) {
         var size = 8
         while size * 3 < minimumCapacity * 4 { size <<= 1 }
-        keys = Array(repeating: 0, count: size)
+        keys = Array(repeating: Self.empty, count: size)
         values = Array(repeating: nil, count: size)
         mask = size - 1
     }
@@ -37,22 +46,24 @@ struct RowMap {
         return Int(truncatingIfNeeded: key &+ high) & mask
     }
 
+    private static func isSpecial(_ row: Int64) -> Bool { row == empty || row == removed }
+
     private func slot(of row: Int64) -> Int? {
         var index = home(row)
         while true {
             let key = keys[index]
             if key == row { return index }
-            if key == 0 { return nil }
+            if key == Self.empty { return nil }
             index = (index + 1) & mask
         }
     }
 
     subscript(row: Int64) -> (any PersistentModel)? {
-        get { row == 0 ? zero : slot(of: row).flatMap { values[$0] } }
+        get { Self.isSpecial(row) ? special[row] : slot(of: row).flatMap { values[$0] } }
         set {
-            if row == 0 {
-                count += (newValue == nil ? 0 : 1) - (zero == nil ? 0 : 1)
-                zero = newValue
+            if Self.isSpecial(row) {
+                count += (newValue == nil ? 0 : 1) - (special[row] == nil ? 0 : 1)
+                special[row] = newValue
             } else if let newValue {
                 insert(row, newValue)
             } else {
@@ -63,61 +74,41 @@ struct RowMap {
 
     /// Makes room for `extra` more entries without rehashing on the way.
     mutating func reserve(_ extra: Int) {
-        if (count + extra) * 4 > keys.count * 3 { rehash(minimumCapacity: count + extra) }
+        if (count + tombstones + extra) * 4 > keys.count * 3 { rehash(minimumCapacity: count + extra) }
     }
 
     private mutating func insert(_ row: Int64, _ model: any PersistentModel) {
-        if (count + 1) * 4 > keys.count * 3 { rehash(minimumCapacity: count + 1) }
-        var index = home(row)
-        while true {
-            let key = keys[index]
-            if key == row {
-                values[index] = model
-                return
-            }
-            if key == 0 {
-                keys[index] = row
-                values[index] = model
-                count += 1
-                return
-            }
-            index = (index + 1) & mask
+        if let index = slot(of: row) {
+            values[index] = model
+            return
         }
+        if (count + tombstones + 1) * 4 > keys.count * 3 { rehash(minimumCapacity: count + 1) }
+        var index = home(row)
+        while keys[index] != Self.empty && keys[index] != Self.removed { index = (index + 1) & mask }
+        if keys[index] == Self.removed { tombstones -= 1 }
+        keys[index] = row
+        values[index] = model
+        count += 1
     }
 
     private mutating func remove(_ row: Int64) {
-        guard var hole = slot(of: row) else { return }
-        keys[hole] = 0
-        values[hole] = nil
+        guard let index = slot(of: row) else { return }
+        keys[index] = Self.removed
+        values[index] = nil
         count -= 1
-        // Shift later members of the probe run back so lookups that pass
-        // the hole still find them.
-        var index = (hole + 1) & mask
-        while keys[index] != 0 {
-            let wanted = home(keys[index])
-            // Move the entry unless its home lies cyclically in (hole, index].
-            let stays = hole <= index ? (hole < wanted && wanted <= index) : (hole < wanted || wanted <= index)
-            if !stays {
-                keys[hole] = keys[index]
-                values[hole] = values[index]
-                keys[index] = 0
-                values[index] = nil
-                hole = index
-            }
-            index = (index + 1) & mask
-        }
+        tombstones += 1
     }
 
     private mutating func rehash(minimumCapacity: Int) {
-        var bigger = RowMap(minimumCapacity: max(minimumCapacity, keys.count))
-        bigger.zero = zero
-        bigger.count = zero == nil ? 0 : 1
-        for (index, key) in keys.enumerated() where key != 0 {
+        var bigger = RowMap(minimumCapacity: max(minimumCapacity, (count + 1) * 2))
+        bigger.special = special
+        bigger.count = special.count
+        for (index, key) in keys.enumerated() where !Self.isSpecial(key) {
             if let value = values[index] { bigger.insert(key, value) }
         }
         self = bigger
     }
 
     /// Every registered model, in no particular order.
-    var models: [any PersistentModel] { values.compactMap { $0 } + (zero.map { [$0] } ?? []) }
+    var models: [any PersistentModel] { values.compactMap { $0 } + Array(special.values) }
 }
