@@ -34,6 +34,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var loads: [String] = []
         var assignments: [String] = []
         var writes: [String] = []
+        var keyCases: [String] = []
         for (field, property) in properties.enumerated() {
             guard let type = property.expressionType else { continue }  // diagnosed in validate
             let defaultValue = property.initializer.map { "(\($0)) as \(type)" } ?? "nil"
@@ -53,6 +54,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 "_strataState.withMutation(of: self, keyPath: \\.\(property.name)) { self._\(property.name) = __\(property.name) }"
             )
             writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
+            keyCases.append("case \(field): return Strata._keyElement(self._\(property.name))")
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
         let indexes = try constraintGroups(named: "Index", in: classDecl.memberBlock.members)
@@ -63,6 +65,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
         return [
             "@Transient \(raw: pub)let _strataState = Strata._ModelState()",
+            "\(raw: pub)static var _strataEntityName: String { \(literal: typeName) }",
             """
             \(raw: pub)static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                 [
@@ -95,6 +98,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             """
             \(raw: pub)func _strataWrite(to writer: inout Strata._RecordWriter) {
                 \(raw: writes.joined(separator: "\n"))
+            }
+            """,
+            """
+            \(raw: pub)func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
+                switch field {
+                \(raw: (keyCases + ["default: return nil"]).joined(separator: "\n"))
+                }
             }
             """,
         ]

@@ -78,6 +78,10 @@ final class ModelMacroTests: XCTestCase {
 
                     let _strataState = Strata._ModelState()
 
+                    static var _strataEntityName: String {
+                        "Note"
+                    }
+
                     static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                         [
                             Strata.Schema.PropertyMetadata(name: "title", keypath: \\Note.title, defaultValue: nil, metadata: Strata.Schema.Attribute(.unique)),
@@ -114,6 +118,17 @@ final class ModelMacroTests: XCTestCase {
                     func _strataWrite(to writer: inout Strata._RecordWriter) {
                         writer.encode(self._title, field: 0, state: _strataState)
                         writer.encode(self._count, field: 1, state: _strataState)
+                    }
+
+                    func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
+                        switch field {
+                        case 0:
+                            return Strata._keyElement(self._title)
+                        case 1:
+                            return Strata._keyElement(self._count)
+                        default:
+                            return nil
+                        }
                     }
                 }
                 """,

@@ -218,6 +218,13 @@ final class UniqueIndexTests: XCTestCase {
             try tx.scan(XCTUnwrap(tx.treeIfPresent("i.Member.nickname"))).map { try KeyEncoding.decode($0.key) }
         }
         let remaining = members.filter { $0.number % 7 != 0 }
+        // Enum values are keyed by their raw value, dates as seconds.
+        let statusEntries = try container.store.database.read { tx in
+            try tx.scan(XCTUnwrap(tx.treeIfPresent("i.Member.status+joined"))).map { try KeyEncoding.decode($0.key) }
+        }
+        XCTAssertEqual(
+            Set(statusEntries.map { $0[0] }), Set(Set(remaining.map(\.status.rawValue)).map { KeyEncoding.Element.string($0) }))
+        XCTAssertTrue(statusEntries.allSatisfy { if case .double = $0[1] { true } else { false } })
         XCTAssertEqual(entries.count, remaining.count)
         let stored = entries.map { $0[0] }
         let expected = remaining.map { $0.nickname.map { KeyEncoding.Element.string($0) } ?? .null }

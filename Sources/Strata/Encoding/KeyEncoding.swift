@@ -104,7 +104,13 @@ public enum KeyEncoding {
             appendBigEndian(bits & (1 << 63) == 0 ? bits ^ (1 << 63) : ~bits, to: &out)
         case .string(let v):
             out.append(0x40)
-            appendEscaped(Array(v.precomposedStringWithCanonicalMapping.utf8), to: &out)
+            // ASCII text is already in NFC; only the rest pays for
+            // normalization.
+            if v.utf8.allSatisfy({ $0 < 0x80 }) {
+                appendEscaped(v.utf8, to: &out)
+            } else {
+                appendEscaped(v.precomposedStringWithCanonicalMapping.utf8, to: &out)
+            }
         case .bytes(let v):
             out.append(0x50)
             appendEscaped(v, to: &out)
@@ -185,7 +191,7 @@ public enum KeyEncoding {
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
     }
 
-    private static func appendEscaped(_ bytes: [UInt8], to out: inout [UInt8]) {
+    private static func appendEscaped(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
         for b in bytes {
             out.append(b)
             if b == 0 { out.append(0xFF) }

@@ -29,8 +29,9 @@ extension Date: _KeyElementConvertible {
 }
 extension URL: _KeyElementConvertible { public var _keyElement: KeyEncoding.Element { .string(absoluteString) } }
 
-/// Reads attribute values as key elements, through the value's dynamic type
-/// (the schema knows properties by key path and `Any.Type` only).
+/// Which attribute types can be part of a key, decided from the declared
+/// type (the schema knows properties by key path and `Any.Type` only); the
+/// values themselves are read by generated code through `_keyElement`.
 ///
 /// Decimal is not keyable: it has no exact order-preserving encoding here
 /// yet, so an index or unique constraint on one is refused when the
@@ -40,30 +41,31 @@ enum KeyValue {
     static func isKeyable(_ type: Any.Type) -> Bool {
         if let optional = type as? any _OptionalMarker.Type { return isKeyable(optional._wrappedType) }
         if type is any _KeyElementConvertible.Type { return true }
-        if let raw = type as? any RawRepresentable.Type { return isKeyable(rawValueType(raw)) }
+        if let raw = type as? any RawRepresentable.Type { return rawValueType(raw) is any _KeyElementConvertible.Type }
         return false
     }
 
     private static func rawValueType<R: RawRepresentable>(_ type: R.Type) -> Any.Type { R.RawValue.self }
-
-    /// `value` as a key element, or nil when its type is not keyable.
-    static func element(_ value: Any) -> KeyEncoding.Element? {
-        if let optional = value as? any _OptionalValue {
-            guard let wrapped = optional._wrappedValue else { return .null }
-            return element(wrapped)
-        }
-        if let keyable = value as? any _KeyElementConvertible { return keyable._keyElement }
-        if let raw = value as? any RawRepresentable { return element(raw.rawValue) }
-        return nil
-    }
 }
 
-/// Implemented by `Optional` so that key code can unwrap a value it holds
-/// as `Any`.
-protocol _OptionalValue {
-    var _wrappedValue: Any? { get }
+// Key elements of stored properties, chosen at compile time by the
+// property's type; generated `_strataKeyElement(field:)` calls these.
+
+@inlinable public func _keyElement<V: _KeyElementConvertible>(_ value: V) -> KeyEncoding.Element? { value._keyElement }
+
+@inlinable public func _keyElement<V: _KeyElementConvertible>(_ value: V?) -> KeyEncoding.Element? {
+    value.map(\._keyElement) ?? .null
 }
 
-extension Optional: _OptionalValue {
-    var _wrappedValue: Any? { self.map { $0 as Any } }
+@inlinable public func _keyElement<V: RawRepresentable>(_ value: V) -> KeyEncoding.Element?
+where V.RawValue: _KeyElementConvertible {
+    value.rawValue._keyElement
 }
+
+@inlinable public func _keyElement<V: RawRepresentable>(_ value: V?) -> KeyEncoding.Element?
+where V.RawValue: _KeyElementConvertible {
+    value.map(\.rawValue._keyElement) ?? .null
+}
+
+/// Not keyable (Codable structs, collections, relationships, Decimal).
+@inlinable public func _keyElement<V>(_ value: V) -> KeyEncoding.Element? { nil }

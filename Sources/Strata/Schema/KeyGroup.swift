@@ -23,9 +23,7 @@ struct KeyGroup: CustomStringConvertible {
 
     /// The values of `model` for this group, in order.
     func values(of model: any PersistentModel) -> [KeyEncoding.Element] {
-        properties.map { property in
-            KeyValue.element(model[keyPath: property.keypath] as Any) ?? .null
-        }
+        properties.map { model._strataKeyElement(field: $0.field) ?? .null }
     }
 
     /// The unique tree's key, or the index tree's key for `row`.

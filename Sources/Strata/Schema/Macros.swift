@@ -9,7 +9,8 @@
 @attached(
     member,
     names: named(_strataState), named(schemaMetadata), named(_strataUniqueness),
-    named(_strataIndexes), named(init), named(_strataLoad), named(_strataWrite)
+    named(_strataIndexes), named(init), named(_strataLoad), named(_strataWrite), named(_strataEntityName),
+    named(_strataKeyElement)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

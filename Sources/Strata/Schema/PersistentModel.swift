@@ -21,6 +21,12 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// nothing.
     func _strataLoad(from reader: inout _RecordReader) throws
     func _strataWrite(to writer: inout _RecordWriter)
+    /// The class's name: the entity's name in the store.
+    static var _strataEntityName: String { get }
+    /// Stored property `field` as a key element (read from the backing
+    /// storage, so without observation or fault loading), or nil when its
+    /// type cannot be part of a key.
+    func _strataKeyElement(field: Int) -> KeyEncoding.Element?
 }
 
 extension PersistentModel {
@@ -28,7 +34,7 @@ extension PersistentModel {
     /// temporary one; inserting gives it its permanent row.
     public var persistentModelID: PersistentIdentifier {
         let state = _strataState
-        return PersistentIdentifier(entityName: String(describing: Self.self), rowID: state.identifierRow)
+        return PersistentIdentifier(entityName: Self._strataEntityName, rowID: state.identifierRow)
     }
 
     public var id: PersistentIdentifier { persistentModelID }
