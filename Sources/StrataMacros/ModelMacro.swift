@@ -35,6 +35,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var assignments: [String] = []
         var writes: [String] = []
         var keyCases: [String] = []
+        var relationshipCases: [String] = []
         for (field, property) in properties.enumerated() {
             guard let type = property.expressionType else { continue }  // diagnosed in validate
             let defaultValue = property.initializer.map { "(\($0)) as \(type)" } ?? "nil"
@@ -55,6 +56,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             )
             writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
             keyCases.append("case \(field): return Strata._keyElement(self._\(property.name))")
+            if let optional = type.as(OptionalTypeSyntax.self) {
+                relationshipCases.append(
+                    "case \(field): self.\(property.name) = value as? \(optional.wrappedType.trimmedDescription)")
+            } else if type.is(ArrayTypeSyntax.self) {
+                relationshipCases.append(
+                    "case \(field): self.\(property.name) = value as? \(type.trimmedDescription) ?? []")
+            }
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
         let indexes = try constraintGroups(named: "Index", in: classDecl.memberBlock.members)
@@ -98,6 +106,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             """
             \(raw: pub)func _strataWrite(to writer: inout Strata._RecordWriter) {
                 \(raw: writes.joined(separator: "\n"))
+            }
+            """,
+            """
+            \(raw: pub)func _strataSetRelationship(field: Int, to value: Any?) {
+                switch field {
+                \(raw: (relationshipCases + ["default: break"]).joined(separator: "\n"))
+                }
             }
             """,
             """

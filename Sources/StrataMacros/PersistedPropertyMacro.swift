@@ -39,10 +39,12 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             set {
+                let _old = _strataState.willSet(&_\(raw: name), field: \(raw: field))
                 _strataState.withMutation(of: self, keyPath: \\.\(raw: name)) {
                     _\(raw: name) = newValue
                 }
                 _strataState.didChange(self, field: \(raw: field))
+                _strataState.didSet(self, field: \(raw: field), old: _old, new: newValue)
             }
             """,
         ]

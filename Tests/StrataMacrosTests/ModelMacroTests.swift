@@ -43,10 +43,12 @@ final class ModelMacroTests: XCTestCase {
                             return _title
                         }
                         set {
+                            let _old = _strataState.willSet(&_title, field: 0)
                             _strataState.withMutation(of: self, keyPath: \\.title) {
                                 _title = newValue
                             }
                             _strataState.didChange(self, field: 0)
+                            _strataState.didSet(self, field: 0, old: _old, new: newValue)
                         }
                     }
 
@@ -64,10 +66,12 @@ final class ModelMacroTests: XCTestCase {
                             return _count
                         }
                         set {
+                            let _old = _strataState.willSet(&_count, field: 1)
                             _strataState.withMutation(of: self, keyPath: \\.count) {
                                 _count = newValue
                             }
                             _strataState.didChange(self, field: 1)
+                            _strataState.didSet(self, field: 1, old: _old, new: newValue)
                         }
                     }
 
@@ -118,6 +122,13 @@ final class ModelMacroTests: XCTestCase {
                     func _strataWrite(to writer: inout Strata._RecordWriter) {
                         writer.encode(self._title, field: 0, state: _strataState)
                         writer.encode(self._count, field: 1, state: _strataState)
+                    }
+
+                    func _strataSetRelationship(field: Int, to value: Any?) {
+                        switch field {
+                        default:
+                            break
+                        }
                     }
 
                     func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {

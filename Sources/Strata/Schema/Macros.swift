@@ -10,7 +10,7 @@
     member,
     names: named(_strataState), named(schemaMetadata), named(_strataUniqueness),
     named(_strataIndexes), named(init), named(_strataLoad), named(_strataWrite), named(_strataEntityName),
-    named(_strataKeyElement)
+    named(_strataKeyElement), named(_strataSetRelationship)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

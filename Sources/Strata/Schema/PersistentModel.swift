@@ -27,6 +27,9 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// storage, so without observation or fault loading), or nil when its
     /// type cannot be part of a key.
     func _strataKeyElement(field: Int) -> KeyEncoding.Element?
+    /// Sets relationship `field` (through its setter) to `value`: a model,
+    /// an array of models, or nil. Used to keep inverses in sync.
+    func _strataSetRelationship(field: Int, to value: Any?)
 }
 
 extension PersistentModel {
@@ -109,6 +112,9 @@ public final class _ModelState {
     var temporaryRow: Int64 = 0
     var link: _ContextLink?
     var isChanged = false
+    /// True while another model's relationship change is being mirrored
+    /// into this one (its setter then does not mirror it back).
+    var isApplyingInverse = false
     /// Row ids of relationships read from the record and not loaded yet,
     /// by field number.
     var faults: [Int: [Int64]] = [:]

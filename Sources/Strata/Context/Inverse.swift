@@ -1,0 +1,190 @@
+import Synchronization
+
+/// The inverse of every relationship, per model type, worked out once from
+/// the types' generated metadata (no container needed, so detached models
+/// are kept in sync too).
+///
+/// The inverse of relationship `F` of `A`, pointing at `B`, is:
+/// 1. the property `F` names with `inverse:`;
+/// 2. otherwise the relationship of `B` whose `inverse:` names `F`;
+/// 3. otherwise, when `A` has exactly one relationship to `B` without an
+///    explicit inverse and `B` exactly one to `A`, that one (inferred, as
+///    SwiftData does). A relationship of a type to itself is never its own
+///    inverse.
+/// Anything else has no inverse: only its own side changes.
+enum InverseGraph {
+    struct Side: @unchecked Sendable {
+        let type: any PersistentModel.Type
+        let field: Int
+        let isToOne: Bool
+    }
+
+    /// Immutable once built (key paths and metatypes), so shared freely.
+    struct TypeInfo: @unchecked Sendable {
+        /// Each property's key path, by field.
+        var keypaths: [AnyKeyPath]
+        /// The inverse of each relationship field that has one.
+        var inverses: [Int: Side]
+    }
+
+    private static let cache = Mutex<[ObjectIdentifier: TypeInfo]>([:])
+
+    static func info(_ type: any PersistentModel.Type) -> TypeInfo {
+        if let known = cache.withLock({ $0[ObjectIdentifier(type)] }) { return known }
+        let computed = compute(type)
+        cache.withLock { $0[ObjectIdentifier(type)] = computed }
+        return computed
+    }
+
+    static func inverse(of type: any PersistentModel.Type, field: Int) -> Side? { info(type).inverses[field] }
+
+    private struct Relation {
+        let field: Int
+        let keypath: AnyKeyPath
+        let destination: any PersistentModel.Type
+        let isToOne: Bool
+        let declaredInverse: AnyKeyPath?
+    }
+
+    private static func relations(_ type: any PersistentModel.Type) -> [Relation] {
+        type.schemaMetadata.enumerated().compactMap { field, metadata in
+            let valueType = Swift.type(of: metadata.keypath).valueType
+            guard let (destination, toOne) = Schema.Relationship.destination(of: valueType) else { return nil }
+            return Relation(
+                field: field, keypath: metadata.keypath, destination: destination, isToOne: toOne,
+                declaredInverse: (metadata.metadata as? Schema.Relationship)?.inverseKeyPath)
+        }
+    }
+
+    private static func compute(_ type: any PersistentModel.Type) -> TypeInfo {
+        let own = relations(type)
+        var inverses: [Int: Side] = [:]
+        for relation in own {
+            let others = relations(relation.destination)
+            let candidate: Relation?
+            if let declared = relation.declaredInverse {
+                candidate = others.first { $0.keypath == declared }
+            } else if let named = others.first(where: { $0.declaredInverse == relation.keypath }) {
+                candidate = named
+            } else {
+                let mine = own.filter { $0.destination == relation.destination && $0.declaredInverse == nil }
+                let theirs = others.filter { $0.destination == type && $0.declaredInverse == nil }
+                let selfInverse = relation.destination == type && theirs.first?.field == relation.field
+                candidate = mine.count == 1 && theirs.count == 1 && !selfInverse ? theirs[0] : nil
+            }
+            if let candidate {
+                inverses[relation.field] = Side(
+                    type: relation.destination, field: candidate.field, isToOne: candidate.isToOne)
+            }
+        }
+        return TypeInfo(keypaths: type.schemaMetadata.map(\.keypath), inverses: inverses)
+    }
+}
+
+/// Applies the other side of a relationship change.
+///
+/// Each change goes through the target's generated setter, so it is
+/// observed and tracked like a change the program made, with the target's
+/// own inverse sync switched off for that one assignment (the side that
+/// started the change is already up to date).
+enum InverseSync {
+    /// The current value of relationship `field` of `model`, loaded.
+    static func value(of model: any PersistentModel, field: Int) -> Any? {
+        let keypaths = InverseGraph.info(type(of: model)).keypaths
+        guard keypaths.indices.contains(field) else { return nil }
+        return model[keyPath: keypaths[field]]
+    }
+
+    static func set(_ model: any PersistentModel, field: Int, to value: Any?) {
+        let state = model._strataState
+        let was = state.isApplyingInverse
+        state.isApplyingInverse = true
+        model._strataSetRelationship(field: field, to: value)
+        state.isApplyingInverse = was
+    }
+
+    /// `source` no longer refers to `target`: take `source` out of
+    /// `target`'s relationship `side`.
+    static func remove(_ source: any PersistentModel, from target: any PersistentModel, side: InverseGraph.Side) {
+        let current = value(of: target, field: side.field)
+        if side.isToOne {
+            if let other = current as? any PersistentModel, other === source { set(target, field: side.field, to: nil) }
+        } else {
+            let list = current as? [any PersistentModel] ?? []
+            if list.contains(where: { $0 === source }) {
+                set(target, field: side.field, to: list.filter { $0 !== source })
+            }
+        }
+    }
+
+    /// `source` now refers to `target` through its relationship `forward`:
+    /// put `source` into `target`'s relationship `side`. A to-one `side`
+    /// that pointed elsewhere is moved, and the model it pointed at loses
+    /// `target` from its own `forward` relationship.
+    static func add(
+        _ source: any PersistentModel, to target: any PersistentModel, side: InverseGraph.Side,
+        forward: InverseGraph.Side
+    ) {
+        let current = value(of: target, field: side.field)
+        if side.isToOne {
+            let previous = current as? any PersistentModel
+            if let previous, previous === source { return }
+            set(target, field: side.field, to: source)
+            if let previous { remove(target, from: previous, side: forward) }
+        } else {
+            let list = current as? [any PersistentModel] ?? []
+            if !list.contains(where: { $0 === source }) { set(target, field: side.field, to: list + [source]) }
+        }
+    }
+}
+
+extension _ModelState {
+    // Generated setters call `willSet` before and `didSet` after storing a
+    // new value; overloads chosen by the property's type make both free for
+    // attributes.
+
+    /// Attributes: nothing to remember.
+    @inlinable public func willSet<T>(_ value: inout T, field: Int) -> T? { nil }
+
+    /// A to-one relationship: its current target, loaded.
+    public func willSet<T: PersistentModel>(_ value: inout T?, field: Int) -> T?? {
+        resolve(&value, field: field)
+        return .some(value)
+    }
+
+    /// A to-many relationship: its current targets, loaded.
+    public func willSet<T: PersistentModel>(_ value: inout [T], field: Int) -> [T]? {
+        resolve(&value, field: field)
+        return value
+    }
+
+    /// Attributes: nothing to sync.
+    @inlinable public func didSet<M, T>(_ model: M, field: Int, old: T?, new: T) {}
+
+    /// A to-one relationship changed: update the inverse on the old and
+    /// the new target.
+    public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: T??, new: T?) {
+        guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
+        let previous = old ?? nil
+        if previous === new { return }
+        let forward = InverseGraph.Side(type: M.self, field: field, isToOne: true)
+        if let previous { InverseSync.remove(model, from: previous, side: side) }
+        if let new { InverseSync.add(model, to: new, side: side, forward: forward) }
+    }
+
+    /// A to-many relationship changed: update the inverse on each target
+    /// removed and each target added.
+    public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: [T]?, new: [T]) {
+        guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
+        let before = old ?? []
+        let kept = Set(before.map(ObjectIdentifier.init)).intersection(new.map(ObjectIdentifier.init))
+        let forward = InverseGraph.Side(type: M.self, field: field, isToOne: false)
+        for target in before where !kept.contains(ObjectIdentifier(target)) {
+            InverseSync.remove(model, from: target, side: side)
+        }
+        var added: Set<ObjectIdentifier> = kept
+        for target in new where added.insert(ObjectIdentifier(target)).inserted {
+            InverseSync.add(model, to: target, side: side, forward: forward)
+        }
+    }
+}
