@@ -145,3 +145,63 @@ final class RelationshipTests: XCTestCase {
         XCTAssertTrue(fired.value)
     }
 }
+
+extension RelationshipTests {
+    func testToManyRelationshipsPersistThroughIndexAndJoinTrees() throws {
+        let container = try container()
+        do {
+            let context = ModelContext(container)
+            let ada = Student(name: "Ada")
+            let alan = Student(name: "Alan")
+            let logic = Course(title: "Logic")
+            let math = Course(title: "Math")
+            ada.courses = [logic, math]
+            alan.courses = [logic]
+            let lisbon = Trip(name: "Lisbon", destination: "PT")
+            lisbon.bucketList = [item("Tram 28"), item("Fado")]
+            context.insert(ada)
+            context.insert(alan)
+            context.insert(lisbon)
+            try context.save()
+        }
+        XCTAssertEqual(try container.checkIntegrity(), [])
+        do {
+            let context = ModelContext(container)
+            let courses = try context.fetch(FetchDescriptor<Course>(sortBy: [SortDescriptor(\.title)]))
+            XCTAssertEqual(courses.map { $0.students.map(\.name).sorted() }, [["Ada", "Alan"], ["Ada"]])
+            let students = try context.fetch(FetchDescriptor<Student>(sortBy: [SortDescriptor(\.name)]))
+            XCTAssertEqual(students.map { $0.courses.map(\.title).sorted() }, [["Logic", "Math"], ["Logic"]])
+            let trip = try XCTUnwrap(context.fetch(FetchDescriptor<Trip>()).first)
+            XCTAssertEqual(Set(titles(trip)), ["Tram 28", "Fado"])
+            // Edit from the mirror side and from the derived side.
+            courses[0].students.removeAll { $0.name == "Alan" }
+            trip.bucketList.removeAll { $0.title == "Fado" }
+            try context.save()
+        }
+        XCTAssertEqual(try container.checkIntegrity(), [])
+        let context = ModelContext(container)
+        let alan = try XCTUnwrap(context.fetch(FetchDescriptor<Student>(predicate: #Predicate { $0.name == "Alan" })).first)
+        XCTAssertEqual(alan.courses.map(\.title), [])
+        let trip = try XCTUnwrap(context.fetch(FetchDescriptor<Trip>()).first)
+        XCTAssertEqual(titles(trip), ["Tram 28"])
+        let fado = try XCTUnwrap(
+            context.fetch(FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.title == "Fado" })).first)
+        XCTAssertNil(fado.trip, "the removed item no longer refers to the trip")
+    }
+
+    func testIntegrityCheckFindsABrokenJoinMirror() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let ada = Student(name: "Ada")
+        ada.courses = [Course(title: "Logic")]
+        context.insert(ada)
+        try context.save()
+        try container.store.database.write { tx in
+            let mirror = try tx.tree("m.Course.students")
+            for (key, _) in try tx.scan(mirror) { try tx.delete(key, in: mirror) }
+        }
+        let problems = try container.checkIntegrity()
+        XCTAssertEqual(problems.count, 1, "\(problems)")
+        XCTAssertTrue(problems.first?.reason.contains("mirror lacks") == true, "\(problems)")
+    }
+}

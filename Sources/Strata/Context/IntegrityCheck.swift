@@ -19,7 +19,9 @@ extension ModelContainer {
     /// `check()` covers pages and trees): every record decodes; every
     /// record has its index and unique entries; every index entry points
     /// at a record with those values; no two records share the values of a
-    /// unique constraint; every relationship refers to a stored row.
+    /// unique constraint; every relationship refers to a stored row; every
+    /// to-one has its reverse-index entry and no entry lacks its to-one;
+    /// every join pair has its mirror.
     ///
     /// Returns the problems found, none for a healthy store. It reads every
     /// record and keeps the expected keys of one entity in memory at a
@@ -60,7 +62,18 @@ extension ModelContainer {
         }
 
         // Index keys every record implies; unique keys with their row.
+        // Reverse-index entries of to-ones are index keys too.
         var expectedIndex: [String: Set<[UInt8]>] = [:]
+        var toOneIndexes: [Int: (name: String, tree: Tree)] = [:]
+        for (field, storage) in entity.relationshipStorage {
+            guard case .toOne(let index) = storage else { continue }
+            if let indexTree = try tx.treeIfPresent(index) {
+                toOneIndexes[field] = (index, indexTree)
+                expectedIndex[index] = []
+            } else {
+                problem(index, nil, "the reverse index of \(entity.properties[field].name) is missing")
+            }
+        }
         var expectedUnique: [String: [[UInt8]: Int64]] = [:]
         try tx.forEach(tree) { rawKey, value in
             guard let row = try? RowKey.decode(rawKey) else {
@@ -95,7 +108,15 @@ extension ModelContainer {
                     }
                 }
             }
-            for (field, rows) in model._strataState.faults {
+            for (field, fault) in model._strataState.faults {
+                guard case .rows(let rows) = fault else { continue }
+                if let index = toOneIndexes[field], let target = rows.first {
+                    let key = PairKey.encode(target, row)
+                    expectedIndex[index.name, default: []].insert(key)
+                    if try tx.get(key, in: index.tree) == nil {
+                        problem(index.name, row, "no reverse-index entry for \(entity.properties[field].name)")
+                    }
+                }
                 guard let destination = destinations[field] else { continue }
                 for target in rows where try tx.get(RowKey.encode(target), in: destination) == nil {
                     let name = entity.properties[field].name
@@ -103,6 +124,53 @@ extension ModelContainer {
                 }
             }
             return true
+        }
+
+        // Reverse-index entries no record accounts for.
+        for (_, index) in toOneIndexes {
+            try tx.forEach(index.tree) { key, _ in
+                if expectedIndex[index.name]?.contains(key) != true {
+                    let rows = PairKey.decode(key)
+                    problem(index.name, rows?.1, "an entry matches no record's to-one (\(key.count) bytes)")
+                }
+                return true
+            }
+        }
+
+        // Join trees: each pair has its mirror, and both rows exist.
+        for (field, storage) in entity.relationshipStorage {
+            guard case .join(let joinName, let mirrorName) = storage else { continue }
+            guard let join = try tx.treeIfPresent(joinName), let mirror = try tx.treeIfPresent(mirrorName) else {
+                problem(joinName, nil, "the join trees of \(entity.properties[field].name) are missing")
+                continue
+            }
+            let destination = destinations[field]
+            try tx.forEach(join) { key, _ in
+                guard let (owner, target) = PairKey.decode(key) else {
+                    problem(joinName, nil, "an entry is not a pair of rows (\(key.count) bytes)")
+                    return true
+                }
+                if try tx.get(RowKey.encode(owner), in: tree) == nil {
+                    problem(joinName, owner, "the entry's own row does not exist")
+                }
+                if let destination, try tx.get(RowKey.encode(target), in: destination) == nil {
+                    problem(joinName, owner, "\(entity.properties[field].name) refers to row \(target), which does not exist")
+                }
+                if try tx.get(PairKey.encode(target, owner), in: mirror) == nil {
+                    problem(mirrorName, owner, "the mirror lacks the pair (\(target), \(owner))")
+                }
+                return true
+            }
+            try tx.forEach(mirror) { key, _ in
+                guard let (target, owner) = PairKey.decode(key) else {
+                    problem(mirrorName, nil, "an entry is not a pair of rows (\(key.count) bytes)")
+                    return true
+                }
+                if try tx.get(PairKey.encode(owner, target), in: join) == nil {
+                    problem(mirrorName, owner, "the pair (\(target), \(owner)) is not in \(joinName)")
+                }
+                return true
+            }
         }
 
         // Entries no record accounts for.

@@ -78,8 +78,25 @@ public final class ModelContext {
         state.link = link
         registry[entity.ordinal][state.rowID] = model
         inserted.append(model)
+        Self.syncInverses(of: model)
         insertRelated(of: model, entity: entity)
         noteMutation()
+    }
+
+    /// Relationships set before the model had a context (in its
+    /// initializer, where setters do not run) get their other side now.
+    static func syncInverses(of model: any PersistentModel) {
+        let type = type(of: model)
+        for (field, side) in InverseGraph.info(type).inverses {
+            let value = InverseSync.value(of: model, field: field)
+            if let targets = value as? [any PersistentModel] {
+                let forward = InverseGraph.Side(type: type, field: field, isToOne: false)
+                for target in targets { InverseSync.add(model, to: target, side: side, forward: forward) }
+            } else if let target = value as? any PersistentModel {
+                let forward = InverseGraph.Side(type: type, field: field, isToOne: true)
+                InverseSync.add(model, to: target, side: side, forward: forward)
+            }
+        }
     }
 
     private var schemaNames: String { container.schema.entities.map(\.name).joined(separator: ", ") }
@@ -156,6 +173,7 @@ public final class ModelContext {
         else { return }
         state.clearFaults()
         try? _RecordReader.withReader(bytes, entityName: entity.name, row: state.rowID) { try model._strataLoad(from: &$0) }
+        Self.pointToManyAtTrees(state, entity: entity, row: state.rowID)
     }
 
     /// Runs `block`, then saves.
@@ -348,11 +366,36 @@ public final class ModelContext {
         var reader = try _RecordReader(borrowing: bytes, entityName: entity.name, row: row)
         let model = try T(_strataReader: &reader)
         let state = model._strataState
+        Self.pointToManyAtTrees(state, entity: entity, row: row)
         state.rowID = row
         state.status = .saved
         state.link = link
         registry[entity.ordinal][row] = model
         return model
+    }
+
+    /// Makes each to-many relationship of a loaded model a fault that reads
+    /// its targets from the tree holding them.
+    static func pointToManyAtTrees(_ state: _ModelState, entity: Schema.Entity, row: Int64) {
+        for (field, storage) in entity.relationshipStorage {
+            if let tree = storage.readTree { state.setDerivedFault(field: field, tree: tree, row: row) }
+        }
+    }
+
+    /// The target rows stored for `row` in a reverse index or join tree.
+    /// A damaged entry is skipped (the integrity check reports it).
+    func derivedRows(tree: String, row: Int64) -> [Int64] {
+        let range = PairKey.range(of: row)
+        let rows = try? store.database.read { tx -> [Int64] in
+            guard let handle = try tx.treeIfPresent(tree) else { return [] }
+            var rows: [Int64] = []
+            try tx.forEach(handle, from: range.lower, to: range.upper) { key, _ in
+                if let (first, second) = PairKey.decode(key), first == row { rows.append(second) }
+                return true
+            }
+            return rows
+        }
+        return rows ?? []
     }
 
     /// The registered or stored model of `type` with row `row`, or nil.

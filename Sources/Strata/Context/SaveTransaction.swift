@@ -45,12 +45,39 @@ struct SaveTransaction {
         return entity
     }
 
-    /// The stored model of `row`, decoded into a new unregistered instance.
-    mutating func stored(_ entity: Schema.Entity, row: Int64) throws -> (any PersistentModel)? {
-        guard let bytes = try tx.get(RowKey.encode(row), in: tree(Store.treeName(entity))) else { return nil }
-        return try _RecordReader.withReader(bytes, entityName: entity.name, row: row) {
+    /// The record of `row`, if stored.
+    mutating func record(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
+        try tx.get(RowKey.encode(row), in: tree(Store.treeName(entity)))
+    }
+
+    /// `bytes` decoded into a new, unregistered instance.
+    func decode(_ bytes: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> any PersistentModel {
+        try _RecordReader.withReader(bytes, entityName: entity.name, row: row) {
             try entity.type.init(_strataReader: &$0)
         }
+    }
+
+    /// The to-one row id in field `field` of a record, if any.
+    func toOneRow(_ bytes: [UInt8], field: Int, _ entity: Schema.Entity, row: Int64) throws -> Int64? {
+        try _RecordReader.withReader(bytes, entityName: entity.name, row: row) { reader in
+            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return nil }
+            let target = try reader.payloadVarint(slot, field: field)
+            guard target > 0, target <= UInt64(Int64.max) else {
+                throw reader.corrupt(field: field, "row id \(target) out of range")
+            }
+            return Int64(target)
+        }
+    }
+
+    /// The second rows of the pairs in `name` whose first row is `row`.
+    mutating func pairs(_ name: String, of row: Int64) throws -> [Int64] {
+        let range = PairKey.range(of: row)
+        var rows: [Int64] = []
+        try tx.forEach(tree(name), from: range.lower, to: range.upper) { key, _ in
+            if let (first, second) = PairKey.decode(key), first == row { rows.append(second) }
+            return true
+        }
+        return rows
     }
 
     // MARK: Steps
@@ -58,8 +85,30 @@ struct SaveTransaction {
     mutating func delete(_ model: any PersistentModel) throws {
         let entity = try entity(of: model)
         let row = model._strataState.rowID
-        if !entity.keyGroups.isEmpty, let old = try stored(entity, row: row) {
-            for group in entity.keyGroups { try removeKey(group, group.values(of: old), row: row) }
+        let old = try record(entity, row: row)
+        if !entity.keyGroups.isEmpty, let old {
+            let stored = try decode(old, entity, row: row)
+            for group in entity.keyGroups { try removeKey(group, group.values(of: stored), row: row) }
+        }
+        for (field, storage) in entity.relationshipStorage {
+            switch storage {
+            case .toOne(let index):
+                if let old, let target = try toOneRow(old, field: field, entity, row: row) {
+                    try tx.delete(PairKey.encode(target, row), in: tree(index))
+                }
+            case .join(let join, let mirror):
+                for target in try pairs(join, of: row) {
+                    try tx.delete(PairKey.encode(row, target), in: tree(join))
+                    try tx.delete(PairKey.encode(target, row), in: tree(mirror))
+                }
+            case .mirror(let join, let mirror):
+                for owner in try pairs(mirror, of: row) {
+                    try tx.delete(PairKey.encode(row, owner), in: tree(mirror))
+                    try tx.delete(PairKey.encode(owner, row), in: tree(join))
+                }
+            case .viaInverse:
+                break  // the entries belong to the other side's records
+            }
         }
         try tx.delete(RowKey.encode(row), in: tree(Store.treeName(entity)))
     }
@@ -99,16 +148,18 @@ struct SaveTransaction {
         if target.existed { upsertedRows.insert(PersistentIdentifier(entityName: entity.name, rowID: target.row)) }
     }
 
-    /// Step 3 for one model: its record and its key entries.
+    /// Step 3 for one model: its record, its key entries and its
+    /// relationship entries.
     mutating func write(_ model: any PersistentModel, fresh: Bool) throws {
         let entity = try entity(of: model)
         let row = model._strataState.rowID
+        let old = fresh ? nil : try record(entity, row: row)
         if !entity.keyGroups.isEmpty {
-            let old = fresh ? nil : try stored(entity, row: row)
+            let stored = try old.map { try decode($0, entity, row: row) }
             for group in entity.keyGroups {
                 let values = group.values(of: model)
-                if let old {
-                    let previous = group.values(of: old)
+                if let stored {
+                    let previous = group.values(of: stored)
                     if previous == values { continue }
                     try removeKey(group, previous, row: row)
                 }
@@ -117,7 +168,35 @@ struct SaveTransaction {
         }
         var writer = _RecordWriter()
         model._strataWrite(to: &writer)
-        try tx.put(RowKey.encode(row), writer.bytes, in: tree(Store.treeName(entity)))
+        let bytes = writer.bytes
+        for (field, storage) in entity.relationshipStorage {
+            switch storage {
+            case .toOne(let index):
+                let before = try old.flatMap { try toOneRow($0, field: field, entity, row: row) }
+                let after = try toOneRow(bytes, field: field, entity, row: row)
+                guard before != after else { continue }
+                if let before { try tx.delete(PairKey.encode(before, row), in: tree(index)) }
+                if let after { try tx.put(PairKey.encode(after, row), [], in: tree(index)) }
+            case .join(let join, let mirror):
+                // A to-many not loaded since the model was read is unchanged.
+                guard model._strataState.faults[field] == nil else { continue }
+                let targets = (InverseSync.value(of: model, field: field) as? [any PersistentModel] ?? [])
+                    .map(\._strataState.rowID).filter { $0 > 0 }
+                let wanted = Set(targets)
+                let stored = Set(fresh ? [] : try pairs(join, of: row))
+                for target in stored.subtracting(wanted) {
+                    try tx.delete(PairKey.encode(row, target), in: tree(join))
+                    try tx.delete(PairKey.encode(target, row), in: tree(mirror))
+                }
+                for target in wanted.subtracting(stored) {
+                    try tx.put(PairKey.encode(row, target), [], in: tree(join))
+                    try tx.put(PairKey.encode(target, row), [], in: tree(mirror))
+                }
+            case .viaInverse, .mirror:
+                break  // written by the other side
+            }
+        }
+        try tx.put(RowKey.encode(row), bytes, in: tree(Store.treeName(entity)))
     }
 
     // MARK: Key entries

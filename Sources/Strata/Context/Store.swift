@@ -7,7 +7,9 @@ import Synchronization
 /// - tree `strata.schema`: entity name → the entity's stored description;
 /// - tree `e.<Entity>`: row id (8 bytes, big-endian) → record;
 /// - trees `u.<Entity>.<a>+<b>` and `i.<Entity>.<a>+<b>`: unique
-///   constraints and indexes (see ``KeyGroup``).
+///   constraints and indexes (see ``KeyGroup``);
+/// - trees `r.`, `j.` and `m.<Entity>.<field>`: relationships (see
+///   ``RelationshipStorage``).
 ///
 /// Row ids are allocated from a counter per entity, initialized from the
 /// entity tree's last key at open. They are handed out at `insert`, so an
@@ -93,7 +95,7 @@ final class Store: @unchecked Sendable {
                 let tree = try tx.treeIfPresent(schemaTree) ?? tx.createTree(schemaTree)
                 for entity in missing {
                     try tx.put(Array(entity.name.utf8), StoredEntity(entity).encoded, in: tree)
-                    for name in [treeName(entity)] + entity.keyGroups.map(\.treeName)
+                    for name in [treeName(entity)] + entity.keyGroups.map(\.treeName) + entity.relationshipTrees
                     where try tx.treeIfPresent(name) == nil {
                         try tx.createTree(name)
                     }
@@ -163,7 +165,11 @@ struct StoredEntity: Equatable {
     var keys: [String]
 
     init(_ entity: Schema.Entity) {
-        keys = entity.keyGroups.map { "\($0.kind.rawValue) " + $0.properties.map(\.name).joined(separator: "+") }
+        keys =
+            entity.keyGroups.map { "\($0.kind.rawValue) " + $0.properties.map(\.name).joined(separator: "+") }
+            + entity.relationships.compactMap { relationship in
+                entity.relationshipStorage[relationship.field].map { "storage \(relationship.name) \($0)" }
+            }
         properties = entity.properties.map { property in
             let kind: String
             if let relationship = property as? Schema.Relationship {
@@ -182,7 +188,7 @@ struct StoredEntity: Equatable {
         properties = []
         keys = []
         for line in text.split(separator: "\n") {
-            if line.hasPrefix("unique ") || line.hasPrefix("index ") {
+            if line.hasPrefix("unique ") || line.hasPrefix("index ") || line.hasPrefix("storage ") {
                 keys.append(String(line))
                 continue
             }

@@ -8,7 +8,7 @@
 /// |---|---|---|
 /// | 0 | varint | Bool, unsigned integers, signed integers (zigzag), to-one row ids |
 /// | 1 | 8 bytes, little-endian | Double, Date (seconds since 2001 as a Double) |
-/// | 2 | varint length, bytes | String (UTF-8), Data, UUID, URL, Decimal, Codable values, to-many row ids |
+/// | 2 | varint length, bytes | String (UTF-8), Data, UUID, URL, Decimal, Codable values |
 /// | 3 | none | nil |
 /// | 5 | 4 bytes, little-endian | Float |
 ///
@@ -76,7 +76,7 @@ public struct _RecordWriter {
 
     /// A to-one relationship: the target's row id.
     public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
-        if let rows = state.faults[field] {
+        if let rows = state.faultRows(field: field) {
             if let row = rows.first { writeRow(row, field: field) } else { null(field) }
         } else if let value, value._strataState.rowID > 0 {
             writeRow(value._strataState.rowID, field: field)
@@ -85,14 +85,9 @@ public struct _RecordWriter {
         }
     }
 
-    /// A to-many relationship: the targets' row ids.
-    public mutating func encode<T: PersistentModel>(_ value: [T], field: Int, state: _ModelState) {
-        let rows = state.faults[field] ?? value.compactMap { $0._strataState.rowID > 0 ? $0._strataState.rowID : nil }
-        var payload: [UInt8] = []
-        for row in rows { _BinaryEncoder.varint(UInt64(row), to: &payload) }
-        tag(field, RecordFormat.lengthDelimited)
-        appendLengthDelimited(payload)
-    }
+    /// A to-many relationship is not part of the record: it lives in the
+    /// index of its inverse to-one or in a join tree (``RelationshipStorage``).
+    public mutating func encode<T: PersistentModel>(_ value: [T], field: Int, state: _ModelState) {}
 
     private mutating func writeRow(_ row: Int64, field: Int) {
         tag(field, RecordFormat.varint)
@@ -321,18 +316,10 @@ public struct _RecordReader {
         throw SwiftDataError(.unknownSchema, "\(entityName) field \(field): a to-one relationship must be optional (\(T.self)?)")
     }
 
-    /// A to-many relationship: remembered as a fault, loaded on first access.
+    /// A to-many relationship is not part of the record (a field written
+    /// by an older format is skipped); the context points it at the tree
+    /// that holds it, and it loads on first access.
     public mutating func decode<T: PersistentModel>(_ type: [T].Type, field: Int, state: _ModelState) throws -> [T] {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { return [] }
-        _ = try payloadBytes(slot, field: field)
-        var rows: [Int64] = []
-        var index = slot.start
-        while index < slot.end {
-            let row = try varint(at: &index, limit: slot.end, field: field)
-            guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
-            rows.append(Int64(row))
-        }
-        if !rows.isEmpty { state.setFault(field: field, rows: rows) }
-        return []
+        []
     }
 }

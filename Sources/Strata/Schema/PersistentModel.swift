@@ -115,9 +115,16 @@ public final class _ModelState {
     /// True while another model's relationship change is being mirrored
     /// into this one (its setter then does not mirror it back).
     var isApplyingInverse = false
-    /// Row ids of relationships read from the record and not loaded yet,
-    /// by field number.
-    var faults: [Int: [Int64]] = [:]
+    /// A relationship not loaded yet: the row ids its record holds (to-one),
+    /// or the tree and prefix to read its targets from (to-many; see
+    /// ``RelationshipStorage``).
+    enum Fault {
+        case rows([Int64])
+        case derived(tree: String, row: Int64)
+    }
+
+    /// Relationships not loaded yet, by field number.
+    var faults: [Int: Fault] = [:]
     /// True while ``faults`` is not empty (checked by every getter).
     public private(set) var hasFaults = false
 
@@ -158,8 +165,19 @@ public final class _ModelState {
     }
 
     func setFault(field: Int, rows: [Int64]) {
-        faults[field] = rows
+        faults[field] = .rows(rows)
         hasFaults = true
+    }
+
+    func setDerivedFault(field: Int, tree: String, row: Int64) {
+        faults[field] = .derived(tree: tree, row: row)
+        hasFaults = true
+    }
+
+    /// The row ids a to-one fault holds.
+    func faultRows(field: Int) -> [Int64]? {
+        if case .rows(let rows)? = faults[field] { return rows }
+        return nil
     }
 
     func clearFaults() {
@@ -167,10 +185,10 @@ public final class _ModelState {
         hasFaults = false
     }
 
-    func takeFault(field: Int) -> [Int64]? {
-        guard let rows = faults.removeValue(forKey: field) else { return nil }
+    func takeFault(field: Int) -> Fault? {
+        guard let fault = faults.removeValue(forKey: field) else { return nil }
         hasFaults = !faults.isEmpty
-        return rows
+        return fault
     }
 
     /// Called by a generated setter after field `field` of `model` changed.
@@ -189,13 +207,19 @@ public final class _ModelState {
 
     /// Loads a to-one relationship read from the record.
     public func resolve<T: PersistentModel>(_ value: inout T?, field: Int) {
-        guard let rows = takeFault(field: field), let row = rows.first, let context = link?.context else { return }
+        guard case .rows(let rows)? = takeFault(field: field), let row = rows.first, let context = link?.context
+        else { return }
         value = context.relatedModel(T.self, row: row)
     }
 
-    /// Loads a to-many relationship read from the record.
+    /// Loads a to-many relationship from the tree that holds it.
     public func resolve<T: PersistentModel>(_ value: inout [T], field: Int) {
-        guard let rows = takeFault(field: field), let context = link?.context else { return }
-        value = rows.compactMap { context.relatedModel(T.self, row: $0) }
+        guard let fault = takeFault(field: field), let context = link?.context else { return }
+        switch fault {
+        case .rows(let rows):
+            value = rows.compactMap { context.relatedModel(T.self, row: $0) }
+        case .derived(let tree, let row):
+            value = context.derivedRows(tree: tree, row: row).compactMap { context.relatedModel(T.self, row: $0) }
+        }
     }
 }

@@ -133,7 +133,14 @@ extension Schema {
             self.indices = resolve(type._strataIndexes)
             (self.keyGroups, self.problems) = KeyGroup.groups(
                 entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
+            self.relationshipStorage = [:]
+            self.relationshipStorage = RelationshipStorage.plan(for: self)
         }
+
+        /// Where each relationship lives, by field.
+        private(set) var relationshipStorage: [Int: RelationshipStorage]
+        /// The trees of this entity's relationships (reverse indexes, joins).
+        var relationshipTrees: [String] { relationshipStorage.values.flatMap(\.ownedTrees).sorted() }
 
         /// The entity's unique constraints, then its indexes, each with
         /// its tree.

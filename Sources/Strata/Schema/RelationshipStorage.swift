@@ -1,0 +1,97 @@
+/// Where a relationship lives in the store (DESIGN.md, "Object mapping").
+///
+/// - A to-one is the target's row id in the record, plus a reverse index
+///   `r.<Entity>.<field>`: key = (target row, own row) → empty. The index
+///   finds who refers to a row (for the inverse to-many, for delete rules,
+///   for the check).
+/// - A to-many whose inverse is a to-one is not stored at all: it is read
+///   from that to-one's reverse index with the owner's row as prefix.
+/// - Any other to-many (many-to-many, or no inverse) is a join tree
+///   `j.<Entity>.<field>`: key = (own row, target row) → empty, with its
+///   mirror `m.<Entity>.<field>`: key = (target row, own row). Of a
+///   many-to-many pair, the side whose "entity.field" sorts first owns the
+///   trees; the other side reads the mirror.
+///
+/// Keys are two ``KeyEncoding`` integer elements (``PairKey``), so a prefix
+/// of one element selects every pair of one row.
+enum RelationshipStorage: Equatable, CustomStringConvertible {
+    case toOne(index: String)
+    case viaInverse(index: String)
+    case join(tree: String, mirror: String)
+    case mirror(of: String, tree: String)
+
+    /// The tree a to-many reads its targets from, with its own row as prefix.
+    var readTree: String? {
+        switch self {
+        case .toOne: return nil
+        case .viaInverse(let index): return index
+        case .join(let tree, _): return tree
+        case .mirror(_, let tree): return tree
+        }
+    }
+
+    /// The trees this relationship owns (created with its entity).
+    var ownedTrees: [String] {
+        switch self {
+        case .toOne(let index): return [index]
+        case .join(let tree, let mirror): return [tree, mirror]
+        case .viaInverse, .mirror: return []
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .toOne(let index): return "to-one indexed by \(index)"
+        case .viaInverse(let index): return "read from \(index)"
+        case .join(let tree, let mirror): return "joined in \(tree) and \(mirror)"
+        case .mirror(let join, let tree): return "read from \(tree), the mirror of \(join)"
+        }
+    }
+
+    /// The storage of every relationship of `entity`, by field.
+    static func plan(for entity: Schema.Entity) -> [Int: RelationshipStorage] {
+        var plan: [Int: RelationshipStorage] = [:]
+        for relationship in entity.relationships {
+            let field = relationship.field
+            let own = "\(entity.name).\(relationship.name)"
+            if relationship.isToOneRelationship {
+                plan[field] = .toOne(index: "r." + own)
+                continue
+            }
+            guard let inverse = InverseGraph.inverse(of: entity.type, field: field) else {
+                plan[field] = .join(tree: "j." + own, mirror: "m." + own)
+                continue
+            }
+            let other = "\(inverse.type._strataEntityName).\(inverse.type.schemaMetadata[inverse.field].name)"
+            if inverse.isToOne {
+                plan[field] = .viaInverse(index: "r." + other)
+            } else if own <= other {
+                plan[field] = .join(tree: "j." + own, mirror: "m." + own)
+            } else {
+                plan[field] = .mirror(of: "j." + other, tree: "m." + other)
+            }
+        }
+        return plan
+    }
+}
+
+/// Keys of reverse indexes and join trees: two row ids as ``KeyEncoding``
+/// integer elements (18 bytes), ordered by the first, then the second.
+enum PairKey {
+    static func encode(_ first: Int64, _ second: Int64) -> [UInt8] {
+        KeyEncoding.encode([.int(first), .int(second)])
+    }
+
+    /// The range of keys whose first row is `row`: `[lower, upper)`.
+    static func range(of row: Int64) -> (lower: [UInt8], upper: [UInt8]?) {
+        (KeyEncoding.encode([.int(row)]), row == .max ? nil : KeyEncoding.encode([.int(row + 1)]))
+    }
+
+    /// The two rows of a key, or nil when the bytes are not a pair key.
+    static func decode(_ key: [UInt8]) -> (Int64, Int64)? {
+        guard let elements = try? KeyEncoding.decode(key), elements.count == 2,
+            case .int(let first) = elements[0], case .int(let second) = elements[1]
+        else { return nil }
+        return (first, second)
+    }
+}
