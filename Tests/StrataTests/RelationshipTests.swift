@@ -205,3 +205,21 @@ extension RelationshipTests {
         XCTAssertTrue(problems.first?.reason.contains("mirror lacks") == true, "\(problems)")
     }
 }
+
+extension RelationshipTests {
+    func testRelationshipsLoadAfterTheirContextIsGone() throws {
+        let container = try container()
+        do {
+            let context = ModelContext(container)
+            let trip = Trip(name: "Rome", destination: "IT")
+            trip.bucketList = [item("Forum")]
+            trip.livingAccommodation = LivingAccommodation(address: "Via 1", placeName: "Casa")
+            context.insert(trip)
+            try context.save()
+        }
+        // The fetching context is released at the end of the statement.
+        let trip = try XCTUnwrap(ModelContext(container).fetch(FetchDescriptor<Trip>()).first)
+        XCTAssertEqual(titles(trip), ["Forum"])
+        XCTAssertEqual(trip.livingAccommodation?.placeName, "Casa")
+    }
+}

@@ -23,9 +23,9 @@ public final class ModelContext {
     var store: Store { container.store }
     /// Registered models: one map per entity, by the entity's ordinal.
     private var registry: [RowMap]
-    private var inserted: [any PersistentModel] = []
-    private var changed: [ObjectIdentifier: any PersistentModel] = [:]
-    private var deleted: [ObjectIdentifier: any PersistentModel] = [:]
+    var inserted: [any PersistentModel] = []
+    var changed: [ObjectIdentifier: any PersistentModel] = [:]
+    var deleted: [ObjectIdentifier: any PersistentModel] = [:]
     /// A model inserted whose type the container does not know: reported
     /// by the next save.
     private var pendingError: SwiftDataError?
@@ -33,7 +33,7 @@ public final class ModelContext {
 
     public init(_ container: ModelContainer) {
         self.container = container
-        self.link = _ContextLink()
+        self.link = _ContextLink(container: container)
         self.registry = Array(repeating: RowMap(), count: container.schema.entities.count)
         link.context = self
     }
@@ -223,6 +223,7 @@ public final class ModelContext {
             if let entity = container.schema.entity(forType: type(of: model)) { insertRelated(of: model, entity: entity) }
         }
         if let pendingError { throw pendingError }
+        try applyDeleteRules()
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
 
         var upserted: [(model: any PersistentModel, row: Int64)] = []
@@ -434,7 +435,7 @@ public final class ModelContext {
         return try loadExistential(entity.type, row: id.rowID) as? T
     }
 
-    private func loadExistential(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
+    func loadExistential(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
         try load(type, row: row)
     }
 

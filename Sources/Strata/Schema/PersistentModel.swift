@@ -95,7 +95,30 @@ private let temporaryRows = Atomic<Int64>(0)
 /// instead of one per model.
 public final class _ContextLink {
     weak var context: ModelContext?
-    init() {}
+    /// The container, so that relationships of a model whose context is
+    /// gone can still load while the container lives. Weak: models do not
+    /// keep a store open.
+    weak var container: ModelContainer?
+    /// The context that loads them then (made on first need).
+    private var successor: ModelContext?
+
+    init(container: ModelContainer) {
+        self.container = container
+    }
+
+    /// The context to load related models through: the model's own, or,
+    /// once that is gone, a context of the same container that takes over
+    /// the loading (SwiftData traps there; a store should not). Models it
+    /// loads are its own: they are not registered with the lost context's
+    /// models. Nil once the container is gone too.
+    var loadingContext: ModelContext? {
+        if let context { return context }
+        if let successor { return successor }
+        guard let container else { return nil }
+        let made = ModelContext(container)
+        successor = made
+        return made
+    }
 }
 
 /// A model's bookkeeping: its row, its context, whether it is inserted,
@@ -207,14 +230,14 @@ public final class _ModelState {
 
     /// Loads a to-one relationship read from the record.
     public func resolve<T: PersistentModel>(_ value: inout T?, field: Int) {
-        guard case .rows(let rows)? = takeFault(field: field), let row = rows.first, let context = link?.context
+        guard case .rows(let rows)? = takeFault(field: field), let row = rows.first, let context = link?.loadingContext
         else { return }
         value = context.relatedModel(T.self, row: row)
     }
 
     /// Loads a to-many relationship from the tree that holds it.
     public func resolve<T: PersistentModel>(_ value: inout [T], field: Int) {
-        guard let fault = takeFault(field: field), let context = link?.context else { return }
+        guard let fault = takeFault(field: field), let context = link?.loadingContext else { return }
         switch fault {
         case .rows(let rows):
             value = rows.compactMap { context.relatedModel(T.self, row: $0) }
