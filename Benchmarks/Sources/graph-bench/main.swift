@@ -7,11 +7,15 @@ import Strata
 // through GRDB's `upsert`) and foreign keys with ON DELETE CASCADE, in one
 // run on the same machine, synchronous FULL on both.
 //
-//     swift run -c release graph-bench [--count N]
+//     swift run -c release graph-bench [--count N] [--only upsert|cascade]
 //
 // Workloads:
 // - upsert: a store holds N/2 items; N items are upserted in one
 //   transaction, the first N/2 matching stored ones (half collide).
+// - cascade delete: N/10 owners with 10 parts each; every owner is deleted
+//   in one transaction and the parts go with them (Strata: `.cascade` and
+//   `delete(model:)`; GRDB: a foreign key ON DELETE CASCADE, indexed, and
+//   `DELETE FROM owner`).
 
 @Model
 final class Item {
@@ -23,6 +27,24 @@ final class Item {
         self.sku = sku
         self.quantity = quantity
         self.price = price
+    }
+}
+
+@Model
+final class Owner {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Part.owner) var parts: [Part] = []
+    init(name: String) { self.name = name }
+}
+
+@Model
+final class Part {
+    var label: String
+    var weight: Double
+    var owner: Owner?
+    init(label: String, weight: Double) {
+        self.label = label
+        self.weight = weight
     }
 }
 
@@ -49,58 +71,128 @@ if let i = CommandLine.arguments.firstIndex(of: "--count"), i + 1 < CommandLine.
 {
     count = n
 }
+/// `--only upsert|cascade` runs one workload (for profiling).
+let only = CommandLine.arguments.firstIndex(of: "--only").flatMap {
+    $0 + 1 < CommandLine.arguments.count ? CommandLine.arguments[$0 + 1] : nil
+}
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("graph-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
 
 func sku(_ i: Int) -> String { "SKU-\(i)" }
 
-// MARK: Upsert, Strata
-
-let container = try ModelContainer(
-    for: Item.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("strata.store")))
-do {
-    let context = ModelContext(container)
-    for i in 0..<count / 2 { context.insert(Item(sku: sku(i), quantity: 1, price: 1)) }
-    try context.save()
-}
-let strataUpsert = try seconds {
-    let context = ModelContext(container)
-    for i in 0..<count { context.insert(Item(sku: sku(i), quantity: 2, price: Double(i))) }
-    try context.save()
-}
-let strataRows = try ModelContext(container).fetchCount(FetchDescriptor<Item>())
-
-// MARK: Upsert, GRDB
-
 var configuration = Configuration()
 configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-let pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path, configuration: configuration)
-try pool.write { db in
-    try db.create(table: "item") { t in
-        t.autoIncrementedPrimaryKey("id")
-        t.column("sku", .text).notNull().unique()
-        t.column("quantity", .integer).notNull()
-        t.column("price", .double).notNull()
+
+@MainActor func upsertWorkload() throws -> (Double, Double) {
+    // MARK: Upsert, Strata
+
+    let container = try ModelContainer(
+        for: Item.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("strata.store")))
+    do {
+        let context = ModelContext(container)
+        for i in 0..<count / 2 { context.insert(Item(sku: sku(i), quantity: 1, price: 1)) }
+        try context.save()
     }
-    for i in 0..<count / 2 {
-        var record = ItemRecord(id: nil, sku: sku(i), quantity: 1, price: 1)
-        try record.insert(db)
+    let strataUpsert = try seconds {
+        let context = ModelContext(container)
+        for i in 0..<count { context.insert(Item(sku: sku(i), quantity: 2, price: Double(i))) }
+        try context.save()
     }
-}
-let grdbUpsert = try seconds {
+    let strataRows = try ModelContext(container).fetchCount(FetchDescriptor<Item>())
+
+    // MARK: Upsert, GRDB
+
+    let pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path, configuration: configuration)
     try pool.write { db in
-        for i in 0..<count {
-            var record = ItemRecord(id: nil, sku: sku(i), quantity: 2, price: Double(i))
-            try record.upsert(db)
+        try db.create(table: "item") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("sku", .text).notNull().unique()
+            t.column("quantity", .integer).notNull()
+            t.column("price", .double).notNull()
+        }
+        for i in 0..<count / 2 {
+            var record = ItemRecord(id: nil, sku: sku(i), quantity: 1, price: 1)
+            try record.insert(db)
         }
     }
-}
-let grdbRows = try pool.read { db in try ItemRecord.fetchCount(db) }
+    let grdbUpsert = try seconds {
+        try pool.write { db in
+            for i in 0..<count {
+                var record = ItemRecord(id: nil, sku: sku(i), quantity: 2, price: Double(i))
+                try record.upsert(db)
+            }
+        }
+    }
+    let grdbRows = try pool.read { db in try ItemRecord.fetchCount(db) }
 
-guard strataRows == count, grdbRows == count else {
-    print("MISMATCH: rows after upsert \(strataRows) (Strata) vs \(grdbRows) (GRDB), expected \(count)")
-    exit(1)
+    guard strataRows == count, grdbRows == count else {
+        print("MISMATCH: rows after upsert \(strataRows) (Strata) vs \(grdbRows) (GRDB), expected \(count)")
+        exit(1)
+    }
+
+    return (strataUpsert, grdbUpsert)
+}
+
+@MainActor func cascadeWorkload() throws -> (Double, Double) {
+    // MARK: Cascade delete
+
+    let owners = count / 10
+    let graphContainer = try ModelContainer(
+        for: Owner.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("graph.store")))
+    do {
+        let context = ModelContext(graphContainer)
+        for o in 0..<owners {
+            let owner = Owner(name: "owner \(o)")
+            owner.parts = (0..<10).map { Part(label: "part \(o)-\($0)", weight: Double($0)) }
+            context.insert(owner)
+        }
+        try context.save()
+    }
+    let strataPartsBefore = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
+    let strataCascade = try seconds {
+        let context = ModelContext(graphContainer)
+        try context.delete(model: Owner.self)
+        try context.save()
+    }
+    let strataPartsAfter = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
+
+    let graphPool = try DatabasePool(
+        path: directory.appendingPathComponent("graph.sqlite").path, configuration: configuration)
+    try graphPool.write { db in
+        try db.create(table: "owner") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("name", .text).notNull()
+        }
+        try db.create(table: "part") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("label", .text).notNull()
+            t.column("weight", .double).notNull()
+            t.belongsTo("owner", onDelete: .cascade)
+        }
+        for o in 0..<owners {
+            try db.execute(sql: "INSERT INTO owner (name) VALUES (?)", arguments: ["owner \(o)"])
+            let ownerID = db.lastInsertedRowID
+            for p in 0..<10 {
+                try db.execute(
+                    sql: "INSERT INTO part (label, weight, ownerId) VALUES (?, ?, ?)",
+                    arguments: ["part \(o)-\(p)", Double(p), ownerID])
+            }
+        }
+    }
+    let grdbPartsBefore = try graphPool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM part") ?? 0 }
+    let grdbCascade = try seconds {
+        try graphPool.write { db in try db.execute(sql: "DELETE FROM owner") }
+    }
+    let grdbPartsAfter = try graphPool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM part") ?? 0 }
+    guard strataPartsBefore == owners * 10, grdbPartsBefore == owners * 10, strataPartsAfter == 0, grdbPartsAfter == 0 else {
+        print(
+            "MISMATCH: parts before \(strataPartsBefore)/\(grdbPartsBefore), after \(strataPartsAfter)/\(grdbPartsAfter) "
+                + "(Strata/GRDB), expected \(owners * 10) then 0")
+        exit(1)
+    }
+
+    return (strataCascade, grdbCascade)
 }
 
 func row(_ name: String, _ strata: Double, _ grdb: Double) {
@@ -109,4 +201,11 @@ func row(_ name: String, _ strata: Double, _ grdb: Double) {
 }
 print("| workload | Strata | GRDB | ratio (GRDB time / Strata time) |")
 print("|---|---|---|---|")
-row("upsert \(count) rows, half colliding, one transaction", strataUpsert, grdbUpsert)
+if only == nil || only == "upsert" {
+    let (strata, grdb) = try upsertWorkload()
+    row("upsert \(count) rows, half colliding, one transaction", strata, grdb)
+}
+if only == nil || only == "cascade" {
+    let (strata, grdb) = try cascadeWorkload()
+    row("cascade delete \(count / 10) owners × 10 parts, one transaction", strata, grdb)
+}
