@@ -272,3 +272,39 @@ final class DeleteRuleTests: XCTestCase {
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 }
+
+extension DeleteRuleTests {
+    /// A cascade over rows this context has loaded and rows it has not:
+    /// loaded ones end deleted in memory, the rest go without being built,
+    /// and `didSave` names them all.
+    func testCascadeMixesLoadedModelsAndStoredRows() throws {
+        let container = try container()
+        do {
+            let context = ModelContext(container)
+            let country = Country(name: "N")
+            for i in 0..<3 {
+                let city = City(name: "N-\(i)")
+                city.streets = [Street(name: "S")]
+                country.cities.append(city)
+            }
+            context.insert(country)
+            try context.save()
+        }
+        let context = ModelContext(container)
+        let loadedCity = try XCTUnwrap(context.fetch(FetchDescriptor<City>(predicate: #Predicate { $0.name == "N-1" })).first)
+        let country = try XCTUnwrap(context.fetch(FetchDescriptor<Country>()).first)
+        let log = EventLog()
+        let observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: context, queue: nil) {
+            let ids = $0.userInfo?[ModelContext.NotificationKey.deletedIdentifiers.rawValue] as? [PersistentIdentifier] ?? []
+            log.append("\(ids.count)")
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        context.delete(country)
+        try context.save()
+        XCTAssertEqual(log.events, ["7"], "1 country, 3 cities, 3 streets")
+        XCTAssertTrue(loadedCity.modelContext == nil, "the loaded city was deleted and let go")
+        XCTAssertEqual(try count(City.self, in: container), 0)
+        XCTAssertEqual(try count(Street.self, in: container), 0)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+}

@@ -18,6 +18,11 @@
 /// mirrors), so a save never leaves a reference to a row it deleted unless
 /// `.noAction` asked for it.
 ///
+/// Rows reached by a cascade that no model of this context stands for are
+/// deleted without building models for them: their relationships are read
+/// from their records, reverse indexes and join trees (a cascade over a
+/// large graph costs no more memory than its row ids).
+///
 /// Rules are applied to the context (as SwiftData's `processPendingChanges`
 /// does): if the write itself then fails, the cascaded deletes and the
 /// cleared references stay pending with the rest, and the next save writes
@@ -27,55 +32,110 @@
 /// checked on every inserted or changed model's loaded to-many
 /// relationships; a violation throws `modelValidationFailure`.
 extension ModelContext {
-    func applyDeleteRules() throws {
+    /// A row being deleted: a model of this context, or a stored row that
+    /// no model stands for.
+    struct Victim {
+        let entity: Schema.Entity
+        let row: Int64
+        let model: (any PersistentModel)?
+    }
+
+    struct RowKeyPair: Hashable {
+        let entity: Int
+        let row: Int64
+    }
+
+    /// Works out every delete the pending deletes imply, checks `.deny`
+    /// and counts, then applies the other sides' changes. Returns the rows
+    /// to delete that no model stands for.
+    func applyDeleteRules() throws -> [(entity: Schema.Entity, row: Int64)] {
         guard !deleted.isEmpty else {
             try validateCounts()
-            return
+            return []
         }
         // 1. The closure under cascade, without changing anything yet.
-        var doomed = deleted
-        var queue = Array(deleted.values)
-        while let model = queue.popLast() {
+        var doomed: [RowKeyPair: Victim] = [:]
+        var doomedModels: [ObjectIdentifier: any PersistentModel] = [:]
+        var queue: [Victim] = []
+        func doom(_ victim: Victim) {
+            let key = RowKeyPair(entity: victim.entity.ordinal, row: victim.row)
+            if let model = victim.model {
+                guard doomedModels.updateValue(model, forKey: ObjectIdentifier(model)) == nil else { return }
+                if victim.row > 0 { doomed[key] = victim }
+            } else {
+                guard doomed[key] == nil else { return }
+                doomed[key] = victim
+            }
+            queue.append(victim)
+        }
+        for model in deleted.values {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
-            for relationship in entity.relationships where relationship.deleteRule == .cascade {
-                for target in Self.targets(of: model, relationship)
-                where doomed.updateValue(target, forKey: ObjectIdentifier(target)) == nil {
-                    queue.append(target)
-                }
+            doom(Victim(entity: entity, row: model._strataState.rowID, model: model))
+        }
+        while let victim = queue.popLast() {
+            for relationship in victim.entity.relationships where relationship.deleteRule == .cascade {
+                for target in try targets(of: victim, relationship) { doom(target) }
             }
         }
-        // 2. Deny.
-        for model in doomed.values {
-            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
-            for relationship in entity.relationships where relationship.deleteRule == .deny {
-                let blocking = Self.targets(of: model, relationship).filter { doomed[ObjectIdentifier($0)] == nil }
+        func isDoomed(_ victim: Victim) -> Bool {
+            if let model = victim.model, doomedModels[ObjectIdentifier(model)] != nil { return true }
+            return victim.row > 0 && doomed[RowKeyPair(entity: victim.entity.ordinal, row: victim.row)] != nil
+        }
+        let victims = Array(doomed.values) + doomedModels.values.filter { $0._strataState.rowID <= 0 }.compactMap { model in
+            container.schema.entity(forType: type(of: model)).map { Victim(entity: $0, row: 0, model: model) }
+        }
+        // 2. Deny, then counts.
+        for victim in victims {
+            for relationship in victim.entity.relationships where relationship.deleteRule == .deny {
+                let blocking = try targets(of: victim, relationship).filter { !isDoomed($0) }
                 if let first = blocking.first {
+                    let name = PersistentIdentifier(entityName: victim.entity.name, rowID: victim.row)
+                    let other = PersistentIdentifier(entityName: first.entity.name, rowID: first.row)
                     throw SwiftDataError(
                         .modelValidationFailure,
-                        "\(model.persistentModelID) cannot be deleted: \(entity.name).\(relationship.name) "
-                            + "(deleteRule: .deny) still refers to \(blocking.count) model(s), "
-                            + "such as \(first.persistentModelID)")
+                        "\(victim.model?.persistentModelID ?? name) cannot be deleted: "
+                            + "\(victim.entity.name).\(relationship.name) (deleteRule: .deny) still refers to "
+                            + "\(blocking.count) model(s), such as \(first.model?.persistentModelID ?? other)")
                 }
             }
         }
-        try validateCounts(excluding: doomed)
-        // 3. Apply: cascade victims join the deletes; the other sides let go.
-        for model in doomed.values where deleted[ObjectIdentifier(model)] == nil { deleteExistential(model) }
-        for model in doomed.values {
-            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
-            for relationship in entity.relationships where relationship.deleteRule != .noAction {
-                guard let side = InverseGraph.inverse(of: entity.type, field: relationship.field) else { continue }
-                for target in Self.targets(of: model, relationship) where doomed[ObjectIdentifier(target)] == nil {
-                    InverseSync.remove(model, from: target, side: side)
+        try validateCounts(excluding: doomedModels)
+        // 3. Apply: doomed models join the deletes; the other sides let go.
+        for model in doomedModels.values where deleted[ObjectIdentifier(model)] == nil { deleteExistential(model) }
+        for victim in victims {
+            for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
+                guard let side = InverseGraph.inverse(of: victim.entity.type, field: relationship.field) else { continue }
+                for target in try targets(of: victim, relationship) where !isDoomed(target) {
+                    // A target no model stands for holds this victim only in
+                    // storage, which the delete itself clears — unless its
+                    // side is a stored to-one pointing back.
+                    let model: (any PersistentModel)?
+                    if let loaded = target.model {
+                        model = loaded
+                    } else if side.isToOne {
+                        model = try loadExistential(target.entity.type, row: target.row)
+                    } else {
+                        model = nil
+                    }
+                    guard let model else { continue }
+                    if let own = victim.model {
+                        InverseSync.remove(own, from: model, side: side)
+                    } else if side.isToOne,
+                        let back = InverseSync.value(of: model, field: side.field) as? any PersistentModel,
+                        back._strataState.rowID == victim.row
+                    {
+                        InverseSync.set(model, field: side.field, to: nil)
+                    }
                 }
             }
-            try clearReferencesWithoutInverse(to: model, entity: entity, doomed: doomed)
+            try clearReferencesWithoutInverse(to: victim)
         }
+        return doomed.values.filter { $0.model == nil }.map { ($0.entity, $0.row) }
     }
 
     private func deleteExistential(_ model: any PersistentModel) { delete(model) }
 
-    /// The models relationship `relationship` of `model` refers to, loaded.
+    /// The loaded models relationship `relationship` of `model` refers to.
     static func targets(of model: any PersistentModel, _ relationship: Schema.Relationship) -> [any PersistentModel] {
         let value = InverseSync.value(of: model, field: relationship.field)
         if let many = value as? [any PersistentModel] { return many }
@@ -83,18 +143,61 @@ extension ModelContext {
         return []
     }
 
-    /// Clears references to `model` held through relationships of other
+    /// What relationship `relationship` of `victim` refers to: loaded
+    /// models when the victim is a model with that relationship loaded,
+    /// otherwise rows read from storage (as the registered model when this
+    /// context holds one).
+    func targets(of victim: Victim, _ relationship: Schema.Relationship) throws -> [Victim] {
+        guard let destinationType = relationship.destinationType,
+            let destination = container.schema.entity(forType: destinationType)
+        else { return [] }
+        if let model = victim.model, victim.row <= 0 || model._strataState.faults[relationship.field] == nil {
+            return Self.targets(of: model, relationship).map {
+                Victim(entity: destination, row: $0._strataState.rowID, model: $0)
+            }
+        }
+        let rows: [Int64]
+        switch victim.entity.relationshipStorage[relationship.field] {
+        case .toOne?:
+            if let faulted = victim.model?._strataState.faultRows(field: relationship.field) {
+                rows = faulted
+            } else {
+                rows = try storedToOne(victim, field: relationship.field)
+            }
+        case .viaInverse(let tree)?, .join(let tree, _)?, .mirror(_, let tree)?:
+            rows = derivedRows(tree: tree, row: victim.row)
+        case nil:
+            rows = []
+        }
+        return rows.map { Victim(entity: destination, row: $0, model: registered(destination, row: $0)) }
+    }
+
+    /// The to-one row id stored in a row's record.
+    private func storedToOne(_ victim: Victim, field: Int) throws -> [Int64] {
+        let bytes = try store.database.read { tx in
+            try tx.treeIfPresent(Store.treeName(victim.entity)).flatMap { try tx.get(RowKey.encode(victim.row), in: $0) }
+        }
+        guard let bytes else { return [] }
+        return try _RecordReader.withReader(bytes, entityName: victim.entity.name, row: victim.row) { reader in
+            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return [] }
+            let target = try reader.payloadVarint(slot, field: field)
+            guard target > 0, target <= UInt64(Int64.max) else {
+                throw reader.corrupt(field: field, "row id \(target) out of range")
+            }
+            return [Int64(target)]
+        }
+    }
+
+    /// Clears references to `victim` held through relationships of other
     /// models that have no inverse (so in-memory sync could not see them):
     /// stored ones through the reverse index or join mirror, unsaved ones
     /// by looking at the pending models.
-    private func clearReferencesWithoutInverse(
-        to model: any PersistentModel, entity: Schema.Entity, doomed: [ObjectIdentifier: any PersistentModel]
-    ) throws {
+    private func clearReferencesWithoutInverse(to victim: Victim) throws {
         for source in container.schema.entities {
-            for relationship in source.relationships where relationship.destinationType == entity.type {
+            for relationship in source.relationships where relationship.destinationType == victim.entity.type {
                 guard InverseGraph.inverse(of: source.type, field: relationship.field) == nil else { continue }
-                var holders: [any PersistentModel] = inserted + Array(changed.values)
-                if model._strataState.rowID > 0, let storage = source.relationshipStorage[relationship.field] {
+                var holders: [any PersistentModel] = victim.model == nil ? [] : inserted + Array(changed.values)
+                if victim.row > 0, let storage = source.relationshipStorage[relationship.field] {
                     let tree: String?
                     switch storage {
                     case .toOne(let index): tree = index
@@ -102,19 +205,20 @@ extension ModelContext {
                     case .viaInverse, .mirror: tree = nil
                     }
                     if let tree {
-                        for row in derivedRows(tree: tree, row: model._strataState.rowID) {
+                        for row in derivedRows(tree: tree, row: victim.row) {
                             if let holder = try loadExistential(source.type, row: row) { holders.append(holder) }
                         }
                     }
                 }
-                for holder in holders where doomed[ObjectIdentifier(holder)] == nil && type(of: holder) == source.type {
+                for holder in holders where !holder.isDeleted && type(of: holder) == source.type {
                     let current = Self.targets(of: holder, relationship)
-                    guard current.contains(where: { $0 === model }) else { continue }
-                    if relationship.isToOneRelationship {
-                        holder._strataSetRelationship(field: relationship.field, to: nil)
-                    } else {
-                        holder._strataSetRelationship(field: relationship.field, to: current.filter { $0 !== model })
+                    let keep = current.filter { target in
+                        if let model = victim.model { return target !== model }
+                        return target._strataState.rowID != victim.row
                     }
+                    guard keep.count != current.count else { continue }
+                    holder._strataSetRelationship(
+                        field: relationship.field, to: relationship.isToOneRelationship ? nil : keep)
                 }
             }
         }

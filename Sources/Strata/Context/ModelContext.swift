@@ -223,7 +223,7 @@ public final class ModelContext {
             if let entity = container.schema.entity(forType: type(of: model)) { insertRelated(of: model, entity: entity) }
         }
         if let pendingError { throw pendingError }
-        try applyDeleteRules()
+        let deletedRows = try applyDeleteRules()
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
 
         var upserted: [(model: any PersistentModel, row: Int64)] = []
@@ -232,6 +232,7 @@ public final class ModelContext {
             try store.database.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
                 for model in deleted.values { try save.delete(model) }
+                for (entity, row) in deletedRows { try save.deleteRow(entity, row: row) }
                 defer { upserted = save.remapped }
                 for model in inserted { try save.resolveUpsert(model) }
                 let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
@@ -257,7 +258,9 @@ public final class ModelContext {
         var reported: Set<PersistentIdentifier> = upsertedRows
         let insertedIDs = inserted.map(\.persistentModelID).filter { reported.insert($0).inserted }
         let updatedIDs = changed.values.map(\.persistentModelID) + Array(upsertedRows)
-        let deletedIDs = deleted.values.map(\.persistentModelID)
+        let deletedIDs =
+            deleted.values.map(\.persistentModelID)
+            + deletedRows.map { PersistentIdentifier(entityName: $0.entity.name, rowID: $0.row) }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values { model._strataState.isChanged = false }
         for model in deleted.values {
@@ -416,6 +419,9 @@ public final class ModelContext {
     }
 
     // MARK: - Identity
+
+    /// The model of `entity` registered for `row`, if any.
+    func registered(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? { registry[entity.ordinal][row] }
 
     /// The model registered in this context under `id`, if any.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {

@@ -83,8 +83,12 @@ struct SaveTransaction {
     // MARK: Steps
 
     mutating func delete(_ model: any PersistentModel) throws {
-        let entity = try entity(of: model)
-        let row = model._strataState.rowID
+        try deleteRow(entity(of: model), row: model._strataState.rowID)
+    }
+
+    /// Deletes a stored row with its key and relationship entries, from its
+    /// record alone (no model needed).
+    mutating func deleteRow(_ entity: Schema.Entity, row: Int64) throws {
         let old = try record(entity, row: row)
         if !entity.keyGroups.isEmpty, let old {
             let stored = try decode(old, entity, row: row)
