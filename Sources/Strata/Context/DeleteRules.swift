@@ -81,9 +81,11 @@ extension ModelContext {
             if let model = victim.model, doomedModels[ObjectIdentifier(model)] != nil { return true }
             return victim.row > 0 && doomed[RowKeyPair(entity: victim.entity.ordinal, row: victim.row)] != nil
         }
-        let victims = Array(doomed.values) + doomedModels.values.filter { $0._strataState.rowID <= 0 }.compactMap { model in
-            container.schema.entity(forType: type(of: model)).map { Victim(entity: $0, row: 0, model: model) }
-        }
+        let victims =
+            Array(doomed.values)
+            + doomedModels.values.filter { $0._strataState.rowID <= 0 }.compactMap { model in
+                container.schema.entity(forType: type(of: model)).map { Victim(entity: $0, row: 0, model: model) }
+            }
         // 2. Deny, then counts.
         for victim in victims {
             for relationship in victim.entity.relationships where relationship.deleteRule == .deny {
