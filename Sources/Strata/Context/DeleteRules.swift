@@ -107,6 +107,9 @@ extension ModelContext {
         for victim in victims {
             for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
                 guard let side = InverseGraph.inverse(of: victim.entity.type, field: relationship.field) else { continue }
+                // A stored row is held by a to-many on the other side only in
+                // storage, which its delete clears: nothing to load.
+                if victim.model == nil && !side.isToOne { continue }
                 for target in try targets(of: victim, relationship) where !isDoomed(target) {
                     // A target no model stands for holds this victim only in
                     // storage, which the delete itself clears — unless its
@@ -195,9 +198,8 @@ extension ModelContext {
     /// stored ones through the reverse index or join mirror, unsaved ones
     /// by looking at the pending models.
     private func clearReferencesWithoutInverse(to victim: Victim) throws {
-        for source in container.schema.entities {
-            for relationship in source.relationships where relationship.destinationType == victim.entity.type {
-                guard InverseGraph.inverse(of: source.type, field: relationship.field) == nil else { continue }
+        for (source, relationship) in victim.entity.incomingWithoutInverse {
+            do {
                 var holders: [any PersistentModel] = victim.model == nil ? [] : inserted + Array(changed.values)
                 if victim.row > 0, let storage = source.relationshipStorage[relationship.field] {
                     let tree: String?

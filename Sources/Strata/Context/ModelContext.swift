@@ -393,9 +393,13 @@ public final class ModelContext {
         let rows = try? store.database.read { tx -> [Int64] in
             guard let handle = try tx.treeIfPresent(tree) else { return [] }
             var rows: [Int64] = []
-            try tx.forEach(handle, from: range.lower, to: range.upper) { key, _ in
-                if let (first, second) = PairKey.decode(key), first == row { rows.append(second) }
-                return true
+            let cursor = try tx.cursor(handle)
+            var more = try cursor.seek(range.lower)
+            while more {
+                let pair = try cursor.withEntry { key, _ in PairKey.decode(key) }
+                guard let (first, second) = pair, first == row else { break }
+                rows.append(second)
+                more = try cursor.next()
             }
             return rows
         }

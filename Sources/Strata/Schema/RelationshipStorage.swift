@@ -89,9 +89,18 @@ enum PairKey {
 
     /// The two rows of a key, or nil when the bytes are not a pair key.
     static func decode(_ key: [UInt8]) -> (Int64, Int64)? {
-        guard let elements = try? KeyEncoding.decode(key), elements.count == 2,
-            case .int(let first) = elements[0], case .int(let second) = elements[1]
-        else { return nil }
-        return (first, second)
+        key.withUnsafeBytes { decode($0) }
+    }
+
+    /// The two rows of a key read in place, or nil when the bytes are not
+    /// a pair key (18 bytes: two integer elements).
+    static func decode(_ key: UnsafeRawBufferPointer) -> (Int64, Int64)? {
+        guard key.count == 18, key[0] == 0x20, key[9] == 0x20 else { return nil }
+        func int(at offset: Int) -> Int64 {
+            var value: UInt64 = 0
+            for index in offset..<offset + 8 { value = value << 8 | UInt64(key[index]) }
+            return Int64(bitPattern: value ^ (1 << 63))
+        }
+        return (int(at: 1), int(at: 10))
     }
 }

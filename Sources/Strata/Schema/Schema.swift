@@ -71,6 +71,14 @@ public final class Schema: @unchecked Sendable {
         self.version = version
         self.entities = byType.values.sorted { $0.name < $1.name }
         for (ordinal, entity) in entities.enumerated() { entity.ordinal = ordinal }
+        // Relationships without an inverse, by the entity they point at.
+        for source in entities {
+            for relationship in source.relationships
+            where InverseGraph.inverse(of: source.type, field: relationship.field) == nil {
+                guard let type = relationship.destinationType, let target = byType[ObjectIdentifier(type)] else { continue }
+                target.incomingWithoutInverse.append((source, relationship))
+            }
+        }
         self.entitiesByType = byType
         self.entitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -95,8 +103,8 @@ extension Schema {
         /// Every persisted property, attributes and relationships, in
         /// declaration order (a property's position is its field number).
         public let properties: [Property]
-        public var attributes: [Attribute] { properties.compactMap { $0 as? Attribute } }
-        public var relationships: [Relationship] { properties.compactMap { $0 as? Relationship } }
+        public let attributes: [Attribute]
+        public let relationships: [Relationship]
         /// Groups of property names that are unique together
         /// (`#Unique` and `@Attribute(.unique)`).
         public let uniquenessConstraints: [[String]]
@@ -124,6 +132,8 @@ extension Schema {
                 properties.append(property)
             }
             self.properties = properties
+            self.attributes = properties.compactMap { $0 as? Attribute }
+            self.relationships = properties.compactMap { $0 as? Relationship }
             let resolve: ([[AnyKeyPath]]) -> [[String]] = { groups in
                 groups.map { group in group.map { names[$0] ?? "\($0)" } }
             }
@@ -136,6 +146,10 @@ extension Schema {
             self.relationshipStorage = [:]
             self.relationshipStorage = RelationshipStorage.plan(for: self)
         }
+
+        /// Relationships of any entity that point at this one and have no
+        /// inverse (delete rules clear them through storage).
+        var incomingWithoutInverse: [(source: Entity, relationship: Relationship)] = []
 
         /// Where each relationship lives, by field.
         private(set) var relationshipStorage: [Int: RelationshipStorage]
