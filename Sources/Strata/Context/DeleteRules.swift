@@ -199,31 +199,29 @@ extension ModelContext {
     /// by looking at the pending models.
     private func clearReferencesWithoutInverse(to victim: Victim) throws {
         for (source, relationship) in victim.entity.incomingWithoutInverse {
-            do {
-                var holders: [any PersistentModel] = victim.model == nil ? [] : inserted + Array(changed.values)
-                if victim.row > 0, let storage = source.relationshipStorage[relationship.field] {
-                    let tree: String?
-                    switch storage {
-                    case .toOne(let index): tree = index
-                    case .join(_, let mirror): tree = mirror
-                    case .viaInverse, .mirror: tree = nil
-                    }
-                    if let tree {
-                        for row in derivedRows(tree: tree, row: victim.row) {
-                            if let holder = try loadExistential(source.type, row: row) { holders.append(holder) }
-                        }
+            var holders: [any PersistentModel] = victim.model == nil ? [] : inserted + Array(changed.values)
+            if victim.row > 0, let storage = source.relationshipStorage[relationship.field] {
+                let tree: String?
+                switch storage {
+                case .toOne(let index): tree = index
+                case .join(_, let mirror): tree = mirror
+                case .viaInverse, .mirror: tree = nil
+                }
+                if let tree {
+                    for row in derivedRows(tree: tree, row: victim.row) {
+                        if let holder = try loadExistential(source.type, row: row) { holders.append(holder) }
                     }
                 }
-                for holder in holders where !holder.isDeleted && type(of: holder) == source.type {
-                    let current = Self.targets(of: holder, relationship)
-                    let keep = current.filter { target in
-                        if let model = victim.model { return target !== model }
-                        return target._strataState.rowID != victim.row
-                    }
-                    guard keep.count != current.count else { continue }
-                    holder._strataSetRelationship(
-                        field: relationship.field, to: relationship.isToOneRelationship ? nil : keep)
+            }
+            for holder in holders where !holder.isDeleted && type(of: holder) == source.type {
+                let current = Self.targets(of: holder, relationship)
+                let keep = current.filter { target in
+                    if let model = victim.model { return target !== model }
+                    return target._strataState.rowID != victim.row
                 }
+                guard keep.count != current.count else { continue }
+                holder._strataSetRelationship(
+                    field: relationship.field, to: relationship.isToOneRelationship ? nil : keep)
             }
         }
     }
