@@ -308,3 +308,21 @@ extension DeleteRuleTests {
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 }
+
+extension DeleteRuleTests {
+    /// Found by GraphRandomTests: an item inserted and deleted before any
+    /// save stayed in its trip's list, and the save inserted it again.
+    func testDeletingAnUnsavedModelTakesItOutOfTheGraph() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let trip = Trip(name: "Oslo", destination: "NO")
+        let item = BucketListItem(title: "Fjord", details: "", hasReservation: false, isInPlan: true)
+        trip.bucketList = [item]
+        context.insert(trip)
+        context.delete(item)
+        XCTAssertEqual(trip.bucketList.count, 0)
+        try context.save()
+        XCTAssertEqual(try count(BucketListItem.self, in: container), 0)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+}

@@ -138,7 +138,7 @@ extension ModelContext {
         return doomed.values.filter { $0.model == nil }.map { ($0.entity, $0.row) }
     }
 
-    private func deleteExistential(_ model: any PersistentModel) { delete(model) }
+    func deleteExistential(_ model: any PersistentModel) { delete(model) }
 
     /// The loaded models relationship `relationship` of `model` refers to.
     static func targets(of model: any PersistentModel, _ relationship: Schema.Relationship) -> [any PersistentModel] {
@@ -197,7 +197,7 @@ extension ModelContext {
     /// models that have no inverse (so in-memory sync could not see them):
     /// stored ones through the reverse index or join mirror, unsaved ones
     /// by looking at the pending models.
-    private func clearReferencesWithoutInverse(to victim: Victim) throws {
+    func clearReferencesWithoutInverse(to victim: Victim) throws {
         for (source, relationship) in victim.entity.incomingWithoutInverse {
             var holders: [any PersistentModel] = victim.model == nil ? [] : inserted + Array(changed.values)
             if victim.row > 0, let storage = source.relationshipStorage[relationship.field] {

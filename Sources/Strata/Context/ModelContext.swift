@@ -128,6 +128,7 @@ public final class ModelContext {
             unregister(model, state: state)
             state.status = .detached
             state.link = nil
+            discardFromGraph(model)
         case .saved:
             changed[ObjectIdentifier(model)] = nil
             deleted[ObjectIdentifier(model)] = model
@@ -136,6 +137,26 @@ public final class ModelContext {
             return
         }
         noteMutation()
+    }
+
+    /// A model inserted and deleted before any save leaves the graph at
+    /// once, so that no save brings it back through a relationship: its
+    /// `.cascade` relationships delete what they refer to, the others (but
+    /// `.noAction`) take it out of their inverse, and pending models that
+    /// refer to it without an inverse let go. (`.deny` cannot refuse here:
+    /// nothing was stored.)
+    private func discardFromGraph(_ model: some PersistentModel) {
+        guard let entity = container.schema.entity(forType: type(of: model)) else { return }
+        for relationship in entity.relationships where relationship.deleteRule != .noAction {
+            for target in Self.targets(of: model, relationship) {
+                if relationship.deleteRule == .cascade {
+                    deleteExistential(target)
+                } else if let side = InverseGraph.inverse(of: entity.type, field: relationship.field) {
+                    InverseSync.remove(model, from: target, side: side)
+                }
+            }
+        }
+        try? clearReferencesWithoutInverse(to: Victim(entity: entity, row: 0, model: model))
     }
 
     /// Deletes every model of `model` matching `predicate` (all of them when
