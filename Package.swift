@@ -25,7 +25,7 @@ let package = Package(
                 .product(name: "SwiftDiagnostics", package: "swift-syntax"),
             ]
         ),
-        .target(name: "Strata", dependencies: ["StrataEngine", "StrataMacros"]),
+        .target(name: "Strata", dependencies: ["StrataEngine", "StrataMacros", "CZlib"]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine", "CZlib"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),

@@ -10,6 +10,7 @@ enum ModelDiagnostic: String, DiagnosticMessage {
     case multipleBindings
     case missingType
     case transientWithoutDefault
+    case ephemeralWithoutDefault
     case constraintArgument
 
     var message: String {
@@ -26,6 +27,8 @@ enum ModelDiagnostic: String, DiagnosticMessage {
             return "a persisted property needs an explicit type annotation (for example 'var count: Int = 0')"
         case .transientWithoutDefault:
             return "a @Transient property needs a default value"
+        case .ephemeralWithoutDefault:
+            return "an @Attribute(.ephemeral) property needs a default value: it is not stored, so a loaded model starts with it"
         case .constraintArgument:
             return "each argument of #Unique and #Index must be an array literal of key paths, like [\\.name, \\.date]"
         }

@@ -49,12 +49,17 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 "Strata.Schema.PropertyMetadata(name: \"\(property.name)\", keypath: \\\(typeName).\(property.name), "
                     + "defaultValue: \(defaultValue), metadata: \(options))"
             )
-            reads.append("self._\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
-            loads.append("let __\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
-            assignments.append(
-                "_strataState.withMutation(of: self, keyPath: \\.\(property.name)) { self._\(property.name) = __\(property.name) }"
-            )
-            writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
+            // An ephemeral attribute is tracked and observed but never
+            // stored: a loaded model starts with its default value.
+            if !property.isEphemeral {
+                reads.append("self._\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
+                loads.append(
+                    "let __\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
+                assignments.append(
+                    "_strataState.withMutation(of: self, keyPath: \\.\(property.name)) { self._\(property.name) = __\(property.name) }"
+                )
+                writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
+            }
             keyCases.append("case \(field): return Strata._keyElement(self._\(property.name))")
             if let optional = type.as(OptionalTypeSyntax.self) {
                 relationshipCases.append(
@@ -174,6 +179,10 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 report(variable, .multipleBindings)
             } else if let property = StoredProperty(persisted: variable), property.type == nil {
                 report(variable, .missingType)
+            } else if let property = StoredProperty(persisted: variable), property.isEphemeral,
+                property.initializer == nil
+            {
+                report(variable, .ephemeralWithoutDefault)
             }
         }
         if !diagnostics.isEmpty { throw DiagnosticsError(diagnostics: diagnostics) }

@@ -40,6 +40,17 @@ struct StoredProperty {
         relationship = variable.attribute(named: "Relationship")
     }
 
+    /// `@Attribute(.ephemeral)`: tracked, not stored.
+    var isEphemeral: Bool { option(named: "ephemeral") }
+
+    private func option(named name: String) -> Bool {
+        guard case .argumentList(let arguments)? = attribute?.arguments else { return false }
+        return arguments.contains { argument in
+            argument.label == nil
+                && argument.expression.as(MemberAccessExprSyntax.self)?.declName.baseName.text == name
+        }
+    }
+
     /// The type of a literal initializer (`= 0`, `= ""`, `= 1.5`, `= true`).
     static func literalType(_ expression: ExprSyntax) -> TypeSyntax? {
         if expression.is(IntegerLiteralExprSyntax.self) { return "Int" }

@@ -176,7 +176,8 @@ final class ModelMacroTests: XCTestCase {
                 let id: Int
                 var inferred = makeDefault()
                 @Transient var cache: String
-                init() { id = 0; cache = "" }
+                @Attribute(.ephemeral) var selected: Bool
+                init() { id = 0; cache = ""; selected = false }
             }
             """,
             expandedSource: """
@@ -185,7 +186,8 @@ final class ModelMacroTests: XCTestCase {
                     @_PersistedProperty(0)
                     var inferred = makeDefault()
                     var cache: String
-                    init() { id = 0; cache = "" }
+                    @_PersistedProperty(1) var selected: Bool
+                    init() { id = 0; cache = ""; selected = false }
                 }
                 """,
             diagnostics: [
@@ -197,8 +199,12 @@ final class ModelMacroTests: XCTestCase {
                     message: "a persisted property needs an explicit type annotation (for example 'var count: Int = 0')",
                     line: 3, column: 5),
                 DiagnosticSpec(message: "a @Transient property needs a default value", line: 4, column: 5),
+                DiagnosticSpec(
+                    message:
+                        "an @Attribute(.ephemeral) property needs a default value: it is not stored, so a loaded model starts with it",
+                    line: 5, column: 5),
             ],
-            macros: ["Model": ModelMacro.self, "Transient": MarkerMacro.self]
+            macros: ["Model": ModelMacro.self, "Transient": MarkerMacro.self, "Attribute": MarkerMacro.self]
         )
     }
 

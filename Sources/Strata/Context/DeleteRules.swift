@@ -183,7 +183,7 @@ extension ModelContext {
             try tx.treeIfPresent(Store.treeName(victim.entity)).flatMap { try tx.get(RowKey.encode(victim.row), in: $0) }
         }
         guard let bytes else { return [] }
-        return try _RecordReader.withReader(bytes, entityName: victim.entity.name, row: victim.row) { reader in
+        return try _RecordReader.withReader(bytes, entity: victim.entity, row: victim.row) { reader in
             guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return [] }
             let target = try reader.payloadVarint(slot, field: field)
             guard target > 0, target <= UInt64(Int64.max) else {

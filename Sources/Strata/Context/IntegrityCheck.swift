@@ -82,7 +82,7 @@ extension ModelContainer {
             }
             let model: any PersistentModel
             do {
-                model = try _RecordReader.withReader(value, entityName: entity.name, row: row) {
+                model = try _RecordReader.withReader(value, entity: entity, row: row) {
                     try entity.type.init(_strataReader: &$0)
                 }
             } catch {

@@ -193,7 +193,7 @@ public final class ModelContext {
             })
         else { return }
         state.clearFaults()
-        try? _RecordReader.withReader(bytes, entityName: entity.name, row: state.rowID) { try model._strataLoad(from: &$0) }
+        try? _RecordReader.withReader(bytes, entity: entity, row: state.rowID) { try model._strataLoad(from: &$0) }
         Self.pointToManyAtTrees(state, entity: entity, row: state.rowID)
     }
 
@@ -388,7 +388,7 @@ public final class ModelContext {
     private func materialize<T: PersistentModel>(
         _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer
     ) throws -> T {
-        var reader = try _RecordReader(borrowing: bytes, entityName: entity.name, row: row)
+        var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
         let model = try T(_strataReader: &reader)
         let state = model._strataState
         Self.pointToManyAtTrees(state, entity: entity, row: row)
@@ -405,6 +405,15 @@ public final class ModelContext {
         for (field, storage) in entity.relationshipStorage {
             if let tree = storage.readTree { state.setDerivedFault(field: field, tree: tree, row: row) }
         }
+    }
+
+    /// The `.externalStorage` data of `row` in `tree`; nil when there is
+    /// none or it is damaged (the integrity check reports that).
+    func externalData(tree: String, row: Int64) -> Data? {
+        let bytes = try? store.database.read { tx in
+            try tx.treeIfPresent(tree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+        }
+        return bytes.flatMap { $0 }.flatMap(ExternalBlob.decode)
     }
 
     /// The target rows stored for `row` in a reverse index or join tree.

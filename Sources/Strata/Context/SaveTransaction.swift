@@ -52,14 +52,14 @@ struct SaveTransaction {
 
     /// `bytes` decoded into a new, unregistered instance.
     func decode(_ bytes: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> any PersistentModel {
-        try _RecordReader.withReader(bytes, entityName: entity.name, row: row) {
+        try _RecordReader.withReader(bytes, entity: entity, row: row) {
             try entity.type.init(_strataReader: &$0)
         }
     }
 
     /// The to-one row id in field `field` of a record, if any.
     func toOneRow(_ bytes: [UInt8], field: Int, _ entity: Schema.Entity, row: Int64) throws -> Int64? {
-        try _RecordReader.withReader(bytes, entityName: entity.name, row: row) { reader in
+        try _RecordReader.withReader(bytes, entity: entity, row: row) { reader in
             guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return nil }
             let target = try reader.payloadVarint(slot, field: field)
             guard target > 0, target <= UInt64(Int64.max) else {
@@ -114,6 +114,7 @@ struct SaveTransaction {
                 break  // the entries belong to the other side's records
             }
         }
+        for name in entity.externalTrees.values { try tx.delete(RowKey.encode(row), in: tree(name)) }
         try tx.delete(RowKey.encode(row), in: tree(Store.treeName(entity)))
     }
 
@@ -171,8 +172,16 @@ struct SaveTransaction {
             }
         }
         var writer = _RecordWriter()
+        writer.externalTrees = entity.externalTrees
         model._strataWrite(to: &writer)
         let bytes = writer.bytes
+        for (name, value) in writer.externals {
+            if let value {
+                try tx.put(RowKey.encode(row), ExternalBlob.encode(value), in: tree(name))
+            } else {
+                try tx.delete(RowKey.encode(row), in: tree(name))
+            }
+        }
         for (field, storage) in entity.relationshipStorage {
             switch storage {
             case .toOne(let index):

@@ -96,6 +96,7 @@ final class Store: @unchecked Sendable {
                 for entity in missing {
                     try tx.put(Array(entity.name.utf8), StoredEntity(entity).encoded, in: tree)
                     for name in [treeName(entity)] + entity.keyGroups.map(\.treeName) + entity.relationshipTrees
+                        + entity.externalTrees.values.sorted()
                     where try tx.treeIfPresent(name) == nil {
                         try tx.createTree(name)
                     }
@@ -170,6 +171,7 @@ struct StoredEntity: Equatable {
             + entity.relationships.compactMap { relationship in
                 entity.relationshipStorage[relationship.field].map { "storage \(relationship.name) \($0)" }
             }
+            + entity.externalTrees.sorted { $0.key < $1.key }.map { "storage \(entity.properties[$0.key].name) in \($0.value)" }
         properties = entity.properties.map { property in
             let kind: String
             if let relationship = property as? Schema.Relationship {

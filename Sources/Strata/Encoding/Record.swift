@@ -1,3 +1,5 @@
+import Foundation
+
 /// The binary record format of a model row.
 ///
 /// A record is a format byte (1) followed by fields in ascending field
@@ -19,6 +21,11 @@
 /// ``_BinaryEncoder``'s self-describing format, never JSON.
 public struct _RecordWriter {
     public internal(set) var bytes: [UInt8]
+    /// Fields kept outside the record (`.externalStorage`), with their tree.
+    var externalTrees: [Int: String] = [:]
+    /// The external values to store (nil: remove), by tree. A field whose
+    /// value was never loaded is unchanged and absent here.
+    var externals: [(tree: String, value: Data?)] = []
 
     init() {
         bytes = [RecordFormat.version]
@@ -74,6 +81,24 @@ public struct _RecordWriter {
         if let value { encode(value, field: field, state: state) } else { null(field) }
     }
 
+    /// Data, which may be kept outside the record.
+    public mutating func encode(_ value: Data, field: Int, state: _ModelState) {
+        encode(Optional(value), field: field, state: state)
+    }
+
+    public mutating func encode(_ value: Data?, field: Int, state: _ModelState) {
+        if let tree = externalTrees[field] {
+            if !state.hasExternalFault(field: field) { externals.append((tree, value)) }
+            return
+        }
+        if let value {
+            tag(field, Data._wire)
+            value._appendPayload(to: &self)
+        } else {
+            null(field)
+        }
+    }
+
     /// A to-one relationship: the target's row id.
     public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
         if let rows = state.faultRows(field: field) {
@@ -110,7 +135,7 @@ public struct _RecordWriter {
 ///
 /// The reader borrows the record's bytes — usually straight from a page of
 /// the engine, without a copy — so it lives only inside the scope that
-/// made it (``withReader(_:entityName:row:_:)``).
+/// made it (``withReader(_:entity:row:_:)``).
 ///
 /// The bytes are untrusted: every length and varint is checked, and a
 /// damaged record throws ``SwiftDataError/corruptRecord`` naming the entity,
@@ -120,11 +145,14 @@ public struct _RecordReader {
     @usableFromInline var position = 1
     let entityName: String
     let row: Int64
+    /// Fields kept outside the record (`.externalStorage`), with their tree.
+    let externalTrees: [Int: String]
 
-    init(borrowing bytes: UnsafeRawBufferPointer, entityName: String, row: Int64) throws {
+    init(borrowing bytes: UnsafeRawBufferPointer, entity: Schema.Entity, row: Int64) throws {
         self.bytes = bytes
-        self.entityName = entityName
+        self.entityName = entity.name
         self.row = row
+        self.externalTrees = entity.externalTrees
         guard bytes.first == RecordFormat.version else {
             throw corrupt(field: nil, bytes.isEmpty ? "empty record" : "unknown record format \(bytes[0])")
         }
@@ -132,10 +160,10 @@ public struct _RecordReader {
 
     /// Runs `body` with a reader over `bytes`.
     static func withReader<R>(
-        _ bytes: [UInt8], entityName: String, row: Int64, _ body: (inout _RecordReader) throws -> R
+        _ bytes: [UInt8], entity: Schema.Entity, row: Int64, _ body: (inout _RecordReader) throws -> R
     ) throws -> R {
         try bytes.withUnsafeBytes { raw in
-            var reader = try _RecordReader(borrowing: raw, entityName: entityName, row: row)
+            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
             return try body(&reader)
         }
     }
@@ -299,6 +327,26 @@ public struct _RecordReader {
         } catch {
             throw corrupt(field: field, "\(T.self) did not decode: \(error)")
         }
+    }
+
+    /// Data, which may be kept outside the record: then it is a fault,
+    /// loaded on first access.
+    public mutating func decode(_ type: Data.Type, field: Int, state: _ModelState) throws -> Data {
+        if let tree = externalTrees[field] {
+            state.setExternalFault(field: field, tree: tree, row: row)
+            return Data()
+        }
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        return try Data._decode(slot, from: &self, field: field)
+    }
+
+    public mutating func decode(_ type: Data?.Type, field: Int, state: _ModelState) throws -> Data? {
+        if let tree = externalTrees[field] {
+            state.setExternalFault(field: field, tree: tree, row: row)
+            return nil
+        }
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        return try Data._decode(slot, from: &self, field: field)
     }
 
     /// A to-one relationship: remembered as a fault, loaded on first access.

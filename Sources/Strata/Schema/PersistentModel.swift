@@ -1,3 +1,4 @@
+import Foundation
 import Observation
 import Synchronization
 
@@ -144,6 +145,8 @@ public final class _ModelState {
     enum Fault {
         case rows([Int64])
         case derived(tree: String, row: Int64)
+        /// `.externalStorage` data, in `tree` under the row id.
+        case external(tree: String, row: Int64)
     }
 
     /// Relationships not loaded yet, by field number.
@@ -197,6 +200,31 @@ public final class _ModelState {
         hasFaults = true
     }
 
+    func setExternalFault(field: Int, tree: String, row: Int64) {
+        faults[field] = .external(tree: tree, row: row)
+        hasFaults = true
+    }
+
+    func hasExternalFault(field: Int) -> Bool {
+        if case .external? = faults[field] { return true }
+        return false
+    }
+
+    /// Loads `.externalStorage` data.
+    public func resolve(_ value: inout Data, field: Int) {
+        var optional: Data? = value
+        resolve(&optional, field: field)
+        value = optional ?? Data()
+    }
+
+    /// Loads `.externalStorage` data.
+    public func resolve(_ value: inout Data?, field: Int) {
+        guard case .external(let tree, let row)? = takeFault(field: field), let context = link?.loadingContext else {
+            return
+        }
+        value = context.externalData(tree: tree, row: row)
+    }
+
     /// The row ids a to-one fault holds.
     func faultRows(field: Int) -> [Int64]? {
         if case .rows(let rows)? = faults[field] { return rows }
@@ -243,6 +271,8 @@ public final class _ModelState {
             value = rows.compactMap { context.relatedModel(T.self, row: $0) }
         case .derived(let tree, let row):
             value = context.derivedRows(tree: tree, row: row).compactMap { context.relatedModel(T.self, row: $0) }
+        case .external:
+            break  // only Data attributes are stored outside their record
         }
     }
 }

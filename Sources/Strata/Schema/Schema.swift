@@ -1,3 +1,5 @@
+import Foundation
+
 /// The entities of a store: one per model type, with their attributes,
 /// relationships, unique constraints and indexes.
 ///
@@ -141,8 +143,19 @@ extension Schema {
                 properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil }
                 + resolve(type._strataUniqueness)
             self.indices = resolve(type._strataIndexes)
-            (self.keyGroups, self.problems) = KeyGroup.groups(
+            var problems: [String]
+            (self.keyGroups, problems) = KeyGroup.groups(
                 entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
+            var external: [Int: String] = [:]
+            for attribute in attributes where attribute.options.contains(.externalStorage) {
+                if attribute.valueType == Data.self || attribute.valueType == Data?.self {
+                    external[attribute.field] = "x.\(name).\(attribute.name)"
+                } else {
+                    problems.append("\(name).\(attribute.name): .externalStorage applies to Data attributes only")
+                }
+            }
+            self.externalTrees = external
+            self.problems = problems
             self.relationshipStorage = [:]
             self.relationshipStorage = RelationshipStorage.plan(for: self)
         }
@@ -150,6 +163,9 @@ extension Schema {
         /// Relationships of any entity that point at this one and have no
         /// inverse (delete rules clear them through storage).
         var incomingWithoutInverse: [(source: Entity, relationship: Relationship)] = []
+
+        /// The trees of `.externalStorage` attributes, by field.
+        let externalTrees: [Int: String]
 
         /// Where each relationship lives, by field.
         private(set) var relationshipStorage: [Int: RelationshipStorage]

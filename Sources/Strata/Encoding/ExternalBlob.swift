@@ -1,0 +1,76 @@
+import CZlib
+import Foundation
+
+/// How `.externalStorage` data is stored in its tree (`x.<Entity>.<name>`,
+/// keyed by row id): a format byte, the data's length as a varint, then
+/// the bytes — zlib-compressed (format 1) when that makes them smaller by
+/// at least an eighth, as they are (format 0) otherwise. Data under 64
+/// bytes is not worth a compression attempt.
+enum ExternalBlob {
+    static func encode(_ data: Data) -> [UInt8] {
+        let raw = [UInt8](data)
+        var out: [UInt8] = []
+        if raw.count >= 64, let packed = compress(raw), packed.count < raw.count - raw.count / 8 {
+            out.append(1)
+            _BinaryEncoder.varint(UInt64(raw.count), to: &out)
+            out.append(contentsOf: packed)
+        } else {
+            out.append(0)
+            _BinaryEncoder.varint(UInt64(raw.count), to: &out)
+            out.append(contentsOf: raw)
+        }
+        return out
+    }
+
+    /// The data, or nil when the bytes are damaged (wrong format, length or
+    /// compressed stream). The length is checked before anything is
+    /// allocated, against a 1 GiB ceiling.
+    static func decode(_ bytes: [UInt8]) -> Data? {
+        guard let format = bytes.first else { return nil }
+        var index = 1
+        var length: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard index < bytes.count, shift < 64 else { return nil }
+            let byte = bytes[index]
+            index += 1
+            length |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { break }
+            shift += 7
+        }
+        guard length <= 1 << 30 else { return nil }
+        let payload = bytes[index...]
+        switch format {
+        case 0:
+            return payload.count == Int(length) ? Data(payload) : nil
+        case 1:
+            return uncompress(Array(payload), length: Int(length)).map { Data($0) }
+        default:
+            return nil
+        }
+    }
+
+    private static func compress(_ raw: [UInt8]) -> [UInt8]? {
+        var size = compressBound(uLong(raw.count))
+        var out = [UInt8](repeating: 0, count: Int(size))
+        let status = out.withUnsafeMutableBufferPointer { target in
+            raw.withUnsafeBufferPointer { source in
+                compress2(target.baseAddress, &size, source.baseAddress, uLong(raw.count), 6)
+            }
+        }
+        guard status == Z_OK else { return nil }
+        return Array(out.prefix(Int(size)))
+    }
+
+    private static func uncompress(_ packed: [UInt8], length: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: length)
+        var size = uLong(length)
+        let status = out.withUnsafeMutableBufferPointer { target in
+            packed.withUnsafeBufferPointer { source in
+                CZlib.uncompress(target.baseAddress, &size, source.baseAddress, uLong(packed.count))
+            }
+        }
+        guard status == Z_OK, Int(size) == length else { return nil }
+        return out
+    }
+}
