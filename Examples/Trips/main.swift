@@ -19,7 +19,10 @@ do {
     let before = try context.fetchCount(FetchDescriptor<Trip>())
 
     let day: TimeInterval = 86_400
-    let now = Date.now
+    // Trips start and end on day boundaries, so running the example again
+    // the same day upserts them (Trip is unique by name and dates) instead
+    // of adding copies.
+    let now = Calendar(identifier: .gregorian).startOfDay(for: .now)
     let samples: [(String, String, Double, Double)] = [
         ("Hiking in the Alps", "Zermatt", 10, 17),
         ("Food tour", "Lisbon", 30, 34),
