@@ -252,8 +252,16 @@ public final class ModelContext {
         do {
             try store.database.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
-                for model in deleted.values { try save.delete(model) }
-                for (entity, row) in deletedRows { try save.deleteRow(entity, row: row) }
+                // In key order, so that each tree's pages are visited once,
+                // in sequence.
+                var rows = deletedRows
+                for model in deleted.values {
+                    if let entity = container.schema.entity(forType: type(of: model)) {
+                        rows.append((entity, model._strataState.rowID))
+                    }
+                }
+                rows.sort { ($0.entity.ordinal, $0.row) < ($1.entity.ordinal, $1.row) }
+                for (entity, row) in rows { try save.deleteRow(entity, row: row) }
                 defer { upserted = save.remapped }
                 for model in inserted { try save.resolveUpsert(model) }
                 let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })

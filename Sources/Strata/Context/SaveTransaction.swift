@@ -2,7 +2,8 @@
 /// entries and index entries, written together or not at all.
 ///
 /// Order of work:
-/// 1. deletes: each deleted row's record and its key entries go;
+/// 1. deletes, in key order: each deleted row's record, key entries,
+///    relationship entries and external data go;
 /// 2. upserts: each inserted model whose values of a unique constraint
 ///    match a stored row — or a model inserted earlier in the same save —
 ///    takes that row (SwiftData's upsert); its own new row id is dropped;
@@ -81,10 +82,6 @@ struct SaveTransaction {
     }
 
     // MARK: Steps
-
-    mutating func delete(_ model: any PersistentModel) throws {
-        try deleteRow(entity(of: model), row: model._strataState.rowID)
-    }
 
     /// Deletes a stored row with its key and relationship entries, from its
     /// record alone (no model needed).
