@@ -172,6 +172,20 @@ public final class WriteTransaction: ReadTransaction {
         return true
     }
 
+    /// Deletes every key of `keys` that `tree` holds and returns how many
+    /// it held. Sorted keys (ascending, as `memcmp` orders them) are the
+    /// fast case: neighbours in one leaf are removed together, with one
+    /// descent and one rebalance. Any order is correct.
+    @discardableResult public func delete(sortedKeys keys: [[UInt8]], in tree: Tree) throws -> Int {
+        try checkOpen()
+        try ensureCounted(tree)
+        let removed = try deleteSortedRaw(keys, root: tree.root)
+        guard removed > 0 else { return 0 }
+        counts[tree.root, default: 0] -= removed
+        changedTrees[tree.root] = tree.name
+        return removed
+    }
+
     private func ensureCounted(_ tree: Tree) throws {
         if counts[tree.root] == nil { _ = try super.count(tree) }
     }

@@ -104,6 +104,72 @@ extension WriteTransaction {
         }
     }
 
+    /// Removes every key of `keys` (ascending, without duplicates) that the
+    /// tree at `root` holds, and returns how many it held. The keys that fall
+    /// in one leaf cost one descent and one rebalance between them, so
+    /// deleting a run of neighbouring keys costs about one delete per leaf.
+    /// Keys out of order are still removed, each with its own descent.
+    func deleteSortedRaw(_ keys: [[UInt8]], root: UInt32) throws -> Int {
+        var removed = 0
+        var i = 0
+        while i < keys.count {
+            guard keys[i].count <= Database.maxKeyLength else {
+                i += 1
+                continue
+            }
+            var path: [(UInt32, Int)] = []
+            var number = root
+            var node = try keys[i].withUnsafeBytes { k -> Node in
+                let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
+                while true {
+                    let node = try treeNode(number)
+                    if node.isLeaf { return node }
+                    let ci = node.childIndex(keyPtr, k.count)
+                    path.append((number, ci))
+                    guard path.count <= Cursor.maxDepth else {
+                        throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+                    }
+                    number = node.child(ci)
+                }
+            }
+            var writableLeaf = false
+            var next = i
+            // Every key from the one this leaf was found for up to the
+            // leaf's last key lies in this leaf; one past it belongs further
+            // right (or is absent), one before it is looked up afresh.
+            while next < keys.count, node.count > 0 {
+                let key = keys[next]
+                if next > i && key.lexicographicallyPrecedes(keys[i]) { break }
+                let inLeaf = key.withUnsafeBytes { k -> (index: Int, found: Bool)? in
+                    let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
+                    let (lastPtr, lastCount) = node.key(node.count - 1)
+                    guard key.count <= Database.maxKeyLength, compareBytes(keyPtr, k.count, lastPtr, lastCount) <= 0
+                    else { return nil }
+                    let (index, found) = node.lowerBound(keyPtr, k.count)
+                    return (index, found)
+                }
+                guard let inLeaf else { break }
+                if inLeaf.found {
+                    if !writableLeaf {
+                        node = Node(page: try writable(number))
+                        writableLeaf = true
+                    }
+                    if case .overflow(let first, _) = node.leafValue(inLeaf.index) { try freeOverflow(first) }
+                    node.removeCell(at: inLeaf.index)
+                    removed += 1
+                }
+                next += 1
+            }
+            // The first key lies past this leaf's keys: it is absent.
+            i = max(next, i + 1)
+            if writableLeaf {
+                modifications += 1
+                try rebalance(path: &path, number: number)
+            }
+        }
+        return removed
+    }
+
     // MARK: Split
 
     /// Inserts `cell` at `index` of node `number`, which is full: splits the
