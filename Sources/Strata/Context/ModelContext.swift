@@ -252,8 +252,8 @@ public final class ModelContext {
         do {
             try store.database.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
-                // In key order, so that each tree's pages are visited once,
-                // in sequence.
+                // In key order; the deletes are queued and carried out tree
+                // by tree, in key order too.
                 var rows = deletedRows
                 for model in deleted.values {
                     if let entity = container.schema.entity(forType: type(of: model)) {
@@ -262,6 +262,7 @@ public final class ModelContext {
                 }
                 rows.sort { ($0.entity.ordinal, $0.row) < ($1.entity.ordinal, $1.row) }
                 for (entity, row) in rows { try save.deleteRow(entity, row: row) }
+                try save.flushDeletes()
                 defer { upserted = save.remapped }
                 for model in inserted { try save.resolveUpsert(model) }
                 let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One `save()` inside the engine's write transaction: records, unique
 /// entries and index entries, written together or not at all.
 ///
@@ -26,6 +28,8 @@ struct SaveTransaction {
     private(set) var remapped: [(model: any PersistentModel, row: Int64)] = []
     /// Rows that existed before the save and took an inserted model.
     private(set) var upsertedRows: Set<PersistentIdentifier> = []
+    /// Step 1's deletes, by tree, carried out together by ``flushDeletes()``.
+    private var pendingDeletes: [String: [[UInt8]]] = [:]
 
     init(tx: WriteTransaction, schema: Schema) {
         self.tx = tx
@@ -89,30 +93,62 @@ struct SaveTransaction {
         let old = try record(entity, row: row)
         if !entity.keyGroups.isEmpty, let old {
             let stored = try decode(old, entity, row: row)
-            for group in entity.keyGroups { try removeKey(group, group.values(of: stored), row: row) }
+            for group in entity.keyGroups { try removeKey(group, group.values(of: stored), row: row, deferred: true) }
         }
         for (field, storage) in entity.relationshipStorage {
             switch storage {
             case .toOne(let index):
                 if let old, let target = try toOneRow(old, field: field, entity, row: row) {
-                    try tx.delete(PairKey.encode(target, row), in: tree(index))
+                    deferDelete(PairKey.encode(target, row), in: index)
                 }
             case .join(let join, let mirror):
                 for target in try pairs(join, of: row) {
-                    try tx.delete(PairKey.encode(row, target), in: tree(join))
-                    try tx.delete(PairKey.encode(target, row), in: tree(mirror))
+                    deferDelete(PairKey.encode(row, target), in: join)
+                    deferDelete(PairKey.encode(target, row), in: mirror)
                 }
             case .mirror(let join, let mirror):
                 for owner in try pairs(mirror, of: row) {
-                    try tx.delete(PairKey.encode(row, owner), in: tree(mirror))
-                    try tx.delete(PairKey.encode(owner, row), in: tree(join))
+                    deferDelete(PairKey.encode(row, owner), in: mirror)
+                    deferDelete(PairKey.encode(owner, row), in: join)
                 }
             case .viaInverse:
                 break  // the entries belong to the other side's records
             }
         }
-        for name in entity.externalTrees.values { try tx.delete(RowKey.encode(row), in: tree(name)) }
-        try tx.delete(RowKey.encode(row), in: tree(Store.treeName(entity)))
+        for name in entity.externalTrees.values { deferDelete(RowKey.encode(row), in: name) }
+        deferDelete(RowKey.encode(row), in: Store.treeName(entity))
+    }
+
+    /// `memcmp` order of two keys: negative, zero or positive.
+    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                let common = min(x.count, y.count)
+                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+                    let c = memcmp(p, q, common)
+                    if c != 0 { return Int(c) }
+                }
+                return x.count - y.count
+            }
+        }
+    }
+
+    /// Queues a delete for ``flushDeletes()``.
+    private mutating func deferDelete(_ key: [UInt8], in tree: String) {
+        pendingDeletes[tree, default: []].append(key)
+    }
+
+    /// Carries out the queued deletes, each tree's keys in order (see
+    /// `WriteTransaction.delete(sortedKeys:in:)`: neighbours cost one
+    /// descent per leaf). Called once step 1 is done.
+    mutating func flushDeletes() throws {
+        for (name, keys) in pendingDeletes.sorted(by: { $0.key < $1.key }) {
+            // Rows are deleted in order, so most lists arrive sorted; a
+            // repeated key (a join pair reached from both ends) is harmless.
+            let ordered = zip(keys, keys.dropFirst()).allSatisfy { Self.compare($0, $1) <= 0 }
+            try tx.delete(sortedKeys: ordered ? keys : keys.sorted { Self.compare($0, $1) < 0 }, in: tree(name))
+        }
+        pendingDeletes = [:]
     }
 
     /// Step 2 for one inserted model.
@@ -211,15 +247,18 @@ struct SaveTransaction {
 
     // MARK: Key entries
 
-    private mutating func removeKey(_ group: KeyGroup, _ values: [KeyEncoding.Element], row: Int64) throws {
+    private mutating func removeKey(_ group: KeyGroup, _ values: [KeyEncoding.Element], row: Int64, deferred: Bool = false)
+        throws
+    {
         let key = group.key(values, row: row)
         let tree = try tree(group.treeName)
         switch group.kind {
         case .index:
-            try tx.delete(key, in: tree)
+            if deferred { deferDelete(key, in: group.treeName) } else { try tx.delete(key, in: tree) }
         case .unique:
             // Only this row's entry: another row may hold the key now.
-            if let owner = try tx.get(key, in: tree), try RowKey.decode(owner) == row { try tx.delete(key, in: tree) }
+            guard let owner = try tx.get(key, in: tree), try RowKey.decode(owner) == row else { return }
+            if deferred { deferDelete(key, in: group.treeName) } else { try tx.delete(key, in: tree) }
         }
     }
 
