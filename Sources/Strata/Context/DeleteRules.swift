@@ -53,6 +53,60 @@ extension ModelContext {
             try validateCounts()
             return []
         }
+        // Steps 1 and 2 only read: one snapshot serves every lookup.
+        let (victims, doomed, doomedModels) = try store.database.read { tx in
+            snapshot = Snapshot(tx)
+            defer { snapshot = nil }
+            return try closure()
+        }
+        try validateCounts(excluding: doomedModels)
+        // 3. Apply: doomed models join the deletes; the other sides let go.
+        for model in doomedModels.values where deleted[ObjectIdentifier(model)] == nil { deleteExistential(model) }
+        func isDoomed(_ victim: Victim) -> Bool {
+            if let model = victim.model, doomedModels[ObjectIdentifier(model)] != nil { return true }
+            return victim.row > 0 && doomed[RowKeyPair(entity: victim.entity.ordinal, row: victim.row)] != nil
+        }
+        for victim in victims {
+            for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
+                guard let side = InverseGraph.inverse(of: victim.entity.type, field: relationship.field) else { continue }
+                // A stored row is held by a to-many on the other side only in
+                // storage, which its delete clears: nothing to load.
+                if victim.model == nil && !side.isToOne { continue }
+                // Cascaded targets are all doomed: nothing to let go of.
+                if relationship.deleteRule == .cascade { continue }
+                for target in try targets(of: victim, relationship) where !isDoomed(target) {
+                    // A target no model stands for holds this victim only in
+                    // storage, which the delete itself clears — unless its
+                    // side is a stored to-one pointing back.
+                    let model: (any PersistentModel)?
+                    if let loaded = target.model {
+                        model = loaded
+                    } else if side.isToOne {
+                        model = try loadExistential(target.entity.type, row: target.row)
+                    } else {
+                        model = nil
+                    }
+                    guard let model else { continue }
+                    if let own = victim.model {
+                        InverseSync.remove(own, from: model, side: side)
+                    } else if side.isToOne,
+                        let back = InverseSync.value(of: model, field: side.field) as? any PersistentModel,
+                        back._strataState.rowID == victim.row
+                    {
+                        InverseSync.set(model, field: side.field, to: nil)
+                    }
+                }
+            }
+            try clearReferencesWithoutInverse(to: victim)
+        }
+        return doomed.values.filter { $0.model == nil }.map { ($0.entity, $0.row) }
+    }
+
+    /// Steps 1 and 2: every row the deletes reach under `.cascade`, and the
+    /// `.deny` check; nothing changes yet.
+    private func closure() throws -> (
+        victims: [Victim], doomed: [RowKeyPair: Victim], doomedModels: [ObjectIdentifier: any PersistentModel]
+    ) {
         // 1. The closure under cascade, without changing anything yet.
         var doomed: [RowKeyPair: Victim] = [:]
         var doomedModels: [ObjectIdentifier: any PersistentModel] = [:]
@@ -86,7 +140,7 @@ extension ModelContext {
             + doomedModels.values.filter { $0._strataState.rowID <= 0 }.compactMap { model in
                 container.schema.entity(forType: type(of: model)).map { Victim(entity: $0, row: 0, model: model) }
             }
-        // 2. Deny, then counts.
+        // 2. Deny (counts are checked by the caller).
         for victim in victims {
             for relationship in victim.entity.relationships where relationship.deleteRule == .deny {
                 let blocking = try targets(of: victim, relationship).filter { !isDoomed($0) }
@@ -101,41 +155,7 @@ extension ModelContext {
                 }
             }
         }
-        try validateCounts(excluding: doomedModels)
-        // 3. Apply: doomed models join the deletes; the other sides let go.
-        for model in doomedModels.values where deleted[ObjectIdentifier(model)] == nil { deleteExistential(model) }
-        for victim in victims {
-            for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
-                guard let side = InverseGraph.inverse(of: victim.entity.type, field: relationship.field) else { continue }
-                // A stored row is held by a to-many on the other side only in
-                // storage, which its delete clears: nothing to load.
-                if victim.model == nil && !side.isToOne { continue }
-                for target in try targets(of: victim, relationship) where !isDoomed(target) {
-                    // A target no model stands for holds this victim only in
-                    // storage, which the delete itself clears — unless its
-                    // side is a stored to-one pointing back.
-                    let model: (any PersistentModel)?
-                    if let loaded = target.model {
-                        model = loaded
-                    } else if side.isToOne {
-                        model = try loadExistential(target.entity.type, row: target.row)
-                    } else {
-                        model = nil
-                    }
-                    guard let model else { continue }
-                    if let own = victim.model {
-                        InverseSync.remove(own, from: model, side: side)
-                    } else if side.isToOne,
-                        let back = InverseSync.value(of: model, field: side.field) as? any PersistentModel,
-                        back._strataState.rowID == victim.row
-                    {
-                        InverseSync.set(model, field: side.field, to: nil)
-                    }
-                }
-            }
-            try clearReferencesWithoutInverse(to: victim)
-        }
-        return doomed.values.filter { $0.model == nil }.map { ($0.entity, $0.row) }
+        return (victims, doomed, doomedModels)
     }
 
     func deleteExistential(_ model: any PersistentModel) { delete(model) }
@@ -179,9 +199,9 @@ extension ModelContext {
 
     /// The to-one row id stored in a row's record.
     private func storedToOne(_ victim: Victim, field: Int) throws -> [Int64] {
-        let bytes = try store.database.read { tx in
-            try tx.treeIfPresent(Store.treeName(victim.entity)).flatMap { try tx.get(RowKey.encode(victim.row), in: $0) }
-        }
+        let bytes =
+            try snapshot?.record(victim.entity, row: victim.row)
+            ?? store.database.read { tx in try Snapshot(tx).record(victim.entity, row: victim.row) }
         guard let bytes else { return [] }
         return try _RecordReader.withReader(bytes, entity: victim.entity, row: victim.row) { reader in
             guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return [] }

@@ -26,6 +26,8 @@ public final class ModelContext {
     var inserted: [any PersistentModel] = []
     var changed: [ObjectIdentifier: any PersistentModel] = [:]
     var deleted: [ObjectIdentifier: any PersistentModel] = [:]
+    /// The read transaction delete rules run in, while they run.
+    var snapshot: Snapshot?
     /// A model inserted whose type the container does not know: reported
     /// by the next save.
     private var pendingError: SwiftDataError?
@@ -428,12 +430,31 @@ public final class ModelContext {
     /// The target rows stored for `row` in a reverse index or join tree.
     /// A damaged entry is skipped (the integrity check reports it).
     func derivedRows(tree: String, row: Int64) -> [Int64] {
-        let range = PairKey.range(of: row)
-        let rows = try? store.database.read { tx -> [Int64] in
-            guard let handle = try tx.treeIfPresent(tree) else { return [] }
+        if let snapshot { return (try? snapshot.pairs(tree, of: row)) ?? [] }
+        return (try? store.database.read { tx in try Snapshot(tx).pairs(tree, of: row) }) ?? []
+    }
+
+    /// Reads many rows in one read transaction, with tree handles looked up
+    /// once (delete rules read a relationship tree per deleted row).
+    final class Snapshot {
+        let tx: ReadTransaction
+        private var trees: [String: Tree?] = [:]
+
+        init(_ tx: ReadTransaction) { self.tx = tx }
+
+        func tree(_ name: String) throws -> Tree? {
+            if let known = trees[name] { return known }
+            let found = try tx.treeIfPresent(name)
+            trees[name] = found
+            return found
+        }
+
+        /// The second rows of the pairs in tree `name` whose first row is `row`.
+        func pairs(_ name: String, of row: Int64) throws -> [Int64] {
+            guard let handle = try tree(name) else { return [] }
             var rows: [Int64] = []
             let cursor = try tx.cursor(handle)
-            var more = try cursor.seek(range.lower)
+            var more = try cursor.seek(PairKey.range(of: row).lower)
             while more {
                 let pair = try cursor.withEntry { key, _ in PairKey.decode(key) }
                 guard let (first, second) = pair, first == row else { break }
@@ -442,7 +463,10 @@ public final class ModelContext {
             }
             return rows
         }
-        return rows ?? []
+
+        func record(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
+            try tree(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+        }
     }
 
     /// The registered or stored model of `type` with row `row`, or nil.
