@@ -38,6 +38,16 @@ extension ModelContext {
         let entity: Schema.Entity
         let row: Int64
         let model: (any PersistentModel)?
+        /// A to-one of this row known without reading its record: the
+        /// row was found in that to-one's reverse index under `target`.
+        var knownToOne: (field: Int, target: Int64)? = nil
+    }
+
+    /// A row to delete that no model stands for, with what is known of it.
+    struct DoomedRow {
+        let entity: Schema.Entity
+        let row: Int64
+        let knownToOne: (field: Int, target: Int64)?
     }
 
     struct RowKeyPair: Hashable {
@@ -48,7 +58,7 @@ extension ModelContext {
     /// Works out every delete the pending deletes imply, checks `.deny`
     /// and counts, then applies the other sides' changes. Returns the rows
     /// to delete that no model stands for.
-    func applyDeleteRules() throws -> [(entity: Schema.Entity, row: Int64)] {
+    func applyDeleteRules() throws -> [DoomedRow] {
         guard !deleted.isEmpty else {
             try validateCounts()
             return []
@@ -99,7 +109,9 @@ extension ModelContext {
             }
             try clearReferencesWithoutInverse(to: victim)
         }
-        return doomed.values.filter { $0.model == nil }.map { ($0.entity, $0.row) }
+        return doomed.values.filter { $0.model == nil }.map {
+            DoomedRow(entity: $0.entity, row: $0.row, knownToOne: $0.knownToOne)
+        }
     }
 
     /// Steps 1 and 2: every row the deletes reach under `.cascade`, and the
@@ -189,7 +201,15 @@ extension ModelContext {
             } else {
                 rows = try storedToOne(victim, field: relationship.field)
             }
-        case .viaInverse(let tree)?, .join(let tree, _)?, .mirror(_, let tree)?:
+        case .viaInverse(let tree)?:
+            // Each row found here refers to the victim through the inverse.
+            let field = InverseGraph.inverse(of: victim.entity.type, field: relationship.field)?.field
+            return derivedRows(tree: tree, row: victim.row).map { row in
+                Victim(
+                    entity: destination, row: row, model: registered(destination, row: row),
+                    knownToOne: field.map { ($0, victim.row) })
+            }
+        case .join(let tree, _)?, .mirror(_, let tree)?:
             rows = derivedRows(tree: tree, row: victim.row)
         case nil:
             rows = []

@@ -259,11 +259,11 @@ public final class ModelContext {
                 var rows = deletedRows
                 for model in deleted.values {
                     if let entity = container.schema.entity(forType: type(of: model)) {
-                        rows.append((entity, model._strataState.rowID))
+                        rows.append(DoomedRow(entity: entity, row: model._strataState.rowID, knownToOne: nil))
                     }
                 }
                 rows.sort { ($0.entity.ordinal, $0.row) < ($1.entity.ordinal, $1.row) }
-                for (entity, row) in rows { try save.deleteRow(entity, row: row) }
+                for doomed in rows { try save.deleteRow(doomed.entity, row: doomed.row, knownToOne: doomed.knownToOne) }
                 try save.flushDeletes()
                 defer { upserted = save.remapped }
                 for model in inserted { try save.resolveUpsert(model) }

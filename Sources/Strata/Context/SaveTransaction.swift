@@ -89,8 +89,20 @@ struct SaveTransaction {
 
     /// Deletes a stored row with its key and relationship entries, from its
     /// record alone (no model needed).
-    mutating func deleteRow(_ entity: Schema.Entity, row: Int64) throws {
-        let old = try record(entity, row: row)
+    /// `knownToOne` is a to-one value known without the record (the row
+    /// was found in that to-one's reverse index); when it is the row's only
+    /// to-one and the entity has no unique constraint or index, the record
+    /// is not read at all.
+    mutating func deleteRow(_ entity: Schema.Entity, row: Int64, knownToOne: (field: Int, target: Int64)? = nil)
+        throws
+    {
+        let needsRecord =
+            !entity.keyGroups.isEmpty
+            || entity.relationshipStorage.contains { field, storage in
+                if case .toOne = storage { return field != knownToOne?.field }
+                return false
+            }
+        let old = needsRecord ? try record(entity, row: row) : nil
         if !entity.keyGroups.isEmpty, let old {
             let stored = try decode(old, entity, row: row)
             for group in entity.keyGroups { try removeKey(group, group.values(of: stored), row: row, deferred: true) }
@@ -98,7 +110,9 @@ struct SaveTransaction {
         for (field, storage) in entity.relationshipStorage {
             switch storage {
             case .toOne(let index):
-                if let old, let target = try toOneRow(old, field: field, entity, row: row) {
+                if let knownToOne, knownToOne.field == field {
+                    deferDelete(PairKey.encode(knownToOne.target, row), in: index)
+                } else if let old, let target = try toOneRow(old, field: field, entity, row: row) {
                     deferDelete(PairKey.encode(target, row), in: index)
                 }
             case .join(let join, let mirror):
