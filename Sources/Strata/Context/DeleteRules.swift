@@ -78,7 +78,7 @@ extension ModelContext {
         }
         for victim in victims {
             for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
-                guard let side = InverseGraph.inverse(of: victim.entity.type, field: relationship.field) else { continue }
+                guard let side = victim.entity.inverseSides[relationship.field] else { continue }
                 // A stored row is held by a to-many on the other side only in
                 // storage, which its delete clears: nothing to load.
                 if victim.model == nil && !side.isToOne { continue }
@@ -203,7 +203,7 @@ extension ModelContext {
             }
         case .viaInverse(let tree)?:
             // Each row found here refers to the victim through the inverse.
-            let field = InverseGraph.inverse(of: victim.entity.type, field: relationship.field)?.field
+            let field = victim.entity.inverseSides[relationship.field]?.field
             return derivedRows(tree: tree, row: victim.row).map { row in
                 Victim(
                     entity: destination, row: row, model: registered(destination, row: row),

@@ -153,7 +153,7 @@ public final class ModelContext {
             for target in Self.targets(of: model, relationship) {
                 if relationship.deleteRule == .cascade {
                     deleteExistential(target)
-                } else if let side = InverseGraph.inverse(of: entity.type, field: relationship.field) {
+                } else if let side = entity.inverseSides[relationship.field] {
                     InverseSync.remove(model, from: target, side: side)
                 }
             }

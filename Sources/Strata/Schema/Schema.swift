@@ -156,6 +156,7 @@ extension Schema {
             }
             self.externalTrees = external
             self.problems = problems
+            self.inverseSides = InverseGraph.info(type).inverses
             self.relationshipStorage = [:]
             self.relationshipStorage = RelationshipStorage.plan(for: self)
         }
@@ -163,6 +164,10 @@ extension Schema {
         /// Relationships of any entity that point at this one and have no
         /// inverse (delete rules clear them through storage).
         var incomingWithoutInverse: [(source: Entity, relationship: Relationship)] = []
+
+        /// The inverse of each relationship that has one, by field (see
+        /// `InverseGraph`), kept here so hot paths need no lookup.
+        let inverseSides: [Int: InverseGraph.Side]
 
         /// The trees of `.externalStorage` attributes, by field.
         let externalTrees: [Int: String]
