@@ -6,7 +6,10 @@
 /// naming each difference (migrations come with `SchemaMigrationPlan`).
 /// New entities are added to an existing store as they appear.
 public final class ModelContainer: @unchecked Sendable {
+    /// The entities the container stores (the given types and every type
+    /// their relationships reach).
     public let schema: Schema
+    /// The store's configuration (Strata uses one per container).
     public let configurations: [ModelConfiguration]
     let store: Store
     private let mainContextLock = NSLock()

@@ -9,6 +9,7 @@
 /// `save()` is all-or-nothing: if it throws, nothing reached the store and
 /// the context still holds every pending change.
 public final class ModelContext {
+    /// The container whose store this context reads and writes.
     public let container: ModelContainer
     /// Saves pending changes automatically. On for the container's
     /// `mainContext`, which then saves on the main queue shortly after a
@@ -33,6 +34,8 @@ public final class ModelContext {
     private var pendingError: SwiftDataError?
     private var autosaveScheduled = false
 
+    /// A new context on `container`, with an empty identity map. Autosave
+    /// is off (only the container's `mainContext` autosaves).
     public init(_ container: ModelContainer) {
         self.container = container
         self.link = _ContextLink(container: container)
@@ -44,8 +47,12 @@ public final class ModelContext {
 
     /// True when there are inserts, changes or deletes not yet saved.
     public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+    /// Models inserted since the last save, in insertion order.
     public var insertedModelsArray: [any PersistentModel] { inserted }
+    /// Saved models changed since the last save.
     public var changedModelsArray: [any PersistentModel] { Array(changed.values) }
+    /// Saved models deleted since the last save (delete rules add to them
+    /// at save).
     public var deletedModelsArray: [any PersistentModel] { Array(deleted.values) }
 
     /// Registers `model` and every model reachable from it through
