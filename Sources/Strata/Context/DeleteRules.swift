@@ -223,14 +223,10 @@ extension ModelContext {
             try snapshot?.record(victim.entity, row: victim.row)
             ?? store.database.read { tx in try Snapshot(tx).record(victim.entity, row: victim.row) }
         guard let bytes else { return [] }
-        return try _RecordReader.withReader(bytes, entity: victim.entity, row: victim.row) { reader in
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return [] }
-            let target = try reader.payloadVarint(slot, field: field)
-            guard target > 0, target <= UInt64(Int64.max) else {
-                throw reader.corrupt(field: field, "row id \(target) out of range")
-            }
-            return [Int64(target)]
+        let target = try _RecordReader.withReader(bytes, entity: victim.entity, row: victim.row) {
+            try $0.toOneRow(field: field)
         }
+        return target.map { [$0] } ?? []
     }
 
     /// Clears references to `victim` held through relationships of other

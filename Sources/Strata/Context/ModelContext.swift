@@ -87,16 +87,16 @@ public final class ModelContext {
         state.link = link
         registry[entity.ordinal][state.rowID] = model
         inserted.append(model)
-        Self.syncInverses(of: model)
+        Self.syncInverses(of: model, entity: entity)
         insertRelated(of: model, entity: entity)
         noteMutation()
     }
 
     /// Relationships set before the model had a context (in its
     /// initializer, where setters do not run) get their other side now.
-    static func syncInverses(of model: any PersistentModel) {
-        let type = type(of: model)
-        for (field, side) in InverseGraph.info(type).inverses {
+    static func syncInverses(of model: any PersistentModel, entity: Schema.Entity) {
+        let type = entity.type
+        for (field, side) in entity.inverseSides {
             let value = InverseSync.value(of: model, field: field)
             if let targets = value as? [any PersistentModel] {
                 let forward = InverseGraph.Side(type: type, field: field, isToOne: false)
@@ -459,16 +459,7 @@ public final class ModelContext {
         /// The second rows of the pairs in tree `name` whose first row is `row`.
         func pairs(_ name: String, of row: Int64) throws -> [Int64] {
             guard let handle = try tree(name) else { return [] }
-            var rows: [Int64] = []
-            let cursor = try tx.cursor(handle)
-            var more = try cursor.seek(PairKey.range(of: row).lower)
-            while more {
-                let pair = try cursor.withEntry { key, _ in PairKey.decode(key) }
-                guard let (first, second) = pair, first == row else { break }
-                rows.append(second)
-                more = try cursor.next()
-            }
-            return rows
+            return try PairKey.rows(in: handle, of: row, tx: tx)
         }
 
         func record(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {

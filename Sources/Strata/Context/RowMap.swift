@@ -32,8 +32,6 @@ struct RowMap {
         mask = size - 1
     }
 
-    var isEmpty: Bool { count == 0 }
-
     /// The slot a row hashes to: its low bits, plus a multiplicative hash
     /// of the bits above the table's size. Consecutive rows (the common
     /// case: the store allocates them in sequence and scans return them in

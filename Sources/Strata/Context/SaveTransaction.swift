@@ -64,25 +64,12 @@ struct SaveTransaction {
 
     /// The to-one row id in field `field` of a record, if any.
     func toOneRow(_ bytes: [UInt8], field: Int, _ entity: Schema.Entity, row: Int64) throws -> Int64? {
-        try _RecordReader.withReader(bytes, entity: entity, row: row) { reader in
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return nil }
-            let target = try reader.payloadVarint(slot, field: field)
-            guard target > 0, target <= UInt64(Int64.max) else {
-                throw reader.corrupt(field: field, "row id \(target) out of range")
-            }
-            return Int64(target)
-        }
+        try _RecordReader.withReader(bytes, entity: entity, row: row) { try $0.toOneRow(field: field) }
     }
 
     /// The second rows of the pairs in `name` whose first row is `row`.
     mutating func pairs(_ name: String, of row: Int64) throws -> [Int64] {
-        let range = PairKey.range(of: row)
-        var rows: [Int64] = []
-        try tx.forEach(tree(name), from: range.lower, to: range.upper) { key, _ in
-            if let (first, second) = PairKey.decode(key), first == row { rows.append(second) }
-            return true
-        }
-        return rows
+        try PairKey.rows(in: tree(name), of: row, tx: tx)
     }
 
     // MARK: Steps

@@ -26,20 +26,9 @@ enum ExternalBlob {
     /// compressed stream). The length is checked before anything is
     /// allocated, against a 1 GiB ceiling.
     static func decode(_ bytes: [UInt8]) -> Data? {
-        guard let format = bytes.first else { return nil }
-        var index = 1
-        var length: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard index < bytes.count, shift < 64 else { return nil }
-            let byte = bytes[index]
-            index += 1
-            length |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { break }
-            shift += 7
-        }
-        guard length <= 1 << 30 else { return nil }
-        let payload = bytes[index...]
+        var parser = _BinaryDecoder.Parser(bytes: bytes[...])
+        guard let format = try? parser.byte(), let length = try? parser.varint(), length <= 1 << 30 else { return nil }
+        let payload = bytes[parser.index...]
         switch format {
         case 0:
             return payload.count == Int(length) ? Data(payload) : nil

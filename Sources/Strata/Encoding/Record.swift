@@ -351,11 +351,16 @@ public struct _RecordReader {
 
     /// A to-one relationship: remembered as a fault, loaded on first access.
     public mutating func decode<T: PersistentModel>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        if let row = try toOneRow(field: field) { state.setFault(field: field, rows: [row]) }
+        return nil
+    }
+
+    /// The row id a to-one field holds, or nil when it is absent or nil.
+    mutating func toOneRow(field: Int) throws -> Int64? {
         guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
         let row = try payloadVarint(slot, field: field)
         guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
-        state.setFault(field: field, rows: [Int64(row)])
-        return nil
+        return Int64(row)
     }
 
     /// A non-optional to-one relationship cannot be left unloaded, so it is

@@ -82,9 +82,20 @@ enum PairKey {
         KeyEncoding.encode([.int(first), .int(second)])
     }
 
-    /// The range of keys whose first row is `row`: `[lower, upper)`.
-    static func range(of row: Int64) -> (lower: [UInt8], upper: [UInt8]?) {
-        (KeyEncoding.encode([.int(row)]), row == .max ? nil : KeyEncoding.encode([.int(row + 1)]))
+    /// The second rows of the pairs in `tree` whose first row is `row`,
+    /// read in place with one cursor. A damaged key ends the run (the
+    /// integrity check reports it).
+    static func rows(in tree: Tree, of row: Int64, tx: ReadTransaction) throws -> [Int64] {
+        var rows: [Int64] = []
+        let cursor = try tx.cursor(tree)
+        var more = try cursor.seek(KeyEncoding.encode([.int(row)]))
+        while more {
+            let pair = try cursor.withEntry { key, _ in decode(key) }
+            guard let (first, second) = pair, first == row else { break }
+            rows.append(second)
+            more = try cursor.next()
+        }
+        return rows
     }
 
     /// The two rows of a key, or nil when the bytes are not a pair key.

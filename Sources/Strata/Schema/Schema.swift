@@ -115,7 +115,7 @@ extension Schema {
 
         init(_ type: any PersistentModel.Type) {
             self.type = type
-            self.name = String(describing: type)
+            self.name = type._strataEntityName
             var properties: [Property] = []
             var names: [AnyKeyPath: String] = [:]
             for (field, metadata) in type.schemaMetadata.enumerated() {
