@@ -36,7 +36,7 @@ final class Library {
 @Model
 final class Shelf {
     var label: String
-    @Relationship(maximumModelCount: 2) var books: [Book] = []
+    @Relationship(minimumModelCount: 1, maximumModelCount: 2) var books: [Book] = []
     init(label: String) { self.label = label }
 }
 
@@ -81,20 +81,11 @@ final class Kid {
     init(name: String) { self.name = name }
 }
 
-final class DeleteRuleTests: XCTestCase {
-    var directory: TemporaryDirectory!
-
-    override func setUp() { directory = TemporaryDirectory() }
-    override func tearDown() { directory.remove() }
-
+final class DeleteRuleTests: StoreTestCase {
     func container() throws -> ModelContainer {
-        try ModelContainer(
-            for: Country.self, Library.self, Shelf.self, Link.self, Pointer.self, Parent.self, Trip.self, Student.self,
-            configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.path + "/test.store")))
-    }
-
-    func count<T: PersistentModel>(_ type: T.Type, in container: ModelContainer) throws -> Int {
-        try ModelContext(container).fetchCount(FetchDescriptor<T>())
+        try container(for: [
+            Country.self, Library.self, Shelf.self, Link.self, Pointer.self, Parent.self, Trip.self, Student.self,
+        ])
     }
 
     func testCascadeThroughThreeLevels() throws {
@@ -182,6 +173,21 @@ final class DeleteRuleTests: XCTestCase {
         shelf.books.removeLast()
         try context.save()
         XCTAssertEqual(try count(Book.self, in: container), 3, "the removed book is still inserted, without a shelf")
+    }
+
+    func testMinimumModelCountIsValidatedAtSave() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let shelf = Shelf(label: "empty")
+        context.insert(shelf)
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual(error as? SwiftDataError, .modelValidationFailure)
+            XCTAssertTrue("\(error)".contains("books holds 0 model(s); it must hold at least 1"), "\(error)")
+        }
+        XCTAssertEqual(try count(Shelf.self, in: container), 0, "nothing written")
+        shelf.books = [Book(title: "1")]
+        try context.save()
+        XCTAssertEqual(try count(Shelf.self, in: container), 1)
     }
 
     func testNullifyTakesTheDeletedModelOutOfTheOtherSide() throws {

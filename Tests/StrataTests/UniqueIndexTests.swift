@@ -38,6 +38,15 @@ final class Tag {
     }
 }
 
+/// An index over a relationship: refused (relationships are indexed by
+/// their own reverse index).
+@Model
+final class IndexedByRelationship {
+    #Index<IndexedByRelationship>([\.shelf])
+    var shelf: Shelf?
+    init() {}
+}
+
 @Model
 final class BadlyIndexed {
     #Index<BadlyIndexed>([\.address])
@@ -47,17 +56,8 @@ final class BadlyIndexed {
 
 /// Unique constraints (upsert, violations) and indexes (maintenance, the
 /// object-layer check).
-final class UniqueIndexTests: XCTestCase {
-    var directory: TemporaryDirectory!
-
-    override func setUp() { directory = TemporaryDirectory() }
-    override func tearDown() { directory.remove() }
-
-    func container() throws -> ModelContainer {
-        try ModelContainer(
-            for: Member.self, Tag.self,
-            configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.path + "/test.store")))
-    }
+final class UniqueIndexTests: StoreTestCase {
+    func container() throws -> ModelContainer { try container(for: [Member.self, Tag.self]) }
 
     func assertHealthy(_ container: ModelContainer, file: StaticString = #filePath, line: UInt = #line) throws {
         XCTAssertEqual(try container.checkIntegrity(), [], file: file, line: line)
@@ -256,8 +256,7 @@ final class UniqueIndexTests: XCTestCase {
     }
 
     func testIntegrityCheckFindsDanglingRelationships() throws {
-        let url = URL(fileURLWithPath: directory.path + "/trips.store")
-        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+        let container = try container(for: [Trip.self], name: "trips.store")
         let context = ModelContext(container)
         let trip = Trip(name: "Oslo", destination: "Norway")
         trip.livingAccommodation = LivingAccommodation(address: "Gate 1", placeName: "Hytte")
@@ -274,6 +273,17 @@ final class UniqueIndexTests: XCTestCase {
         XCTAssertEqual(problems.count, 2, "\(problems)")
         XCTAssertTrue(problems.contains { $0.contains("livingAccommodation refers to row") }, "\(problems)")
         XCTAssertTrue(problems.contains { $0.hasPrefix("r.LivingAccommodation.trip") }, "\(problems)")
+    }
+
+    func testAnIndexOnARelationshipIsRefused() {
+        XCTAssertThrowsError(
+            try ModelContainer(
+                for: IndexedByRelationship.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        ) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unknownSchema)
+            XCTAssertTrue(
+                "\(error)".contains("IndexedByRelationship.shelf: a relationship cannot be part of an index"), "\(error)")
+        }
     }
 
     func testAnIndexOnAnUnkeyableAttributeIsRefused() {

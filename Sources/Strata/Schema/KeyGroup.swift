@@ -12,6 +12,9 @@
 struct KeyGroup: CustomStringConvertible {
     enum Kind: String {
         case unique, index
+
+        /// How messages name a group of this kind.
+        var noun: String { self == .unique ? "a unique constraint" : "an index" }
     }
 
     let kind: Kind
@@ -46,7 +49,7 @@ struct KeyGroup: CustomStringConvertible {
         let declared = unique.map { (Kind.unique, $0) } + indices.map { (Kind.index, $0) }
         for (kind, names) in declared {
             guard !names.isEmpty else {
-                problems.append("\(entity): an empty \(kind.rawValue) group")
+                problems.append("\(entity): \(kind.noun) with no property")
                 continue
             }
             var members: [Schema.Property] = []
@@ -56,10 +59,10 @@ struct KeyGroup: CustomStringConvertible {
                     continue
                 }
                 if property is Schema.Relationship {
-                    problems.append("\(entity).\(name): a relationship cannot be part of a \(kind.rawValue) group")
+                    problems.append("\(entity).\(name): a relationship cannot be part of \(kind.noun)")
                 } else if !KeyValue.isKeyable(property.valueType) {
                     problems.append(
-                        "\(entity).\(name): \(property.valueType) values cannot be part of a \(kind.rawValue) group "
+                        "\(entity).\(name): \(property.valueType) values cannot be part of \(kind.noun) "
                             + "(keyable: numbers, Bool, String, Date, Data, UUID, URL, enums with such raw values, "
                             + "and optionals of these)")
                 }
