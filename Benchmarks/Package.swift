@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
+        .target(name: "BenchSupport"),
         .executableTarget(
             name: "engine-bench",
             dependencies: [
@@ -25,6 +26,7 @@ let package = Package(
         .executableTarget(
             name: "graph-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -32,6 +34,7 @@ let package = Package(
         .executableTarget(
             name: "model-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -20,16 +20,8 @@ final class Photo {
 
 /// `.externalStorage` (data outside the record, compressed when that
 /// helps, loaded on first access) and `.ephemeral` (tracked, not stored).
-final class AttributeOptionTests: XCTestCase {
-    var directory: TemporaryDirectory!
-
-    override func setUp() { directory = TemporaryDirectory() }
-    override func tearDown() { directory.remove() }
-
-    func container() throws -> ModelContainer {
-        try ModelContainer(
-            for: Photo.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.path + "/p.store")))
-    }
+final class AttributeOptionTests: StoreTestCase {
+    func container() throws -> ModelContainer { try container(for: [Photo.self]) }
 
     func stored(_ tree: String, in container: ModelContainer) throws -> [[UInt8]] {
         try container.store.database.read { tx in try tx.treeIfPresent(tree).map { try tx.scan($0).map(\.value) } ?? [] }

@@ -9,7 +9,7 @@ import XCTest
 /// fresh context reads back exactly the reference graph (one-to-many with
 /// cascade, one-to-one with cascade, many-to-many with nullify). The seed
 /// is printed; replay with `STRATA_SEED`, lengthen with `STRATA_GRAPH_OPS`.
-final class GraphRandomTests: XCTestCase {
+final class GraphRandomTests: StoreTestCase {
     /// The reference: names only.
     struct Graph: Equatable {
         var trips: [String: Set<String>] = [:]  // trip → items
@@ -22,11 +22,7 @@ final class GraphRandomTests: XCTestCase {
     func testRandomGraphEditsMatchTheReference() throws {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "GraphRandomTests"))
         let operations = Int(environmentValue("STRATA_GRAPH_OPS") ?? "") ?? 600
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        let container = try ModelContainer(
-            for: Trip.self, Student.self,
-            configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.path + "/graph.store")))
+        let container = try container(for: [Trip.self, Student.self])
         var context = ModelContext(container)
         var reference = Graph()
         var counter = 0

@@ -4,14 +4,7 @@ import StrataTesting
 import XCTest
 
 /// The model layer used as a SwiftData user uses it.
-final class ModelContextTests: XCTestCase {
-    var directory: TemporaryDirectory!
-
-    override func setUp() { directory = TemporaryDirectory() }
-    override func tearDown() { directory.remove() }
-
-    func storeURL(_ name: String = "test.store") -> URL { URL(fileURLWithPath: directory.path + "/" + name) }
-
+final class ModelContextTests: StoreTestCase {
     func container(_ url: URL? = nil, allowsSave: Bool = true) throws -> ModelContainer {
         try ModelContainer(
             for: Trip.self, Everything.self,

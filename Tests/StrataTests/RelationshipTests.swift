@@ -20,17 +20,8 @@ final class Course {
 
 /// Both sides of a relationship agree in memory the moment either side
 /// changes, before any save, and stay so through save and reload.
-final class RelationshipTests: XCTestCase {
-    var directory: TemporaryDirectory!
-
-    override func setUp() { directory = TemporaryDirectory() }
-    override func tearDown() { directory.remove() }
-
-    func container() throws -> ModelContainer {
-        try ModelContainer(
-            for: Trip.self, Student.self,
-            configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.path + "/test.store")))
-    }
+final class RelationshipTests: StoreTestCase {
+    func container() throws -> ModelContainer { try container(for: [Trip.self, Student.self]) }
 
     func item(_ title: String) -> BucketListItem {
         BucketListItem(title: title, details: "", hasReservation: false, isInPlan: true)

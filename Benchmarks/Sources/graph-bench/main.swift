@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 import GRDB
 import Strata
@@ -58,23 +59,9 @@ struct ItemRecord: Codable, FetchableRecord, MutablePersistableRecord {
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
-func seconds(_ body: () throws -> Void) rethrows -> Double {
-    let start = ContinuousClock.now
-    try body()
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
-
-var count = 100_000
-if let i = CommandLine.arguments.firstIndex(of: "--count"), i + 1 < CommandLine.arguments.count,
-    let n = Int(CommandLine.arguments[i + 1])
-{
-    count = n
-}
+let count = countArgument(default: 100_000)
 /// `--only upsert|cascade` runs one workload (for profiling).
-let only = CommandLine.arguments.firstIndex(of: "--only").flatMap {
-    $0 + 1 < CommandLine.arguments.count ? CommandLine.arguments[$0 + 1] : nil
-}
+let only = argument("--only")
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("graph-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
@@ -195,17 +182,13 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
     return (strataCascade, grdbCascade)
 }
 
-func row(_ name: String, _ strata: Double, _ grdb: Double) {
-    let ratio = String(format: "%.2f×", grdb / strata)
-    print("| \(name) | \(String(format: "%.3f s", strata)) | \(String(format: "%.3f s", grdb)) | \(ratio) |")
-}
 print("| workload | Strata | GRDB | ratio (GRDB time / Strata time) |")
 print("|---|---|---|---|")
 if only == nil || only == "upsert" {
     let (strata, grdb) = try upsertWorkload()
-    row("upsert \(count) rows, half colliding, one transaction", strata, grdb)
+    ratioRow("upsert \(count) rows, half colliding, one transaction", strata, grdb)
 }
 if only == nil || only == "cascade" {
     let (strata, grdb) = try cascadeWorkload()
-    row("cascade delete \(count / 10) owners × 10 parts, one transaction", strata, grdb)
+    ratioRow("cascade delete \(count / 10) owners × 10 parts, one transaction", strata, grdb)
 }

@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 import GRDB
 import Strata
@@ -45,27 +46,7 @@ struct PersonRecord: Codable, FetchableRecord, MutablePersistableRecord {
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
-func seconds(_ body: () throws -> Void) rethrows -> Double {
-    let start = ContinuousClock.now
-    try body()
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
-
-/// The median of `rounds` timed runs of a read-only workload (the machine
-/// is shared and noisy; one run can be off by half).
-func median(rounds: Int = 5, _ body: () throws -> Void) rethrows -> Double {
-    var times: [Double] = []
-    for _ in 0..<rounds { times.append(try seconds(body)) }
-    return times.sorted()[rounds / 2]
-}
-
-var count = 100_000
-if let i = CommandLine.arguments.firstIndex(of: "--count"), i + 1 < CommandLine.arguments.count,
-    let n = Int(CommandLine.arguments[i + 1])
-{
-    count = n
-}
+let count = countArgument(default: 100_000)
 let lookups = count / 5
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -160,12 +141,8 @@ guard strataChecksum == grdbChecksum, strataFound == grdbFound else {
     exit(1)
 }
 
-func row(_ name: String, _ strata: Double, _ grdb: Double) {
-    let ratio = String(format: "%.2f×", grdb / strata)
-    print("| \(name) | \(String(format: "%.3f s", strata)) | \(String(format: "%.3f s", grdb)) | \(ratio) |")
-}
 print("| workload (\(count) objects) | Strata | GRDB | ratio (GRDB time / Strata time) |")
 print("|---|---|---|---|")
-row("insert, one save", strataInsert, grdbInsert)
-row("fetch all", strataFetchAll, grdbFetchAll)
-row("fetch \(lookups) by identifier", strataFetchByID, grdbFetchByID)
+ratioRow("insert, one save", strataInsert, grdbInsert)
+ratioRow("fetch all", strataFetchAll, grdbFetchAll)
+ratioRow("fetch \(lookups) by identifier", strataFetchByID, grdbFetchByID)
