@@ -177,6 +177,13 @@ public final class WriteTransaction: ReadTransaction {
     /// fast case: neighbours in one leaf are removed together, with one
     /// descent and one rebalance. Any order is correct.
     @discardableResult public func delete(sortedKeys keys: [[UInt8]], in tree: Tree) throws -> Int {
+        try delete(sortedKeys: KeyBatch(keys), in: tree)
+    }
+
+    /// Deletes every key of `keys` that `tree` holds and returns how many
+    /// it held, as the form taking an array of keys does, with the keys in
+    /// one buffer (no array per key).
+    @discardableResult public func delete(sortedKeys keys: KeyBatch, in tree: Tree) throws -> Int {
         try checkOpen()
         try ensureCounted(tree)
         let removed = try deleteSortedRaw(keys, root: tree.root)

@@ -43,131 +43,267 @@ extension ModelContext {
         var knownToOne: (field: Int, target: Int64)? = nil
     }
 
-    /// A row to delete that no model stands for, with what is known of it.
+    /// A stored row to delete that no model stands for, with the to-one
+    /// known without its record (`hintField` < 0 when none).
     struct DoomedRow {
-        let entity: Schema.Entity
         let row: Int64
-        let knownToOne: (field: Int, target: Int64)?
+        var hintField = -1
+        var hintTarget: Int64 = 0
     }
 
-    struct RowKeyPair: Hashable {
-        let entity: Int
-        let row: Int64
+    /// The cascade's closure: the doomed models, and the doomed rows that no
+    /// model stands for, by entity ordinal.
+    struct Doomed {
+        var models: [ObjectIdentifier: any PersistentModel] = [:]
+        /// Every doomed stored row, models' included, by entity ordinal.
+        var rowSets: [Set<Int64>]
+        /// The doomed rows that no model stands for, in the order found.
+        var rows: [[DoomedRow]]
+
+        init(entityCount: Int) {
+            rowSets = Array(repeating: [], count: entityCount)
+            rows = Array(repeating: [], count: entityCount)
+        }
+
+        func contains(_ victim: Victim) -> Bool {
+            if let model = victim.model, models[ObjectIdentifier(model)] != nil { return true }
+            return victim.row > 0 && rowSets[victim.entity.ordinal].contains(victim.row)
+        }
     }
 
     /// Works out every delete the pending deletes imply, checks `.deny`
-    /// and counts, then applies the other sides' changes. Returns the rows
-    /// to delete that no model stands for.
-    func applyDeleteRules() throws -> [DoomedRow] {
+    /// and counts, then applies the other sides' changes. Returns, by
+    /// entity ordinal, the rows to delete that no model stands for.
+    func applyDeleteRules() throws -> [[DoomedRow]] {
         guard !deleted.isEmpty else {
             try validateCounts()
             return []
         }
         // Steps 1 and 2 only read: one snapshot serves every lookup.
-        let (victims, doomed, doomedModels) = try store.database.read { tx in
+        let doomed = try store.database.read { tx in
             snapshot = Snapshot(tx)
             defer { snapshot = nil }
             return try closure()
         }
-        try validateCounts(excluding: doomedModels)
+        try validateCounts(excluding: doomed.models)
         // 3. Apply: doomed models join the deletes; the other sides let go.
-        for model in doomedModels.values where deleted[ObjectIdentifier(model)] == nil { deleteExistential(model) }
-        func isDoomed(_ victim: Victim) -> Bool {
-            if let model = victim.model, doomedModels[ObjectIdentifier(model)] != nil { return true }
-            return victim.row > 0 && doomed[RowKeyPair(entity: victim.entity.ordinal, row: victim.row)] != nil
+        for model in doomed.models.values where deleted[ObjectIdentifier(model)] == nil { deleteExistential(model) }
+        for model in doomed.models.values {
+            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+            try letGo(of: Victim(entity: entity, row: model._strataState.rowID, model: model), doomed: doomed)
         }
-        for victim in victims {
-            for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
-                guard let side = victim.entity.inverseSides[relationship.field] else { continue }
-                // A stored row is held by a to-many on the other side only in
-                // storage, which its delete clears: nothing to load.
-                if victim.model == nil && !side.isToOne { continue }
-                // Cascaded targets are all doomed: nothing to let go of.
-                if relationship.deleteRule == .cascade { continue }
-                for target in try targets(of: victim, relationship) where !isDoomed(target) {
-                    // A target no model stands for holds this victim only in
-                    // storage, which the delete itself clears — unless its
-                    // side is a stored to-one pointing back.
-                    let model: (any PersistentModel)?
-                    if let loaded = target.model {
-                        model = loaded
-                    } else if side.isToOne {
-                        model = try loadExistential(target.entity.type, row: target.row)
-                    } else {
-                        model = nil
-                    }
-                    guard let model else { continue }
-                    if let own = victim.model {
-                        InverseSync.remove(own, from: model, side: side)
-                    } else if side.isToOne,
-                        let back = InverseSync.value(of: model, field: side.field) as? any PersistentModel,
-                        back._strataState.rowID == victim.row
-                    {
-                        InverseSync.set(model, field: side.field, to: nil)
-                    }
+        for entity in container.schema.entities where needsLetGo(entity, modelless: true) {
+            for row in doomed.rows[entity.ordinal] {
+                try letGo(of: Victim(entity: entity, row: row.row, model: nil), doomed: doomed)
+            }
+        }
+        return doomed.rows
+    }
+
+    /// Whether deleting a row of `entity` changes anything on the other
+    /// sides of its relationships (for a row without a model, only stored
+    /// to-ones pointing back and references without an inverse do).
+    private func needsLetGo(_ entity: Schema.Entity, modelless: Bool) -> Bool {
+        if !entity.incomingWithoutInverse.isEmpty { return true }
+        return entity.relationships.contains { relationship in
+            guard relationship.deleteRule != .noAction, relationship.deleteRule != .cascade,
+                let side = entity.inverseSides[relationship.field]
+            else { return false }
+            return !modelless || side.isToOne
+        }
+    }
+
+    /// Step 3 for one victim: the models its relationships refer to (but
+    /// cascaded ones, which are doomed) let go of it.
+    private func letGo(of victim: Victim, doomed: Doomed) throws {
+        for relationship in victim.entity.relationships where relationship.deleteRule != .noAction {
+            guard let side = victim.entity.inverseSides[relationship.field] else { continue }
+            // A stored row is held by a to-many on the other side only in
+            // storage, which its delete clears: nothing to load.
+            if victim.model == nil && !side.isToOne { continue }
+            // Cascaded targets are all doomed: nothing to let go of.
+            if relationship.deleteRule == .cascade { continue }
+            for target in try targets(of: victim, relationship) where !doomed.contains(target) {
+                // A target no model stands for holds this victim only in
+                // storage, which the delete itself clears — unless its
+                // side is a stored to-one pointing back.
+                let model: (any PersistentModel)?
+                if let loaded = target.model {
+                    model = loaded
+                } else if side.isToOne {
+                    model = try loadExistential(target.entity.type, row: target.row)
+                } else {
+                    model = nil
+                }
+                guard let model else { continue }
+                if let own = victim.model {
+                    InverseSync.remove(own, from: model, side: side)
+                } else if side.isToOne,
+                    let back = InverseSync.value(of: model, field: side.field) as? any PersistentModel,
+                    back._strataState.rowID == victim.row
+                {
+                    InverseSync.set(model, field: side.field, to: nil)
                 }
             }
-            try clearReferencesWithoutInverse(to: victim)
         }
-        return doomed.values.filter { $0.model == nil }.map {
-            DoomedRow(entity: $0.entity, row: $0.row, knownToOne: $0.knownToOne)
-        }
+        try clearReferencesWithoutInverse(to: victim)
     }
 
     /// Steps 1 and 2: every row the deletes reach under `.cascade`, and the
     /// `.deny` check; nothing changes yet.
-    private func closure() throws -> (
-        victims: [Victim], doomed: [RowKeyPair: Victim], doomedModels: [ObjectIdentifier: any PersistentModel]
-    ) {
-        // 1. The closure under cascade, without changing anything yet.
-        var doomed: [RowKeyPair: Victim] = [:]
-        var doomedModels: [ObjectIdentifier: any PersistentModel] = [:]
-        var queue: [Victim] = []
-        func doom(_ victim: Victim) {
-            let key = RowKeyPair(entity: victim.entity.ordinal, row: victim.row)
-            if let model = victim.model {
-                guard doomedModels.updateValue(model, forKey: ObjectIdentifier(model)) == nil else { return }
-                if victim.row > 0 { doomed[key] = victim }
-            } else {
-                guard doomed[key] == nil else { return }
-                doomed[key] = victim
-            }
-            queue.append(victim)
+    ///
+    /// Models are followed one by one through their loaded relationships.
+    /// Stored relationships — of rows without a model, and relationships a
+    /// doomed model never loaded — are followed in batches, one entity and
+    /// relationship at a time: the batch's rows are sorted and the
+    /// relationship's tree is read with one cursor moving forward (a merge
+    /// join), so a cascade over many rows costs a scan, not a search per row.
+    private func closure() throws -> Doomed {
+        let entities = container.schema.entities
+        var doomed = Doomed(entityCount: entities.count)
+        var modelQueue: [Victim] = []
+        /// Rows whose stored relationship still has to be followed, by
+        /// entity ordinal and relationship field.
+        var frontier: [[Int: [DoomedRow]]] = Array(repeating: [:], count: entities.count)
+        let cascading = entities.map { entity in entity.relationships.filter { $0.deleteRule == .cascade } }
+
+        func doom(model: any PersistentModel, entity: Schema.Entity) {
+            guard doomed.models.updateValue(model, forKey: ObjectIdentifier(model)) == nil else { return }
+            let row = model._strataState.rowID
+            if row > 0 { doomed.rowSets[entity.ordinal].insert(row) }
+            modelQueue.append(Victim(entity: entity, row: row, model: model))
         }
+        func doom(row: DoomedRow, entity: Schema.Entity) {
+            if let model = registered(entity, row: row.row) { return doom(model: model, entity: entity) }
+            guard doomed.rowSets[entity.ordinal].insert(row.row).inserted else { return }
+            doomed.rows[entity.ordinal].append(row)
+            for relationship in cascading[entity.ordinal] {
+                frontier[entity.ordinal][relationship.field, default: []].append(row)
+            }
+        }
+
         for model in deleted.values {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
-            doom(Victim(entity: entity, row: model._strataState.rowID, model: model))
+            doom(model: model, entity: entity)
         }
-        while let victim = queue.popLast() {
-            for relationship in victim.entity.relationships where relationship.deleteRule == .cascade {
-                for target in try targets(of: victim, relationship) { doom(target) }
+        while true {
+            while let victim = modelQueue.popLast() {
+                for relationship in cascading[victim.entity.ordinal] {
+                    let model = victim.model.unsafelyUnwrapped
+                    if victim.row <= 0 || model._strataState.faults[relationship.field] == nil {
+                        for target in try targets(of: victim, relationship) {
+                            if let model = target.model {
+                                doom(model: model, entity: target.entity)
+                            } else {
+                                doom(row: DoomedRow(row: target.row), entity: target.entity)
+                            }
+                        }
+                    } else if case .toOne? = victim.entity.relationshipStorage[relationship.field],
+                        let faulted = model._strataState.faultRows(field: relationship.field)
+                    {
+                        guard let destination = destination(of: relationship) else { continue }
+                        for row in faulted { doom(row: DoomedRow(row: row), entity: destination) }
+                    } else {
+                        frontier[victim.entity.ordinal][relationship.field, default: []].append(
+                            DoomedRow(row: victim.row))
+                    }
+                }
             }
+            guard let ordinal = frontier.firstIndex(where: { !$0.isEmpty }) else { break }
+            let entity = entities[ordinal]
+            let (field, rows) = frontier[ordinal].first.unsafelyUnwrapped
+            frontier[ordinal][field] = nil
+            guard let relationship = entity.relationships.first(where: { $0.field == field }),
+                let destination = destination(of: relationship)
+            else { continue }
+            try storedTargets(of: rows, entity: entity, relationship) { doom(row: $0, entity: destination) }
         }
-        func isDoomed(_ victim: Victim) -> Bool {
-            if let model = victim.model, doomedModels[ObjectIdentifier(model)] != nil { return true }
-            return victim.row > 0 && doomed[RowKeyPair(entity: victim.entity.ordinal, row: victim.row)] != nil
-        }
-        let victims =
-            Array(doomed.values)
-            + doomedModels.values.filter { $0._strataState.rowID <= 0 }.compactMap { model in
-                container.schema.entity(forType: type(of: model)).map { Victim(entity: $0, row: 0, model: model) }
-            }
+
         // 2. Deny (counts are checked by the caller).
-        for victim in victims {
-            for relationship in victim.entity.relationships where relationship.deleteRule == .deny {
-                let blocking = try targets(of: victim, relationship).filter { !isDoomed($0) }
-                if let first = blocking.first {
-                    let name = PersistentIdentifier(entityName: victim.entity.name, rowID: victim.row)
-                    let other = PersistentIdentifier(entityName: first.entity.name, rowID: first.row)
-                    throw SwiftDataError(
-                        .modelValidationFailure,
-                        "\(victim.model?.persistentModelID ?? name) cannot be deleted: "
-                            + "\(victim.entity.name).\(relationship.name) (deleteRule: .deny) still refers to "
-                            + "\(blocking.count) model(s), such as \(first.model?.persistentModelID ?? other)")
+        for entity in entities {
+            let denying = entity.relationships.filter { $0.deleteRule == .deny }
+            guard !denying.isEmpty else { continue }
+            var victims = doomed.rows[entity.ordinal].map { Victim(entity: entity, row: $0.row, model: nil) }
+            for model in doomed.models.values where type(of: model) == entity.type {
+                victims.append(Victim(entity: entity, row: model._strataState.rowID, model: model))
+            }
+            for victim in victims {
+                for relationship in denying {
+                    let blocking = try targets(of: victim, relationship).filter { !doomed.contains($0) }
+                    if let first = blocking.first {
+                        let name = PersistentIdentifier(entityName: victim.entity.name, rowID: victim.row)
+                        let other = PersistentIdentifier(entityName: first.entity.name, rowID: first.row)
+                        throw SwiftDataError(
+                            .modelValidationFailure,
+                            "\(victim.model?.persistentModelID ?? name) cannot be deleted: "
+                                + "\(victim.entity.name).\(relationship.name) (deleteRule: .deny) still refers to "
+                                + "\(blocking.count) model(s), such as \(first.model?.persistentModelID ?? other)")
+                    }
                 }
             }
         }
-        return (victims, doomed, doomedModels)
+        return doomed
+    }
+
+    private func destination(of relationship: Schema.Relationship) -> Schema.Entity? {
+        relationship.destinationType.flatMap { container.schema.entity(forType: $0) }
+    }
+
+    /// The stored rows relationship `relationship` of each of `rows` (of
+    /// `entity`) refers to, passed to `body` with what is known of them.
+    /// Rows reached through a one-to-many's reverse index carry their
+    /// to-one (the row they were found under), so deleting them needs no
+    /// record read.
+    private func storedTargets(
+        of rows: [DoomedRow], entity: Schema.Entity, _ relationship: Schema.Relationship,
+        _ body: (DoomedRow) -> Void
+    ) throws {
+        let field = relationship.field
+        switch entity.relationshipStorage[field] {
+        case .toOne?:
+            for row in rows {
+                if row.hintField == field {
+                    body(DoomedRow(row: row.hintTarget))
+                } else {
+                    let victim = Victim(entity: entity, row: row.row, model: nil)
+                    for target in try storedToOne(victim, field: field) { body(DoomedRow(row: target)) }
+                }
+            }
+        case .viaInverse(let tree)?:
+            let back = entity.inverseSides[field]?.field ?? -1
+            try mergeJoin(tree: tree, rows: rows) { owner, row in
+                body(DoomedRow(row: row, hintField: back, hintTarget: owner))
+            }
+        case .join(let tree, _)?, .mirror(_, let tree)?:
+            try mergeJoin(tree: tree, rows: rows) { _, row in body(DoomedRow(row: row)) }
+        case nil:
+            break
+        }
+    }
+
+    /// For each of `rows` (in any order, repeats allowed), the pairs of
+    /// pair tree `tree` under it, read with one cursor in key order: after
+    /// one row's run the cursor already stands at or before the next row's,
+    /// so it seeks only across gaps.
+    private func mergeJoin(tree: String, rows: [DoomedRow], _ body: (Int64, Int64) -> Void) throws {
+        guard let snapshot, let handle = try snapshot.tree(tree) else { return }
+        let sorted = rows.map(\.row).sorted()
+        let cursor = try snapshot.tx.cursor(handle)
+        var current: (Int64, Int64)? = nil
+        var valid = false
+        var previous: Int64? = nil
+        for row in sorted where row != previous {
+            previous = row
+            if !valid || current.map({ $0.0 < row }) ?? true {
+                valid = try cursor.seek(KeyEncoding.encode([.int(row)]))
+                current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
+            }
+            while let pair = current, pair.0 == row {
+                body(pair.0, pair.1)
+                valid = try cursor.next()
+                current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
+            }
+        }
     }
 
     func deleteExistential(_ model: any PersistentModel) { delete(model) }

@@ -263,14 +263,17 @@ public final class ModelContext {
                 var save = SaveTransaction(tx: tx, schema: container.schema)
                 // In key order; the deletes are queued and carried out tree
                 // by tree, in key order too.
-                var rows = deletedRows
+                let entities = container.schema.entities
+                var rows = deletedRows.isEmpty ? Array(repeating: [], count: entities.count) : deletedRows
                 for model in deleted.values {
                     if let entity = container.schema.entity(forType: type(of: model)) {
-                        rows.append(DoomedRow(entity: entity, row: model._strataState.rowID, knownToOne: nil))
+                        rows[entity.ordinal].append(DoomedRow(row: model._strataState.rowID))
                     }
                 }
-                rows.sort { ($0.entity.ordinal, $0.row) < ($1.entity.ordinal, $1.row) }
-                for doomed in rows { try save.deleteRow(doomed.entity, row: doomed.row, knownToOne: doomed.knownToOne) }
+                for entity in entities where !rows[entity.ordinal].isEmpty {
+                    rows[entity.ordinal].sort { $0.row < $1.row }
+                    try save.deleteRows(entity, rows[entity.ordinal])
+                }
                 try save.flushDeletes()
                 defer { upserted = save.remapped }
                 for model in inserted { try save.resolveUpsert(model) }
@@ -299,7 +302,9 @@ public final class ModelContext {
         let updatedIDs = changed.values.map(\.persistentModelID) + Array(upsertedRows)
         let deletedIDs =
             deleted.values.map(\.persistentModelID)
-            + deletedRows.map { PersistentIdentifier(entityName: $0.entity.name, rowID: $0.row) }
+            + zip(container.schema.entities, deletedRows).flatMap { entity, rows in
+                rows.map { PersistentIdentifier(entityName: entity.name, rowID: $0.row) }
+            }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values { model._strataState.isChanged = false }
         for model in deleted.values {

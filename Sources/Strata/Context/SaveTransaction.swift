@@ -29,7 +29,7 @@ struct SaveTransaction {
     /// Rows that existed before the save and took an inserted model.
     private(set) var upsertedRows: Set<PersistentIdentifier> = []
     /// Step 1's deletes, by tree, carried out together by ``flushDeletes()``.
-    private var pendingDeletes: [String: [[UInt8]]] = [:]
+    private var pendingDeletes: [String: KeyBatch] = [:]
 
     init(tx: WriteTransaction, schema: Schema) {
         self.tx = tx
@@ -74,69 +74,61 @@ struct SaveTransaction {
 
     // MARK: Steps
 
-    /// Deletes a stored row with its key and relationship entries, from its
-    /// record alone (no model needed).
-    /// `knownToOne` is a to-one value known without the record (the row
-    /// was found in that to-one's reverse index); when it is the row's only
-    /// to-one and the entity has no unique constraint or index, the record
-    /// is not read at all.
-    mutating func deleteRow(_ entity: Schema.Entity, row: Int64, knownToOne: (field: Int, target: Int64)? = nil)
-        throws
-    {
-        let needsRecord =
-            !entity.keyGroups.isEmpty
-            || entity.relationshipStorage.contains { field, storage in
-                if case .toOne = storage { return field != knownToOne?.field }
-                return false
-            }
-        let old = needsRecord ? try record(entity, row: row) : nil
-        if !entity.keyGroups.isEmpty, let old {
-            let stored = try decode(old, entity, row: row)
-            for group in entity.keyGroups { try removeKey(group, group.values(of: stored), row: row, deferred: true) }
-        }
+    /// Deletes stored rows of `entity` (ascending) with their key and
+    /// relationship entries, from their records alone (no model needed).
+    /// A row's known to-one (`hintField`, found in that to-one's reverse
+    /// index) spares reading its record when it is the entity's only
+    /// to-one and the entity has no unique constraint or index.
+    mutating func deleteRows(_ entity: Schema.Entity, _ rows: [ModelContext.DoomedRow]) throws {
+        let records = try tree(entity.recordTree)
+        var toOnes: [(field: Int, index: String, keys: KeyBatch)] = []
         for (field, storage) in entity.relationshipStorage {
-            switch storage {
-            case .toOne(let index):
-                if let knownToOne, knownToOne.field == field {
-                    deferDelete(PairKey.encode(knownToOne.target, row), in: index)
-                } else if let old, let target = try toOneRow(old, field: field, entity, row: row) {
-                    deferDelete(PairKey.encode(target, row), in: index)
-                }
-            case .join(let join, let mirror):
-                for target in try pairs(join, of: row) {
-                    deferDelete(PairKey.encode(row, target), in: join)
-                    deferDelete(PairKey.encode(target, row), in: mirror)
-                }
-            case .mirror(let join, let mirror):
-                for owner in try pairs(mirror, of: row) {
-                    deferDelete(PairKey.encode(row, owner), in: mirror)
-                    deferDelete(PairKey.encode(owner, row), in: join)
-                }
-            case .viaInverse:
-                break  // the entries belong to the other side's records
-            }
+            if case .toOne(let index) = storage { toOnes.append((field, index, KeyBatch())) }
         }
-        for name in entity.externalTrees.values { deferDelete(RowKey.encode(row), in: name) }
-        deferDelete(RowKey.encode(row), in: Store.treeName(entity))
-    }
-
-    /// `memcmp` order of two keys: negative, zero or positive.
-    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        a.withUnsafeBytes { x in
-            b.withUnsafeBytes { y in
-                let common = min(x.count, y.count)
-                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
-                    let c = memcmp(p, q, common)
-                    if c != 0 { return Int(c) }
+        var rowKeys = KeyBatch()
+        for doomed in rows {
+            let row = doomed.row
+            let needsRecord = !entity.keyGroups.isEmpty || toOnes.contains { $0.field != doomed.hintField }
+            let old = needsRecord ? try tx.get(RowKey.encode(row), in: records) : nil
+            if !entity.keyGroups.isEmpty, let old {
+                let stored = try decode(old, entity, row: row)
+                for group in entity.keyGroups {
+                    try removeKey(group, group.values(of: stored), row: row, deferred: true)
                 }
-                return x.count - y.count
             }
+            for index in toOnes.indices {
+                if toOnes[index].field == doomed.hintField {
+                    PairKey.append(doomed.hintTarget, row, to: &toOnes[index].keys)
+                } else if let old, let target = try toOneRow(old, field: toOnes[index].field, entity, row: row) {
+                    PairKey.append(target, row, to: &toOnes[index].keys)
+                }
+            }
+            for (_, storage) in entity.relationshipStorage {
+                switch storage {
+                case .join(let join, let mirror):
+                    for target in try pairs(join, of: row) {
+                        deferDelete(PairKey.encode(row, target), in: join)
+                        deferDelete(PairKey.encode(target, row), in: mirror)
+                    }
+                case .mirror(let join, let mirror):
+                    for owner in try pairs(mirror, of: row) {
+                        deferDelete(PairKey.encode(row, owner), in: mirror)
+                        deferDelete(PairKey.encode(owner, row), in: join)
+                    }
+                case .toOne, .viaInverse:
+                    break  // to-ones above; the others' entries belong to the other side's records
+                }
+            }
+            RowKey.append(row, to: &rowKeys)
         }
+        for toOne in toOnes { pendingDeletes[toOne.index, default: KeyBatch()].append(contentsOf: toOne.keys) }
+        for name in entity.externalTrees.values { pendingDeletes[name, default: KeyBatch()].append(contentsOf: rowKeys) }
+        pendingDeletes[entity.recordTree, default: KeyBatch()].append(contentsOf: rowKeys)
     }
 
     /// Queues a delete for ``flushDeletes()``.
     private mutating func deferDelete(_ key: [UInt8], in tree: String) {
-        pendingDeletes[tree, default: []].append(key)
+        pendingDeletes[tree, default: KeyBatch()].append(key)
     }
 
     /// Carries out the queued deletes, each tree's keys in order (see
@@ -146,8 +138,7 @@ struct SaveTransaction {
         for (name, keys) in pendingDeletes.sorted(by: { $0.key < $1.key }) {
             // Rows are deleted in order, so most lists arrive sorted; a
             // repeated key (a join pair reached from both ends) is harmless.
-            let ordered = zip(keys, keys.dropFirst()).allSatisfy { Self.compare($0, $1) <= 0 }
-            try tx.delete(sortedKeys: ordered ? keys : keys.sorted { Self.compare($0, $1) < 0 }, in: tree(name))
+            try tx.delete(sortedKeys: keys.isSorted ? keys : keys.sorted(), in: tree(name))
         }
         pendingDeletes = [:]
     }

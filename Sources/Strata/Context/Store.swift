@@ -26,7 +26,7 @@ final class Store: @unchecked Sendable {
 
     static let schemaTree = "strata.schema"
 
-    static func treeName(_ entity: Schema.Entity) -> String { treeName(entityName: entity.name) }
+    static func treeName(_ entity: Schema.Entity) -> String { entity.recordTree }
 
     /// The tree of the entity named `entityName` (a model class's name).
     static func treeName(entityName: String) -> String { "e." + entityName }
@@ -132,7 +132,15 @@ final class Store: @unchecked Sendable {
 /// Row keys: the row id as 8 big-endian bytes, so key order is row order.
 enum RowKey {
     static func encode(_ row: Int64) -> [UInt8] {
-        withUnsafeBytes(of: UInt64(bitPattern: row).bigEndian) { Array($0) }
+        [UInt8](unsafeUninitializedCapacity: 8) { buffer, count in
+            UnsafeMutableRawBufferPointer(buffer).storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self)
+            count = 8
+        }
+    }
+
+    /// Appends the key of `row` to `batch`.
+    static func append(_ row: Int64, to batch: inout KeyBatch) {
+        batch.append(count: 8) { $0.storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self) }
     }
 
     static func decode(_ key: [UInt8]) throws -> Int64 {

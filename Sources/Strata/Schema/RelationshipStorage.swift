@@ -78,8 +78,27 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
 /// Keys of reverse indexes and join trees: two row ids as ``KeyEncoding``
 /// integer elements (18 bytes), ordered by the first, then the second.
 enum PairKey {
+    /// `KeyEncoding.encode([.int(first), .int(second)])`, written directly
+    /// (delete rules build one per reverse-index entry they remove).
     static func encode(_ first: Int64, _ second: Int64) -> [UInt8] {
-        KeyEncoding.encode([.int(first), .int(second)])
+        [UInt8](unsafeUninitializedCapacity: 18) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw[0] = 0x20
+            raw.storeBytes(of: (UInt64(bitPattern: first) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
+            raw[9] = 0x20
+            raw.storeBytes(of: (UInt64(bitPattern: second) ^ (1 << 63)).bigEndian, toByteOffset: 10, as: UInt64.self)
+            count = 18
+        }
+    }
+
+    /// Appends the pair key of `first` and `second` to `batch`.
+    static func append(_ first: Int64, _ second: Int64, to batch: inout KeyBatch) {
+        batch.append(count: 18) { raw in
+            raw[0] = 0x20
+            raw.storeBytes(of: (UInt64(bitPattern: first) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
+            raw[9] = 0x20
+            raw.storeBytes(of: (UInt64(bitPattern: second) ^ (1 << 63)).bigEndian, toByteOffset: 10, as: UInt64.self)
+        }
     }
 
     /// The second rows of the pairs in `tree` whose first row is `row`,

@@ -155,6 +155,7 @@ extension Schema {
                 }
             }
             self.externalTrees = external
+            self.recordTree = Store.treeName(entityName: name)
             self.problems = problems
             self.inverseSides = InverseGraph.info(type).inverses
             self.relationshipStorage = [:]
@@ -168,6 +169,9 @@ extension Schema {
         /// The inverse of each relationship that has one, by field (see
         /// `InverseGraph`), kept here so hot paths need no lookup.
         let inverseSides: [Int: InverseGraph.Side]
+
+        /// The tree of the entity's records (`e.<name>`).
+        let recordTree: String
 
         /// The trees of `.externalStorage` attributes, by field.
         let externalTrees: [Int: String]

@@ -109,60 +109,86 @@ extension WriteTransaction {
     /// in one leaf cost one descent and one rebalance between them, so
     /// deleting a run of neighbouring keys costs about one delete per leaf.
     /// Keys out of order are still removed, each with its own descent.
-    func deleteSortedRaw(_ keys: [[UInt8]], root: UInt32) throws -> Int {
+    func deleteSortedRaw(_ keys: KeyBatch, root: UInt32) throws -> Int {
         var removed = 0
         var i = 0
-        while i < keys.count {
-            guard keys[i].count <= Database.maxKeyLength else {
-                i += 1
-                continue
+        var doomed: [Int] = []
+        try keys.bytes.withUnsafeBytes { all in
+            let base = all.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
+            @inline(__always) func key(_ index: Int) -> (UnsafeRawPointer, Int) {
+                let range = keys.range(index)
+                return (base + range.lowerBound, range.count)
             }
-            var path: [(UInt32, Int)] = []
-            var number = root
-            var node = try keys[i].withUnsafeBytes { k -> Node in
-                let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
-                while true {
-                    let node = try treeNode(number)
-                    if node.isLeaf { return node }
-                    let ci = node.childIndex(keyPtr, k.count)
+            while i < keys.count {
+                let (firstPtr, firstCount) = key(i)
+                guard firstCount <= Database.maxKeyLength else {
+                    i += 1
+                    continue
+                }
+                var path: [(UInt32, Int)] = []
+                var number = root
+                var node = try treeNode(number)
+                while !node.isLeaf {
+                    let ci = node.childIndex(firstPtr, firstCount)
                     path.append((number, ci))
                     guard path.count <= Cursor.maxDepth else {
                         throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
                     }
                     number = node.child(ci)
+                    node = try treeNode(number)
                 }
-            }
-            var writableLeaf = false
-            var next = i
-            // Every key from the one this leaf was found for up to the
-            // leaf's last key lies in this leaf; one past it belongs further
-            // right (or is absent), one before it is looked up afresh.
-            while next < keys.count, node.count > 0 {
-                let key = keys[next]
-                if next > i && key.lexicographicallyPrecedes(keys[i]) { break }
-                let inLeaf = key.withUnsafeBytes { k -> (index: Int, found: Bool)? in
-                    let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
-                    let (lastPtr, lastCount) = node.key(node.count - 1)
-                    guard key.count <= Database.maxKeyLength, compareBytes(keyPtr, k.count, lastPtr, lastCount) <= 0
-                    else { return nil }
-                    let (index, found) = node.lowerBound(keyPtr, k.count)
-                    return (index, found)
-                }
-                guard let inLeaf else { break }
-                if inLeaf.found {
-                    if !writableLeaf {
-                        node = Node(page: try writable(number))
-                        writableLeaf = true
+                // Every key from the one this leaf was found for up to the
+                // leaf's last key lies in this leaf; one past it belongs
+                // further right (or is absent), one out of order is looked up
+                // afresh. Ascending keys are searched for in the part of the
+                // leaf after the previous one, and the leaf's cells are
+                // removed together.
+                doomed.removeAll(keepingCapacity: true)
+                var next = i
+                var from = 0
+                let count = node.count
+                if count > 0 {
+                    let (lastPtr, lastCount) = node.key(count - 1)
+                    while next < keys.count {
+                        let (keyPtr, keyCount) = key(next)
+                        guard keyCount <= Database.maxKeyLength else { break }
+                        if next > i {
+                            let (previousPtr, previousCount) = key(next - 1)
+                            guard compareBytes(previousPtr, previousCount, keyPtr, keyCount) <= 0 else { break }
+                        }
+                        // A run of neighbours: the key is the next cell.
+                        if from < count {
+                            let (cellPtr, cellCount) = node.key(from)
+                            let order = compareBytes(cellPtr, cellCount, keyPtr, keyCount)
+                            if order >= 0 {
+                                if order == 0 {
+                                    doomed.append(from)
+                                    from += 1
+                                }
+                                next += 1
+                                continue
+                            }
+                        }
+                        guard compareBytes(keyPtr, keyCount, lastPtr, lastCount) <= 0 else { break }
+                        let (index, found) = node.lowerBound(keyPtr, keyCount, from: from)
+                        if found {
+                            if doomed.last != index { doomed.append(index) }
+                            from = index + 1
+                        } else {
+                            from = index
+                        }
+                        next += 1
                     }
-                    if case .overflow(let first, _) = node.leafValue(inLeaf.index) { try freeOverflow(first) }
-                    node.removeCell(at: inLeaf.index)
-                    removed += 1
                 }
-                next += 1
-            }
-            // The first key lies past this leaf's keys: it is absent.
-            i = max(next, i + 1)
-            if writableLeaf {
+                // The first key lies past this leaf's keys: it is absent.
+                i = max(next, i + 1)
+                guard !doomed.isEmpty else { continue }
+                let leaf = Node(page: try writable(number))
+                for index in doomed {
+                    if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
+                }
+                leaf.removeCells(sortedIndices: doomed)
+                removed += doomed.count
                 modifications += 1
                 try rebalance(path: &path, number: number)
             }

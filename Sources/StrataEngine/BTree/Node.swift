@@ -96,8 +96,9 @@ struct Node {
     }
 
     /// Index of the first cell whose key is >= `key`, and whether it is equal.
-    @inline(__always) func lowerBound(_ key: UnsafeRawPointer, _ keyCount: Int) -> (Int, Bool) {
-        var lo = 0
+    /// Cells before `from` are known to be less than `key`.
+    @inline(__always) func lowerBound(_ key: UnsafeRawPointer, _ keyCount: Int, from: Int = 0) -> (Int, Bool) {
+        var lo = from
         var hi = count
         while lo < hi {
             let mid = (lo &+ hi) >> 1
@@ -170,6 +171,41 @@ struct Node {
             setHeapStart(page.size)
             setFragmented(0)
         }
+    }
+
+    /// Removes the cells at `indices` (ascending, distinct) in one pass over
+    /// the slot array; their bytes become fragmented free space, as with
+    /// ``removeCell(at:)``.
+    func removeCells(sortedIndices indices: [Int]) {
+        let n = count
+        guard indices.count < n else {
+            setCount(0)
+            setHeapStart(page.size)
+            setFragmented(0)
+            return
+        }
+        var freed = 0
+        var heap = heapStart
+        // Cells appended in key order sit below one another, so going
+        // backwards meets the one at the heap's start first and the heap
+        // can shrink back over them instead of fragmenting.
+        for index in indices.reversed() {
+            let size = cellSize(index)
+            if slot(index) == heap { heap += size } else { freed += size }
+        }
+        var write = indices[0]
+        var k = 0
+        for read in indices[0]..<n {
+            if k < indices.count && indices[k] == read {
+                k += 1
+                continue
+            }
+            page.setU16(Layout.nodeHeaderSize + 2 * write, slot(read))
+            write += 1
+        }
+        setCount(n - indices.count)
+        setHeapStart(heap)
+        setFragmented(fragmented + freed)
     }
 
     /// Rewrites the heap so that all free space is contiguous.
