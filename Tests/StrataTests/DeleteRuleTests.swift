@@ -332,3 +332,41 @@ extension DeleteRuleTests {
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 }
+
+extension DeleteRuleTests {
+    /// A cascade over thousands of stored rows, followed in batches (more
+    /// than one chunk of the merge join), with some of the reached rows
+    /// loaded as models (4,500 cities in one batch) and countries that
+    /// stay: exactly the doomed rows
+    /// go, with their reverse-index entries.
+    func testLargeBatchedCascadeDeletesExactlyTheReachedRows() throws {
+        let container = try container()
+        do {
+            let context = ModelContext(container)
+            for c in 0..<7 {
+                let country = Country(name: "C\(c)")
+                for i in 0..<900 {
+                    let city = City(name: "C\(c)-\(i)")
+                    if i % 3 == 0 { city.streets = [Street(name: "S\(c)-\(i)"), Street(name: "T\(c)-\(i)")] }
+                    country.cities.append(city)
+                }
+                context.insert(country)
+            }
+            try context.save()
+        }
+        let context = ModelContext(container)
+        // Some cities of doomed countries are loaded; one is changed.
+        let loaded = try context.fetch(FetchDescriptor<City>(predicate: #Predicate { $0.name.starts(with: "C2-1") }))
+        XCTAssertFalse(loaded.isEmpty)
+        loaded[0].name = "renamed"
+        try context.delete(model: Country.self, where: #Predicate { $0.name != "C1" && $0.name != "C4" })
+        try context.save()
+        XCTAssertEqual(try count(Country.self, in: container), 2)
+        XCTAssertEqual(try count(City.self, in: container), 1_800)
+        XCTAssertEqual(try count(Street.self, in: container), 1_200)
+        XCTAssertTrue(loaded.allSatisfy { $0.modelContext == nil })
+        let survivors = try ModelContext(container).fetch(FetchDescriptor<City>()).map(\.name)
+        XCTAssertTrue(survivors.allSatisfy { $0.hasPrefix("C1-") || $0.hasPrefix("C4-") })
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+}

@@ -45,4 +45,29 @@ final class RowMapTests: XCTestCase {
         XCTAssertNil(map[Int64.min])
         XCTAssertTrue(map[Int64.max] as AnyObject? === model)
     }
+
+    /// The cascade's row set against `Set`, with strided rows (which share
+    /// low bits), dense runs, negative rows and row 0.
+    func testRowSetMatchesSet() {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "RowSetTests"))
+        for round in 0..<6 {
+            var set = RowSet()
+            var reference: Set<Int64> = []
+            for _ in 0..<20_000 {
+                let row: Int64
+                switch round % 3 {
+                case 0: row = Int64.random(in: -50...3_000, using: &random)
+                case 1: row = Int64.random(in: 0..<2_000, using: &random) * 4_096
+                default: row = Int64.random(in: Int64.min...Int64.max, using: &random)
+                }
+                XCTAssertEqual(set.insert(row), reference.insert(row).inserted, "row \(row), round \(round)")
+            }
+            XCTAssertEqual(set.count, reference.count)
+            for row in reference { XCTAssertTrue(set.contains(row)) }
+            for _ in 0..<2_000 {
+                let row = Int64.random(in: -100...10_000_000, using: &random)
+                XCTAssertEqual(set.contains(row), reference.contains(row), "row \(row)")
+            }
+        }
+    }
 }

@@ -56,18 +56,69 @@ extension ModelContext {
     struct Doomed {
         var models: [ObjectIdentifier: any PersistentModel] = [:]
         /// Every doomed stored row, models' included, by entity ordinal.
-        var rowSets: [Set<Int64>]
+        var rowSets: [RowSet]
         /// The doomed rows that no model stands for, in the order found.
         var rows: [[DoomedRow]]
 
         init(entityCount: Int) {
-            rowSets = Array(repeating: [], count: entityCount)
+            rowSets = Array(repeating: RowSet(), count: entityCount)
             rows = Array(repeating: [], count: entityCount)
         }
 
         func contains(_ victim: Victim) -> Bool {
             if let model = victim.model, models[ObjectIdentifier(model)] != nil { return true }
             return victim.row > 0 && rowSets[victim.entity.ordinal].contains(victim.row)
+        }
+    }
+
+    /// The state of the cascade's closure while it grows.
+    struct CascadeWalk {
+        let context: ModelContext
+        var doomed: Doomed
+        /// Whether the context holds any model of each entity (when not, a
+        /// stored row needs no identity-map lookup).
+        let holdsModels: [Bool]
+        /// Doomed models whose relationships are still to follow.
+        var modelQueue: [Victim] = []
+        /// Rows whose stored relationship still has to be followed, by
+        /// entity ordinal and relationship field.
+        var frontier: [[Int: [DoomedRow]]]
+        /// Each entity's `.cascade` relationships, by ordinal.
+        let cascading: [[Schema.Relationship]]
+
+        init(context: ModelContext) {
+            let entities = context.container.schema.entities
+            self.context = context
+            holdsModels = context.registry.map { $0.count > 0 }
+            doomed = Doomed(entityCount: entities.count)
+            frontier = Array(repeating: [:], count: entities.count)
+            cascading = entities.map { entity in entity.relationships.filter { $0.deleteRule == .cascade } }
+        }
+
+        mutating func doom(model: any PersistentModel, entity: Schema.Entity) {
+            guard doomed.models.updateValue(model, forKey: ObjectIdentifier(model)) == nil else { return }
+            let row = model._strataState.rowID
+            if row > 0 { doomed.rowSets[entity.ordinal].insert(row) }
+            modelQueue.append(Victim(entity: entity, row: row, model: model))
+        }
+
+        /// Makes room for `count` more rows of `entity` (a batch about to be
+        /// doomed), so the sets and lists grow once, not by doubling.
+        mutating func reserve(_ count: Int, entity: Schema.Entity) {
+            doomed.rowSets[entity.ordinal].reserve(doomed.rowSets[entity.ordinal].count + count)
+            doomed.rows[entity.ordinal].reserveCapacity(doomed.rows[entity.ordinal].count + count)
+        }
+
+        /// Dooms a stored row: as its model when this context holds one.
+        mutating func doom(row: DoomedRow, entity: Schema.Entity) {
+            if holdsModels[entity.ordinal], let model = context.registered(entity, row: row.row) {
+                return doom(model: model, entity: entity)
+            }
+            guard doomed.rowSets[entity.ordinal].insert(row.row) else { return }
+            doomed.rows[entity.ordinal].append(row)
+            for relationship in cascading[entity.ordinal] {
+                frontier[entity.ordinal][relationship.field, default: []].append(row)
+            }
         }
     }
 
@@ -160,64 +211,47 @@ extension ModelContext {
     /// join), so a cascade over many rows costs a scan, not a search per row.
     private func closure() throws -> Doomed {
         let entities = container.schema.entities
-        var doomed = Doomed(entityCount: entities.count)
-        var modelQueue: [Victim] = []
-        /// Rows whose stored relationship still has to be followed, by
-        /// entity ordinal and relationship field.
-        var frontier: [[Int: [DoomedRow]]] = Array(repeating: [:], count: entities.count)
-        let cascading = entities.map { entity in entity.relationships.filter { $0.deleteRule == .cascade } }
-
-        func doom(model: any PersistentModel, entity: Schema.Entity) {
-            guard doomed.models.updateValue(model, forKey: ObjectIdentifier(model)) == nil else { return }
-            let row = model._strataState.rowID
-            if row > 0 { doomed.rowSets[entity.ordinal].insert(row) }
-            modelQueue.append(Victim(entity: entity, row: row, model: model))
-        }
-        func doom(row: DoomedRow, entity: Schema.Entity) {
-            if let model = registered(entity, row: row.row) { return doom(model: model, entity: entity) }
-            guard doomed.rowSets[entity.ordinal].insert(row.row).inserted else { return }
-            doomed.rows[entity.ordinal].append(row)
-            for relationship in cascading[entity.ordinal] {
-                frontier[entity.ordinal][relationship.field, default: []].append(row)
-            }
-        }
-
+        var walk = CascadeWalk(context: self)
         for model in deleted.values {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
-            doom(model: model, entity: entity)
+            walk.doom(model: model, entity: entity)
         }
         while true {
-            while let victim = modelQueue.popLast() {
-                for relationship in cascading[victim.entity.ordinal] {
+            while let victim = walk.modelQueue.popLast() {
+                for relationship in walk.cascading[victim.entity.ordinal] {
                     let model = victim.model.unsafelyUnwrapped
                     if victim.row <= 0 || model._strataState.faults[relationship.field] == nil {
                         for target in try targets(of: victim, relationship) {
                             if let model = target.model {
-                                doom(model: model, entity: target.entity)
+                                walk.doom(model: model, entity: target.entity)
                             } else {
-                                doom(row: DoomedRow(row: target.row), entity: target.entity)
+                                walk.doom(row: DoomedRow(row: target.row), entity: target.entity)
                             }
                         }
                     } else if case .toOne? = victim.entity.relationshipStorage[relationship.field],
                         let faulted = model._strataState.faultRows(field: relationship.field)
                     {
                         guard let destination = destination(of: relationship) else { continue }
-                        for row in faulted { doom(row: DoomedRow(row: row), entity: destination) }
+                        for row in faulted { walk.doom(row: DoomedRow(row: row), entity: destination) }
                     } else {
-                        frontier[victim.entity.ordinal][relationship.field, default: []].append(
+                        walk.frontier[victim.entity.ordinal][relationship.field, default: []].append(
                             DoomedRow(row: victim.row))
                     }
                 }
             }
-            guard let ordinal = frontier.firstIndex(where: { !$0.isEmpty }) else { break }
+            guard let ordinal = walk.frontier.firstIndex(where: { !$0.isEmpty }) else { break }
             let entity = entities[ordinal]
-            let (field, rows) = frontier[ordinal].first.unsafelyUnwrapped
-            frontier[ordinal][field] = nil
+            let (field, rows) = walk.frontier[ordinal].first.unsafelyUnwrapped
+            walk.frontier[ordinal][field] = nil
             guard let relationship = entity.relationships.first(where: { $0.field == field }),
                 let destination = destination(of: relationship)
             else { continue }
-            try storedTargets(of: rows, entity: entity, relationship) { doom(row: $0, entity: destination) }
+            walk.reserve(try expectedTargets(of: rows, entity: entity, relationship), entity: destination)
+            try storedTargets(of: rows, entity: entity, relationship) { found in
+                for row in found { walk.doom(row: row, entity: destination) }
+            }
         }
+        let doomed = walk.doomed
 
         // 2. Deny (counts are checked by the caller).
         for entity in entities {
@@ -250,44 +284,65 @@ extension ModelContext {
     }
 
     /// The stored rows relationship `relationship` of each of `rows` (of
-    /// `entity`) refers to, passed to `body` with what is known of them.
+    /// `entity`) refers to, appended to `found` with what is known of them.
     /// Rows reached through a one-to-many's reverse index carry their
     /// to-one (the row they were found under), so deleting them needs no
     /// record read.
+    /// About how many rows ``storedTargets(of:entity:_:_:)`` will find: one
+    /// per row for a to-one, at most the tree's entries for the others.
+    private func expectedTargets(of rows: [DoomedRow], entity: Schema.Entity, _ relationship: Schema.Relationship)
+        throws -> Int
+    {
+        let tree: String
+        switch entity.relationshipStorage[relationship.field] {
+        case .toOne?: return rows.count
+        case .viaInverse(let name)?, .join(let name, _)?, .mirror(_, let name)?: tree = name
+        case nil: return 0
+        }
+        guard let snapshot, let handle = try snapshot.tree(tree) else { return 0 }
+        return min(try snapshot.tx.count(handle), rows.count * 64)
+    }
+
+    /// Targets go to `body` in chunks of at most 4,096, so a batch of any
+    /// size needs only a small buffer.
     private func storedTargets(
         of rows: [DoomedRow], entity: Schema.Entity, _ relationship: Schema.Relationship,
-        _ body: (DoomedRow) -> Void
+        _ body: ([DoomedRow]) -> Void
     ) throws {
+        var found: [DoomedRow] = []
+        defer { body(found) }
         let field = relationship.field
         switch entity.relationshipStorage[field] {
         case .toOne?:
             for row in rows {
                 if row.hintField == field {
-                    body(DoomedRow(row: row.hintTarget))
+                    found.append(DoomedRow(row: row.hintTarget))
                 } else {
                     let victim = Victim(entity: entity, row: row.row, model: nil)
-                    for target in try storedToOne(victim, field: field) { body(DoomedRow(row: target)) }
+                    for target in try storedToOne(victim, field: field) { found.append(DoomedRow(row: target)) }
                 }
             }
         case .viaInverse(let tree)?:
-            let back = entity.inverseSides[field]?.field ?? -1
-            try mergeJoin(tree: tree, rows: rows) { owner, row in
-                body(DoomedRow(row: row, hintField: back, hintTarget: owner))
-            }
+            try mergeJoin(tree: tree, rows: rows, hintField: entity.inverseSides[field]?.field ?? -1, body)
         case .join(let tree, _)?, .mirror(_, let tree)?:
-            try mergeJoin(tree: tree, rows: rows) { _, row in body(DoomedRow(row: row)) }
+            try mergeJoin(tree: tree, rows: rows, hintField: -1, body)
         case nil:
             break
         }
     }
 
-    /// For each of `rows` (in any order, repeats allowed), the pairs of
-    /// pair tree `tree` under it, read with one cursor in key order: after
-    /// one row's run the cursor already stands at or before the next row's,
-    /// so it seeks only across gaps.
-    private func mergeJoin(tree: String, rows: [DoomedRow], _ body: (Int64, Int64) -> Void) throws {
+    /// For each of `rows` (in any order, repeats allowed), the second rows
+    /// of the pairs of pair tree `tree` under it, read with one cursor in
+    /// key order: after one row's run the cursor already stands at or
+    /// before the next row's, so it seeks only across gaps. With a
+    /// `hintField`, each found row carries the row it was found under as
+    /// that field's value.
+    private func mergeJoin(tree: String, rows: [DoomedRow], hintField: Int, _ body: ([DoomedRow]) -> Void) throws {
         guard let snapshot, let handle = try snapshot.tree(tree) else { return }
         let sorted = rows.map(\.row).sorted()
+        var found: [DoomedRow] = []
+        found.reserveCapacity(4_096)
+        defer { body(found) }
         let cursor = try snapshot.tx.cursor(handle)
         var current: (Int64, Int64)? = nil
         var valid = false
@@ -299,7 +354,11 @@ extension ModelContext {
                 current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
             }
             while let pair = current, pair.0 == row {
-                body(pair.0, pair.1)
+                found.append(DoomedRow(row: pair.1, hintField: hintField, hintTarget: row))
+                if found.count == 4_096 {
+                    body(found)
+                    found.removeAll(keepingCapacity: true)
+                }
                 valid = try cursor.next()
                 current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
             }

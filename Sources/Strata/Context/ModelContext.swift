@@ -23,7 +23,7 @@ public final class ModelContext {
     let link: _ContextLink
     var store: Store { container.store }
     /// Registered models: one map per entity, by the entity's ordinal.
-    private var registry: [RowMap]
+    private(set) var registry: [RowMap]
     var inserted: [any PersistentModel] = []
     var changed: [ObjectIdentifier: any PersistentModel] = [:]
     var deleted: [ObjectIdentifier: any PersistentModel] = [:]

@@ -83,9 +83,9 @@ struct SaveTransaction {
         let records = try tree(entity.recordTree)
         var toOnes: [(field: Int, index: String, keys: KeyBatch)] = []
         for (field, storage) in entity.relationshipStorage {
-            if case .toOne(let index) = storage { toOnes.append((field, index, KeyBatch())) }
+            if case .toOne(let index) = storage { toOnes.append((field, index, KeyBatch(capacity: rows.count, bytes: 18))) }
         }
-        var rowKeys = KeyBatch()
+        var rowKeys = KeyBatch(capacity: rows.count, bytes: 8)
         for doomed in rows {
             let row = doomed.row
             let needsRecord = !entity.keyGroups.isEmpty || toOnes.contains { $0.field != doomed.hintField }
@@ -121,9 +121,19 @@ struct SaveTransaction {
             }
             RowKey.append(row, to: &rowKeys)
         }
-        for toOne in toOnes { pendingDeletes[toOne.index, default: KeyBatch()].append(contentsOf: toOne.keys) }
-        for name in entity.externalTrees.values { pendingDeletes[name, default: KeyBatch()].append(contentsOf: rowKeys) }
-        pendingDeletes[entity.recordTree, default: KeyBatch()].append(contentsOf: rowKeys)
+        for toOne in toOnes { queue(toOne.keys, in: toOne.index) }
+        for name in entity.externalTrees.values { queue(rowKeys, in: name) }
+        queue(rowKeys, in: entity.recordTree)
+    }
+
+    /// Queues `keys` for deletion from tree `name` (taken as they are when
+    /// the tree has none queued yet).
+    private mutating func queue(_ keys: KeyBatch, in name: String) {
+        if pendingDeletes[name] == nil {
+            pendingDeletes[name] = keys
+        } else {
+            pendingDeletes[name]?.append(contentsOf: keys)
+        }
     }
 
     /// Queues a delete for ``flushDeletes()``.

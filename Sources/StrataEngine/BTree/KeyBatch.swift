@@ -9,6 +9,13 @@ public struct KeyBatch: Sendable {
 
     public init() {}
 
+    /// An empty batch with room for `capacity` keys of about `bytes`
+    /// bytes each.
+    public init(capacity: Int, bytes keyBytes: Int) {
+        bytes.reserveCapacity(capacity * keyBytes)
+        ends.reserveCapacity(capacity)
+    }
+
     /// A batch holding `keys`, in their order.
     public init(_ keys: [[UInt8]]) {
         ends.reserveCapacity(keys.count)
