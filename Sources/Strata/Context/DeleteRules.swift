@@ -460,6 +460,7 @@ extension ModelContext {
     /// Checks `minimumModelCount` / `maximumModelCount` on the loaded
     /// to-many relationships of inserted and changed models.
     func validateCounts(excluding doomed: [ObjectIdentifier: any PersistentModel] = [:]) throws {
+        guard container.schema.declaresModelCounts else { return }
         for model in inserted + Array(changed.values) where doomed[ObjectIdentifier(model)] == nil {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
             for relationship in entity.relationships where !relationship.isToOneRelationship {

@@ -47,6 +47,9 @@ public final class Schema: @unchecked Sendable {
     public let version: Version
     /// The entities, sorted by name.
     public let entities: [Entity]
+    /// Whether any relationship declares a `minimumModelCount` or
+    /// `maximumModelCount` (when none does, saves skip the count check).
+    let declaresModelCounts: Bool
     let entitiesByName: [String: Entity]
     let entitiesByType: [ObjectIdentifier: Entity]
 
@@ -73,6 +76,9 @@ public final class Schema: @unchecked Sendable {
         self.version = version
         self.entities = byType.values.sorted { $0.name < $1.name }
         for (ordinal, entity) in entities.enumerated() { entity.ordinal = ordinal }
+        self.declaresModelCounts = entities.contains { entity in
+            entity.relationships.contains { ($0.minimumModelCount ?? 0) > 0 || ($0.maximumModelCount ?? 0) > 0 }
+        }
         // Relationships without an inverse, by the entity they point at.
         for source in entities {
             for relationship in source.relationships
