@@ -38,9 +38,6 @@ extension ModelContext {
         let entity: Schema.Entity
         let row: Int64
         let model: (any PersistentModel)?
-        /// A to-one of this row known without reading its record: the
-        /// row was found in that to-one's reverse index under `target`.
-        var knownToOne: (field: Int, target: Int64)? = nil
     }
 
     /// A stored row to delete that no model stands for, with the to-one
@@ -396,15 +393,7 @@ extension ModelContext {
             } else {
                 rows = try storedToOne(victim, field: relationship.field)
             }
-        case .viaInverse(let tree)?:
-            // Each row found here refers to the victim through the inverse.
-            let field = victim.entity.inverseSides[relationship.field]?.field
-            return derivedRows(tree: tree, row: victim.row).map { row in
-                Victim(
-                    entity: destination, row: row, model: registered(destination, row: row),
-                    knownToOne: field.map { ($0, victim.row) })
-            }
-        case .join(let tree, _)?, .mirror(_, let tree)?:
+        case .viaInverse(let tree)?, .join(let tree, _)?, .mirror(_, let tree)?:
             rows = derivedRows(tree: tree, row: victim.row)
         case nil:
             rows = []

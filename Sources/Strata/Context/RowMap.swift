@@ -38,7 +38,10 @@ struct RowMap {
     /// order) land in consecutive slots, so a fetch touches the table
     /// sequentially; rows that differ only above the mask (a stride of the
     /// table size) are still spread out.
-    private func home(_ row: Int64) -> Int {
+    private func home(_ row: Int64) -> Int { Self.home(row, mask: mask) }
+
+    /// `home(_:)` for a table of `mask + 1` slots (shared with ``RowSet``).
+    @inline(__always) static func home(_ row: Int64, mask: Int) -> Int {
         let key = UInt64(bitPattern: row)
         let high = (key >> UInt64(mask.nonzeroBitCount)) &* 0x9E37_79B9_7F4A_7C15
         return Int(truncatingIfNeeded: key &+ high) & mask

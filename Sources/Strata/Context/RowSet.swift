@@ -25,11 +25,7 @@ struct RowSet {
         if size > keys.count { rebuild(size: size) }
     }
 
-    private func home(_ row: Int64) -> Int {
-        let key = UInt64(bitPattern: row)
-        let high = (key >> UInt64(mask.nonzeroBitCount)) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: key &+ high) & mask
-    }
+    private func home(_ row: Int64) -> Int { RowMap.home(row, mask: mask) }
 
     func contains(_ row: Int64) -> Bool {
         if row == 0 { return hasZero }

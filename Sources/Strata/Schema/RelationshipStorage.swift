@@ -81,24 +81,25 @@ enum PairKey {
     /// `KeyEncoding.encode([.int(first), .int(second)])`, written directly
     /// (delete rules build one per reverse-index entry they remove).
     static func encode(_ first: Int64, _ second: Int64) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: 18) { buffer, count in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            raw[0] = 0x20
-            raw.storeBytes(of: (UInt64(bitPattern: first) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
-            raw[9] = 0x20
-            raw.storeBytes(of: (UInt64(bitPattern: second) ^ (1 << 63)).bigEndian, toByteOffset: 10, as: UInt64.self)
-            count = 18
+        [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            write(first, second, to: UnsafeMutableRawBufferPointer(buffer))
+            count = size
         }
     }
 
     /// Appends the pair key of `first` and `second` to `batch`.
     static func append(_ first: Int64, _ second: Int64, to batch: inout KeyBatch) {
-        batch.append(count: 18) { raw in
-            raw[0] = 0x20
-            raw.storeBytes(of: (UInt64(bitPattern: first) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
-            raw[9] = 0x20
-            raw.storeBytes(of: (UInt64(bitPattern: second) ^ (1 << 63)).bigEndian, toByteOffset: 10, as: UInt64.self)
-        }
+        batch.append(count: size) { write(first, second, to: $0) }
+    }
+
+    /// A pair key's length: two integer elements of a tag and 8 bytes.
+    private static let size = 18
+
+    private static func write(_ first: Int64, _ second: Int64, to raw: UnsafeMutableRawBufferPointer) {
+        raw[0] = 0x20
+        raw.storeBytes(of: (UInt64(bitPattern: first) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
+        raw[9] = 0x20
+        raw.storeBytes(of: (UInt64(bitPattern: second) ^ (1 << 63)).bigEndian, toByteOffset: 10, as: UInt64.self)
     }
 
     /// The second rows of the pairs in `tree` whose first row is `row`,
