@@ -230,6 +230,14 @@ public final class ModelContext {
         }
     }
 
+    /// Drops `model` from the identity map when it has no unsaved change
+    /// (enumerate releases each batch's models this way).
+    func release(_ model: any PersistentModel, entity: Schema.Entity) {
+        let state = model._strataState
+        guard state.status == .saved, !state.isChanged, registry[entity.ordinal][state.rowID] === model else { return }
+        registry[entity.ordinal][state.rowID] = nil
+    }
+
     private func unregister(_ model: any PersistentModel, state: _ModelState) {
         if let entity = container.schema.entity(forType: type(of: model)) {
             registry[entity.ordinal][state.rowID] = nil
@@ -332,83 +340,9 @@ public final class ModelContext {
         return entity
     }
 
-    /// The models matching `descriptor`, sorted and paged as it says.
-    ///
-    /// Until the query planner lands, this reads every stored row of the
-    /// entity and evaluates the predicate on each model. Rows already
-    /// registered in this context come back as the same instances.
-    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
-        let entity = try entity(for: T.self)
-        let pending = descriptor.includePendingChanges
-        let earlyStop: Int? =
-            descriptor.sortBy.isEmpty ? descriptor.fetchLimit.map { $0 + (descriptor.fetchOffset ?? 0) } : nil
-        let predicate = descriptor.predicate
-        // Rows registered before the scan are looked up; a context that
-        // holds none of this entity skips the lookup (and its cast).
-        let registeredBefore = registry[entity.ordinal].count
-        // Touching the optional predicate costs a metadata lookup per row;
-        // a plain flag keeps the unfiltered scan free of it.
-        let filtering = predicate != nil
-        var results: [T] = []
-        try store.database.read { tx in
-            guard let tree = try tx.treeIfPresent(Store.treeName(entity)) else { return }
-            registry[entity.ordinal].reserve(try tx.count(tree))
-            let cursor = try tx.cursor(tree)
-            var more = try cursor.first()
-            while more {
-                if let earlyStop, results.count >= earlyStop { return }
-                let model: T = try cursor.withEntry { rawKey, rawValue in
-                    let row = try RowKey.decode(rawKey)
-                    if registeredBefore > 0, let existing = registry[entity.ordinal][row] as? T { return existing }
-                    return try materialize(T.self, entity: entity, row: row, bytes: rawValue)
-                }
-                more = try cursor.next()
-                if pending && model._strataState.status == .deleted { continue }
-                if filtering, let predicate, try !predicate.evaluate(model) { continue }
-                results.append(model)
-            }
-        }
-        if pending {
-            for case let model as T in inserted {
-                if let earlyStop, results.count >= earlyStop { break }
-                if let predicate, try !predicate.evaluate(model) { continue }
-                results.append(model)
-            }
-        }
-        if !descriptor.sortBy.isEmpty { results.sort(using: descriptor.sortBy) }
-        return Self.page(results, offset: descriptor.fetchOffset, limit: descriptor.fetchLimit)
-    }
-
-    static func page<C: RandomAccessCollection>(_ items: C, offset: Int?, limit: Int?) -> [C.Element] where C.Index == Int {
-        let start = min(max(offset ?? 0, 0), items.count)
-        let end = limit.map { min(start + max($0, 0), items.count) } ?? items.count
-        return Array(items[start..<end])
-    }
-
-    /// The number of models matching `descriptor`. Without a predicate it
-    /// is read from the tree's entry count, without loading any model.
-    public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
-        guard descriptor.predicate == nil else { return try fetch(descriptor).count }
-        let entity = try entity(for: T.self)
-        var count = try store.database.read { tx in
-            try tx.treeIfPresent(Store.treeName(entity)).map { try tx.count($0) } ?? 0
-        }
-        if descriptor.includePendingChanges {
-            count += inserted.count { $0 is T }
-            count -= deleted.values.count { $0 is T }
-        }
-        let start = min(max(descriptor.fetchOffset ?? 0, 0), count)
-        return descriptor.fetchLimit.map { min(count - start, max($0, 0)) } ?? count - start
-    }
-
-    /// The identifiers of the models matching `descriptor`.
-    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
-        try fetch(descriptor).map(\.persistentModelID)
-    }
-
     /// Builds the model of `row` from its record and registers it. `bytes`
     /// is borrowed (typically a page of the engine) and not kept.
-    private func materialize<T: PersistentModel>(
+    func materialize<T: PersistentModel>(
         _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer
     ) throws -> T {
         var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)

@@ -213,6 +213,8 @@ extension Schema {
         public internal(set) var valueType: Any.Type = Any.self
         public var isOptional: Bool { valueType is any _OptionalMarker.Type }
         public internal(set) var defaultValue: Any?
+        /// How the query evaluator reads the property from a record.
+        var storedKind = StoredKind.opaque
 
         init(originalName: String?, hashModifier: String?) {
             self.originalName = originalName
@@ -225,6 +227,7 @@ extension Schema {
             self.field = field
             self.valueType = valueType
             self.defaultValue = metadata.defaultValue
+            self.storedKind = self is Relationship ? .relationship : StoredKind(valueType)
         }
 
         public var description: String { "\(name): \(valueType)" }

@@ -1,0 +1,174 @@
+import Foundation
+import StrataEngine
+
+extension ModelContext {
+    /// Runs `body` with a planned fetch of `descriptor` in one read
+    /// transaction.
+    private func withQuery<T: PersistentModel, R>(_ descriptor: FetchDescriptor<T>, _ body: (QueryRun<T>) throws -> R)
+        throws -> R
+    {
+        let entity = try entity(for: T.self)
+        return try store.database.read { tx in
+            try body(try QueryRun(descriptor, entity: entity, context: self, snapshot: Snapshot(tx)))
+        }
+    }
+
+    /// The models matching `descriptor`, sorted and paged as it says.
+    ///
+    /// The predicate is planned (see ``explain(_:)``): conditions on
+    /// indexed attributes read only the matching index ranges, the rest is
+    /// evaluated on stored records, and models are built only for the rows
+    /// returned. Rows already registered in this context come back as the
+    /// same instances, with their unsaved changes. Without `sortBy` the
+    /// order is the plan's (row order for a scan, index order for an index
+    /// range); ties of a sort keep row (insertion) order.
+    ///
+    /// - Throws: ``SwiftDataError/unsupportedPredicate`` for a predicate
+    ///   that cannot be evaluated safely (naming the expression), or when
+    ///   evaluation would trap (an overflow, a forced unwrap of nil).
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        try withQuery(descriptor) { try $0.results(materialize: true).models }
+    }
+
+    /// The number of models matching `descriptor`, without building any:
+    /// from the entity's row count or the index ranges alone when the plan
+    /// needs no filter, otherwise from the records.
+    public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        try withQuery(descriptor) { query in
+            var count = try query.storedCount() + query.pendingMatches().count
+            let start = min(max(descriptor.fetchOffset ?? 0, 0), count)
+            count -= start
+            return descriptor.fetchLimit.map { min(count, max($0, 0)) } ?? count
+        }
+    }
+
+    /// The identifiers of the models matching `descriptor`, in result
+    /// order, without building models (unless a sort needs them).
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        let entity = try entity(for: T.self)
+        return try withQuery(descriptor) { query in
+            try query.results(materialize: false).rows.map { PersistentIdentifier(entityName: entity.name, rowID: $0) }
+        }
+    }
+
+    /// The plan a fetch of `descriptor` would run, as text: the access
+    /// path (a scan, index ranges, a union or intersection), the filter
+    /// evaluated on records, what is left to `Predicate.evaluate`, the
+    /// order and the paging. A Strata addition, for tuning and for tests.
+    public func explain<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> String {
+        try withQuery(descriptor) { $0.plan.description }
+    }
+
+    /// A lazy collection of the models matching `descriptor`: the matching
+    /// rows are found at once, their models are built `batchSize` at a time
+    /// as elements are read, and only the batch last read is kept.
+    ///
+    /// - Throws: ``SwiftDataError/includePendingChangesWithBatchSize`` when
+    ///   `includePendingChanges` is true and the context has unsaved
+    ///   changes (set it to false, or save first), as SwiftData does.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws
+        -> FetchResultsCollection<T>
+    {
+        if descriptor.includePendingChanges && hasChanges {
+            throw SwiftDataError(
+                .includePendingChangesWithBatchSize,
+                "fetch(_:batchSize:) of \(T.self) with includePendingChanges while the context has unsaved changes")
+        }
+        var stored = descriptor
+        stored.includePendingChanges = false
+        let rows = try withQuery(stored) { try $0.results(materialize: false).rows }
+        return FetchResultsCollection(context: self, entity: try entity(for: T.self), rows: rows, batchSize: batchSize)
+    }
+
+    /// Calls `block` with each model matching `descriptor`, loading them
+    /// `batchSize` at a time. Models loaded for a batch that the block left
+    /// unchanged are released from the context after the batch, so memory
+    /// stays bounded by the batch size however many models match.
+    ///
+    /// With `allowEscapingMutations` false (the default), changes the block
+    /// makes must not outlive the enumeration unsaved: at the end of a
+    /// batch with unsaved changes made by the block, enumeration stops with
+    /// ``SwiftDataError/modelValidationFailure``; the changes stay in the
+    /// context. Save inside the block, or pass true.
+    public func enumerate<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false,
+        block: (T) throws -> Void
+    ) throws {
+        let entity = try entity(for: T.self)
+        let size = max(batchSize, 1)
+        let rows = try withQuery(descriptor) { try $0.results(materialize: false).rows }
+        let hadChanges = hasChanges
+        var start = 0
+        while start < rows.count {
+            let batch = rows[start..<min(start + size, rows.count)]
+            start += batch.count
+            var loaded: [T] = []
+            loaded.reserveCapacity(batch.count)
+            try store.database.read { tx in
+                let snapshot = Snapshot(tx)
+                let tree = try snapshot.tree(entity.recordTree)
+                for row in batch {
+                    if let model = registered(entity, row: row) as? T {
+                        loaded.append(model)
+                        continue
+                    }
+                    guard let tree,
+                        let model = try tx.withValue(
+                            for: RowKey.encode(row), in: tree,
+                            { try materialize(T.self, entity: entity, row: row, bytes: $0) })
+                    else { continue }
+                    loaded.append(model)
+                }
+            }
+            for model in loaded { try block(model) }
+            if !allowEscapingMutations && !hadChanges && hasChanges {
+                throw SwiftDataError(
+                    .modelValidationFailure,
+                    "enumerate(\(T.self)): the block left unsaved changes; save in the block or pass allowEscapingMutations: true"
+                )
+            }
+            for model in loaded { release(model, entity: entity) }
+        }
+    }
+}
+
+/// The lazy result of ``ModelContext/fetch(_:batchSize:)``: random access
+/// by position, models built a batch at a time on first access to the
+/// batch, and only the most recent batch kept.
+public final class FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
+    private let context: ModelContext
+    private let entity: Schema.Entity
+    private let rows: [Int64]
+    private let batchSize: Int
+    private var batchStart = -1
+    private var batch: [Element?] = []
+
+    init(context: ModelContext, entity: Schema.Entity, rows: [Int64], batchSize: Int) {
+        self.context = context
+        self.entity = entity
+        self.rows = rows
+        self.batchSize = Swift.max(batchSize, 1)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { rows.count }
+
+    /// The model at `position`. A row deleted from the store since the
+    /// fetch is a precondition failure, as an index out of range is.
+    public subscript(position: Int) -> Element {
+        precondition(position >= 0 && position < rows.count, "FetchResultsCollection index \(position) out of range")
+        let start = position - position % batchSize
+        if start != batchStart { load(from: start) }
+        guard let model = batch[position - start] else {
+            preconditionFailure("FetchResultsCollection: \(entity.name) row \(rows[position]) is no longer stored")
+        }
+        return model
+    }
+
+    private func load(from start: Int) {
+        let end = Swift.min(start + batchSize, rows.count)
+        let ids = rows[start..<end].map { PersistentIdentifier(entityName: entity.name, rowID: $0) }
+        batch = ids.map { try? context.existingModel(for: $0) as Element? }
+        batchStart = start
+    }
+}

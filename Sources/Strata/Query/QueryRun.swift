@@ -1,0 +1,468 @@
+import Foundation
+import StrataEngine
+
+/// One fetch in one read transaction: the translated predicate, the plan,
+/// and the rows it finds.
+///
+/// Rows are found in three steps: the plan's access path yields candidate
+/// rows (with their records), the filter rejects rows on their records
+/// without building models, and only the rows that end up in the page are
+/// materialized. With `includePendingChanges`, stored rows of models that
+/// are changed or deleted in the context are skipped, and the context's
+/// inserted and changed models are tested in memory and merged in.
+final class QueryRun<T: PersistentModel> {
+    let context: ModelContext
+    let entity: Schema.Entity
+    let snapshot: ModelContext.Snapshot
+    let descriptor: FetchDescriptor<T>
+    private(set) var plan: QueryPlan
+    /// The whole predicate, when it was translated exactly.
+    private let expression: QueryExpr?
+    private let isExact: Bool
+    private let evaluator: QueryEvaluator
+    /// Rows whose stored values do not count (changed or deleted models).
+    private var excluded = RowSet()
+    private var hasExcluded = false
+
+    init(_ descriptor: FetchDescriptor<T>, entity: Schema.Entity, context: ModelContext, snapshot: ModelContext.Snapshot)
+        throws
+    {
+        self.context = context
+        self.entity = entity
+        self.snapshot = snapshot
+        self.descriptor = descriptor
+        let conversion = try descriptor.predicate.map { try PredicateConversion.convert($0, schema: context.container.schema) }
+        self.isExact = conversion?.isExact ?? true
+        self.expression = isExact ? conversion?.expression : nil
+        self.evaluator = QueryEvaluator(
+            context: context, snapshot: snapshot, entity: entity, variableCount: conversion?.variableCount ?? 1)
+        let planner = try QueryPlanner(entity: entity, snapshot: snapshot)
+        let conjuncts = conversion?.expression.map(QueryPlanner.conjuncts) ?? []
+        let (access, covered, _) = conjuncts.isEmpty ? (.scan, [], planner.rowCount) : try planner.access(for: conjuncts)
+        let rest = conjuncts.enumerated().filter { !covered.contains($0.offset) }.map(\.element)
+        let filter = rest.isEmpty ? nil : rest.dropFirst().reduce(rest[0]) { .and($0, $1) }
+        plan = QueryPlan(
+            entityName: entity.name, access: access, filter: filter, needsModel: filter?.needsModel ?? false,
+            foundationCheck: descriptor.predicate != nil && !isExact, estimate: access.estimate,
+            offset: descriptor.fetchOffset, limit: descriptor.fetchLimit)
+        try planOrder(planner)
+        if descriptor.includePendingChanges { noteExcludedRows() }
+    }
+
+    // MARK: Ordering
+
+    private func planOrder(_ planner: QueryPlanner) throws {
+        guard !descriptor.sortBy.isEmpty else { return }
+        var keys: [QueryPlan.SortKey] = []
+        for sort in descriptor.sortBy {
+            guard let path = sort.keyPath,
+                let property = entity.attributes.first(where: { $0.keypath == path as AnyKeyPath }),
+                property.storedKind.sortsByQueryValue, entity.externalTrees[property.field] == nil,
+                Self.sortsAsStored(property.valueType)
+            else {
+                plan.order = .models
+                return
+            }
+            keys.append(
+                QueryPlan.SortKey(property: property, reverse: sort.order == .reverse, stringComparator: sort.stringComparator))
+        }
+        plan.order = .keys(keys)
+        guard keys.count == 1, keys[0].property.storedKind.sortsByKeyOrder else { return }
+        let key = keys[0]
+        switch plan.access {
+        case .index(var scan) where scan.ranges.count == 1 && scan.group.properties.count > scan.boundColumns:
+            guard scan.group.properties[scan.boundColumns] === key.property else { return }
+            scan.reverse = key.reverse
+            plan.access = .index(scan)
+            plan.order = .index(reverse: key.reverse)
+        case .scan where descriptor.fetchLimit != nil:
+            guard let group = entity.keyGroups.first(where: { $0.properties.first === key.property }) else { return }
+            let scan = QueryPlan.IndexScan(
+                group: group, ranges: [QueryPlan.KeyRange(lower: [], upper: nil)], reverse: key.reverse,
+                condition: "every entry", estimate: planner.rowCount, covered: [], boundColumns: 0)
+            plan.access = .index(scan)
+            plan.order = .index(reverse: key.reverse)
+        default:
+            return
+        }
+    }
+
+    /// True for types whose order is their stored value's order: numbers,
+    /// dates and strings, not enums (ordered by their own `<`).
+    private static func sortsAsStored(_ type: Any.Type) -> Bool {
+        if let optional = type as? any _OptionalMarker.Type { return sortsAsStored(optional._wrappedType) }
+        return type is any _KeyElementConvertible.Type
+    }
+
+    // MARK: Pending changes
+
+    private func noteExcludedRows() {
+        for model in context.changed.values where model is T {
+            excluded.insert(model._strataState.rowID)
+            hasExcluded = true
+        }
+        for model in context.deleted.values where model is T {
+            excluded.insert(model._strataState.rowID)
+            hasExcluded = true
+        }
+    }
+
+    /// The context's inserted and changed models of `T` that match.
+    func pendingMatches() throws -> [T] {
+        guard descriptor.includePendingChanges, context.hasChanges else { return [] }
+        var candidates: [T] = context.inserted.compactMap { $0 as? T }
+        for case let model as T in context.changed.values where model._strataState.status != .deleted {
+            candidates.append(model)
+        }
+        return try candidates.filter(matches)
+    }
+
+    private func matches(_ model: T) throws -> Bool {
+        guard let predicate = descriptor.predicate else { return true }
+        if let expression { return try evaluator.test(expression, model: model) }
+        if let filter = plan.filter, try !evaluator.test(filter, model: model) { return false }
+        return try predicate.evaluate(model)
+    }
+
+    // MARK: Stored rows
+
+    /// Calls `body` with each stored row that matches, with its record, in
+    /// the access path's order, until `body` returns false.
+    func forEachMatch(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let filter = plan.filter
+        let onModels = plan.needsModel || plan.foundationCheck
+        try forEachCandidate { row, record in
+            if hasExcluded && excluded.contains(row) { return true }
+            if onModels {
+                let model = try self.model(row: row, record: record)
+                if let filter, try !evaluator.test(filter, model: model) { return true }
+                if plan.foundationCheck, let predicate = descriptor.predicate, try !predicate.evaluate(model) { return true }
+            } else if let filter, try !evaluator.test(filter, row: row, record: record) {
+                return true
+            }
+            return try body(row, record)
+        }
+    }
+
+    /// The number of stored rows that match.
+    func storedCount() throws -> Int {
+        if plan.filter == nil && !plan.foundationCheck && !hasExcluded {
+            switch plan.access {
+            case .scan:
+                return try snapshot.tree(entity.recordTree).map { try snapshot.tx.count($0) } ?? 0
+            case .index(let scan):
+                var count = 0
+                try forEachIndexRow(scan) { _ in
+                    count += 1
+                    return true
+                }
+                return count
+            default:
+                return try rows(of: plan.access).count
+            }
+        }
+        var count = 0
+        try forEachMatch { _, _ in
+            count += 1
+            return true
+        }
+        return count
+    }
+
+    /// The registered model of `row`, or one built from its record.
+    func model(row: Int64, record: UnsafeRawBufferPointer) throws -> T {
+        if let existing = context.registered(entity, row: row) as? T { return existing }
+        return try context.materialize(T.self, entity: entity, row: row, bytes: record)
+    }
+
+    /// The model of `row`, read from the store if it is not registered.
+    func model(row: Int64) throws -> T? {
+        if let existing = context.registered(entity, row: row) as? T { return existing }
+        guard let tree = try snapshot.tree(entity.recordTree) else { return nil }
+        return try snapshot.tx.withValue(for: RowKey.encode(row), in: tree) { bytes in
+            try context.materialize(T.self, entity: entity, row: row, bytes: bytes)
+        }
+    }
+
+    private func forEachCandidate(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard let records = try snapshot.tree(entity.recordTree) else { return }
+        switch plan.access {
+        case .scan:
+            let cursor = try snapshot.tx.cursor(records)
+            var more = try cursor.first()
+            while more {
+                let goOn = try cursor.withEntry { key, value in try body(try RowKey.decode(key), value) }
+                guard goOn else { return }
+                more = try cursor.next()
+            }
+        case .index(let scan):
+            try forEachIndexRow(scan) { row in
+                try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { try body(row, $0) } ?? true
+            }
+        case .rows, .union, .intersection:
+            for row in try rows(of: plan.access) {
+                let goOn = try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { try body(row, $0) } ?? true
+                guard goOn else { return }
+            }
+        }
+    }
+
+    /// The rows an access path finds, ascending and without duplicates.
+    private func rows(of access: QueryPlan.Access) throws -> [Int64] {
+        switch access {
+        case .scan:
+            var rows: [Int64] = []
+            guard let records = try snapshot.tree(entity.recordTree) else { return [] }
+            let cursor = try snapshot.tx.cursor(records)
+            var more = try cursor.first()
+            while more {
+                rows.append(try cursor.withEntry { key, _ in try RowKey.decode(key) })
+                more = try cursor.next()
+            }
+            return rows
+        case .rows(let rows):
+            return rows
+        case .index(let scan):
+            var rows: [Int64] = []
+            try forEachIndexRow(scan) { row in
+                rows.append(row)
+                return true
+            }
+            return Array(Set(rows)).sorted()
+        case .union(let parts):
+            var all = Set<Int64>()
+            for part in parts { all.formUnion(try rows(of: part)) }
+            return all.sorted()
+        case .intersection(let parts):
+            guard let first = parts.first else { return [] }
+            var common = Set(try rows(of: first))
+            for part in parts.dropFirst() { common.formIntersection(try rows(of: part)) }
+            return common.sorted()
+        }
+    }
+
+    /// Calls `body` with the row of each entry of the scan's ranges, in key
+    /// order (reversed for a reverse scan, with rows of equal values still
+    /// ascending, as a sort's ties are).
+    private func forEachIndexRow(_ scan: QueryPlan.IndexScan, _ body: (Int64) throws -> Bool) throws {
+        guard let tree = try snapshot.tree(scan.group.treeName) else { return }
+        let unique = scan.group.kind == .unique
+        let treeName = scan.group.treeName
+        let cursor = try snapshot.tx.cursor(tree)
+        var ties: [Int64] = []
+        var tiedValue: [UInt8] = []
+        for range in scan.reverse ? scan.ranges.reversed() : scan.ranges {
+            var more: Bool
+            if scan.reverse {
+                if let upper = range.upper {
+                    more = try cursor.seek(upper) ? try cursor.previous() : try cursor.last()
+                } else {
+                    more = try cursor.last()
+                }
+            } else {
+                more = try cursor.seek(range.lower)
+            }
+            while more {
+                let entry: (row: Int64, inRange: Bool, value: ArraySlice<UInt8>)? = try cursor.withEntry { key, value in
+                    let inRange: Bool
+                    if scan.reverse {
+                        inRange = !Self.precedes(key, range.lower)
+                    } else {
+                        inRange = range.upper.map { Self.precedes(key, $0) } ?? true
+                    }
+                    guard inRange else { return (0, false, []) }
+                    guard let row = unique ? Self.uniqueRow(value) : Self.indexRow(key) else {
+                        throw SwiftDataError(.corruptRecord, "\(treeName): an entry without a row id")
+                    }
+                    return (row, true, scan.reverse && !unique ? ArraySlice(key.dropLast(9)) : [])
+                }
+                guard let entry, entry.inRange else { break }
+                if scan.reverse && !unique {
+                    if !ties.isEmpty && Array(entry.value) != tiedValue {
+                        for row in ties.reversed() where try !body(row) { return }
+                        ties.removeAll(keepingCapacity: true)
+                    }
+                    tiedValue = Array(entry.value)
+                    ties.append(entry.row)
+                } else if try !body(entry.row) {
+                    return
+                }
+                more = try scan.reverse ? cursor.previous() : cursor.next()
+            }
+            for row in ties.reversed() where try !body(row) { return }
+            ties.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private static func precedes(_ key: UnsafeRawBufferPointer, _ bound: [UInt8]) -> Bool {
+        bound.withUnsafeBytes { b in
+            let common = min(key.count, b.count)
+            if common > 0, let kp = key.baseAddress, let bp = b.baseAddress {
+                let c = memcmp(kp, bp, common)
+                if c != 0 { return c < 0 }
+            }
+            return key.count < b.count
+        }
+    }
+
+    /// The row id ending an index key (an integer key element).
+    private static func indexRow(_ key: UnsafeRawBufferPointer) -> Int64? {
+        guard key.count >= 9, key[key.count - 9] == 0x20 else { return nil }
+        var value: UInt64 = 0
+        for index in (key.count - 8)..<key.count { value = value << 8 | UInt64(key[index]) }
+        return Int64(bitPattern: value ^ (1 << 63))
+    }
+
+    /// The row id a unique tree's value holds (8 bytes, big-endian).
+    private static func uniqueRow(_ value: UnsafeRawBufferPointer) -> Int64? {
+        guard value.count == 8 else { return nil }
+        var result: UInt64 = 0
+        for byte in value { result = result << 8 | UInt64(byte) }
+        return Int64(bitPattern: result)
+    }
+
+    // MARK: Results
+
+    /// The matching rows in result order, paged, with their models when
+    /// `materialize` is true; pending models that match are merged in.
+    func results(materialize: Bool) throws -> (rows: [Int64], models: [T]) {
+        let offset = max(descriptor.fetchOffset ?? 0, 0)
+        let limit = descriptor.fetchLimit.map { max($0, 0) }
+        let pending = try pendingMatches()
+        var order = plan.order
+        if case .index = order, !pending.isEmpty { order = keysOrder() }
+        var rows: [Int64] = []
+        var models: [T] = []
+        switch order {
+        case .none, .index:
+            var seen = 0
+            let wanted = limit.map { offset + $0 }
+            if wanted != 0 {
+                try forEachMatch { row, record in
+                    seen += 1
+                    if seen > offset {
+                        rows.append(row)
+                        if materialize { models.append(try model(row: row, record: record)) }
+                    }
+                    return wanted.map { seen < $0 } ?? true
+                }
+            }
+            if wanted.map({ seen < $0 }) ?? true {
+                for model in pending {
+                    seen += 1
+                    guard seen > offset, wanted.map({ seen <= $0 }) ?? true else { continue }
+                    rows.append(model._strataState.rowID)
+                    if materialize { models.append(model) }
+                }
+            }
+        case .keys(let keys):
+            var entries: [(keys: [QueryValue], row: Int64)] = []
+            try forEachMatch { row, record in
+                entries.append((try keys.map { try evaluator.rootValue($0.property, row: row, record: record) }, row))
+                return true
+            }
+            var pendingByRow: [Int64: T] = [:]
+            for model in pending {
+                entries.append((try keys.map { try evaluator.rootValue($0.property, model: model) }, model._strataState.rowID))
+                pendingByRow[model._strataState.rowID] = model
+            }
+            rows = Self.sorted(entries, keys: keys, offset: offset, limit: limit)
+            if materialize {
+                for row in rows {
+                    if let model = try pendingByRow[row] ?? model(row: row) { models.append(model) }
+                }
+            }
+        case .models:
+            var all: [T] = []
+            try forEachMatch { row, record in
+                all.append(try model(row: row, record: record))
+                return true
+            }
+            all += pending
+            let sortBy = descriptor.sortBy
+            all.sort { a, b in
+                for sort in sortBy {
+                    switch sort.compare(a, b) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+                return a._strataState.rowID < b._strataState.rowID
+            }
+            let start = min(offset, all.count)
+            let end = limit.map { min(start + $0, all.count) } ?? all.count
+            models = Array(all[start..<end])
+            rows = models.map { $0._strataState.rowID }
+        }
+        return (rows, models)
+    }
+
+    private func keysOrder() -> QueryPlan.Order {
+        guard case .index = plan.order, case .index(let scan) = plan.access,
+            let sort = descriptor.sortBy.first
+        else { return .models }
+        let property = scan.group.properties[scan.boundColumns]
+        return .keys([QueryPlan.SortKey(property: property, reverse: sort.order == .reverse, stringComparator: nil)])
+    }
+
+    /// Sorts by the keys, ties by row; only the first `offset + limit`
+    /// are fully ordered when a limit is given (a partial selection).
+    private static func sorted(
+        _ entries: [(keys: [QueryValue], row: Int64)], keys: [QueryPlan.SortKey], offset: Int, limit: Int?
+    ) -> [Int64] {
+        func less(_ a: (keys: [QueryValue], row: Int64), _ b: (keys: [QueryValue], row: Int64)) -> Bool {
+            for (index, key) in keys.enumerated() {
+                var result = compare(a.keys[index], b.keys[index], key.stringComparator)
+                if key.reverse {
+                    result =
+                        result == .orderedAscending
+                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
+                }
+                if result != .orderedSame { return result == .orderedAscending }
+            }
+            return a.row < b.row
+        }
+        let wanted = limit.map { offset + $0 } ?? entries.count
+        var ordered: [(keys: [QueryValue], row: Int64)]
+        if wanted < entries.count / 8 {
+            // Top-k: keep the best `wanted` in a sorted buffer.
+            ordered = []
+            ordered.reserveCapacity(wanted + 1)
+            for entry in entries {
+                if ordered.count == wanted, let last = ordered.last, !less(entry, last) { continue }
+                var low = 0
+                var high = ordered.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if less(ordered[mid], entry) { low = mid + 1 } else { high = mid }
+                }
+                ordered.insert(entry, at: low)
+                if ordered.count > wanted { ordered.removeLast() }
+            }
+        } else {
+            ordered = entries.sorted(by: less)
+        }
+        let start = min(offset, ordered.count)
+        let end = min(wanted, ordered.count)
+        return ordered[start..<max(start, end)].map(\.row)
+    }
+
+    /// `SortDescriptor`'s order of two values: nil first, strings through
+    /// the descriptor's comparator.
+    private static func compare(_ a: QueryValue, _ b: QueryValue, _ comparator: String.StandardComparator?)
+        -> ComparisonResult
+    {
+        switch (a.isNull, b.isNull) {
+        case (true, true): return .orderedSame
+        case (true, false): return .orderedAscending
+        case (false, true): return .orderedDescending
+        default: break
+        }
+        if let comparator, case .scalar(.string(let x)) = a, case .scalar(.string(let y)) = b {
+            return comparator.compare(x, y)
+        }
+        return QueryValue.order(a, b) ?? .orderedSame
+    }
+
+}
