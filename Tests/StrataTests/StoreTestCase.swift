@@ -9,8 +9,8 @@ import XCTest
 class StoreTestCase: XCTestCase {
     var directory: TemporaryDirectory!
 
-    override func setUp() {
-        super.setUp()
+    override func setUpWithError() throws {
+        try super.setUpWithError()
         directory = TemporaryDirectory()
     }
 

@@ -352,6 +352,9 @@ extension PredicateExpressions.KeyPath: QueryNode {
         }
         let path = keyPath as AnyKeyPath
         guard let entity = base.entity, Root.Output.self is any PersistentModel.Type else {
+            if Root.Output.self is any _KeyElementConvertible.Type || Root.Output.self is any RawRepresentable.Type {
+                throw PredicateConversion.Failure.foundationOnly("a member of \(Root.Output.self)")
+            }
             return Converted(.member(base.expression, path), entity: c.entity(of: Output.self))
         }
         if let property = entity.properties.first(where: { $0.keypath == path }) {

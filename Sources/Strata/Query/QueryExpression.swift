@@ -164,6 +164,11 @@ extension QueryExpr: CustomStringConvertible {
     /// The last component of a key path's description (`\Address.city` → `city`).
     static func memberName(_ path: AnyKeyPath) -> String {
         let text = "\(path)"
+        // Linux prints computed members as `<computed 0x… (Type)>`: the
+        // address changes from run to run, the type does not.
+        if let open = text.range(of: "<computed "), let type = text[open.upperBound...].firstIndex(of: " ") {
+            return "<computed" + text[type...].prefix { $0 != ">" } + ">"
+        }
         return text.split(separator: ".").last.map(String.init) ?? text
     }
 }

@@ -184,9 +184,11 @@ struct QueryPlanner {
         var candidates: [(QueryPlan.Access, Set<Int>, Double)] = []
         var bounds: [Int: Bound] = [:]
         var identifiers: [Int64]?
+        var identified: Set<Int> = []
         for (index, conjunct) in conjuncts.enumerated() {
             if let rows = Self.identifierRows(conjunct, entity: entity) {
                 identifiers = identifiers.map { Array(Set($0).intersection(rows)) } ?? rows
+                identified.insert(index)
                 continue
             }
             if let (field, bound) = Self.bound(of: conjunct, entity: entity) {
@@ -194,7 +196,7 @@ struct QueryPlanner {
             }
         }
         if let identifiers {
-            return (.rows(identifiers.sorted()), [], Double(identifiers.count))
+            return (.rows(Array(Set(identifiers)).sorted()), identified, Double(identifiers.count))
         }
         for group in entity.keyGroups {
             if let scan = try indexScan(group, bounds: bounds) {
@@ -222,7 +224,9 @@ struct QueryPlanner {
         // record lookups they save.
         if case .index(let first) = best.0 {
             for other in candidates.dropFirst() {
-                guard case .index(let second) = other.0, second.group.treeName != first.group.treeName else { continue }
+                guard case .index(let second) = other.0, second.group.treeName != first.group.treeName,
+                    !second.covered.isSubset(of: first.covered)
+                else { continue }
                 let together = rowCount > 0 ? first.estimate * second.estimate / rowCount : 0
                 let cost =
                     Double(first.ranges.count + second.ranges.count) * 2 + (first.estimate + second.estimate) * 0.3

@@ -1,0 +1,350 @@
+import Foundation
+import XCTest
+
+@testable import Strata
+
+/// Each predicate form the planner understands, with its pinned plan
+/// (`explain`), and its results checked against `Predicate.evaluate` and a
+/// reference sort over every model.
+final class QueryPlanTests: StoreTestCase {
+    var container: ModelContainer!
+    var context: ModelContext!
+    var all: [Gadget] = []
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        container = try self.container(for: [Gadget.self, Maker.self, Part.self])
+        let writer = ModelContext(container)
+        let makers = (0..<10).map { Maker(name: "m\($0)", country: $0 % 2 == 0 ? "FR" : "DE") }
+        for i in 0..<1000 {
+            let gadget = Gadget(
+                uid: 1000 + i, score: i % 100, name: i % 50 == 7 ? "Élan \(i % 50)" : "n\(i % 50)",
+                rating: Double(i % 37) / 3, flag: i % 3 == 0, category: Status.allCases[i % 3])
+            gadget.note = i % 4 == 0 ? nil : "note \(i % 10)"
+            gadget.size = i % 5 == 0 ? nil : i % 20
+            gadget.address = i % 2 == 0 ? Address(street: "s\(i)", city: "c\(i % 7)") : nil
+            writer.insert(gadget)
+            gadget.maker = makers[i % 10]
+            if i % 10 == 0 {
+                gadget.parts = [Part(label: "p\(i)", weight: i % 13), Part(label: "q\(i)", weight: 5)]
+            }
+        }
+        try writer.save()
+        context = ModelContext(container)
+        all = try context.fetch(FetchDescriptor<Gadget>())
+        XCTAssertEqual(all.count, 1000)
+    }
+
+    /// Asserts the plan of `descriptor`, and that its results, count and
+    /// identifiers equal the reference.
+    func check(
+        _ descriptor: FetchDescriptor<Gadget>, plan expected: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let plan = try context.explain(descriptor)
+        XCTAssertEqual(plan, expected, "plan was:\n\(plan)", file: file, line: line)
+        let fetched = try context.fetch(descriptor)
+        let reference = try Self.reference(all, descriptor)
+        if descriptor.sortBy.isEmpty && descriptor.fetchLimit == nil {
+            XCTAssertEqual(
+                Set(fetched.map(\.uid)), Set(reference.map(\.uid)), "results differ", file: file, line: line)
+        } else if descriptor.sortBy.isEmpty {
+            XCTAssertEqual(fetched.count, reference.count, file: file, line: line)
+            XCTAssertTrue(Set(fetched.map(\.uid)).isSubset(of: Set(try Self.reference(all, descriptor, paged: false).map(\.uid))))
+        } else {
+            XCTAssertEqual(fetched.map(\.uid), reference.map(\.uid), "results differ", file: file, line: line)
+        }
+        XCTAssertEqual(try context.fetchCount(descriptor), reference.count, "count differs", file: file, line: line)
+        XCTAssertEqual(
+            try context.fetchIdentifiers(descriptor), fetched.map(\.persistentModelID), "identifiers differ", file: file,
+            line: line)
+    }
+
+    /// `Predicate.evaluate` over `models`, sorted by the descriptors with
+    /// ties in row order, then paged.
+    static func reference(_ models: [Gadget], _ descriptor: FetchDescriptor<Gadget>, paged: Bool = true) throws -> [Gadget] {
+        var matching = try models.filter { try descriptor.predicate?.evaluate($0) ?? true }
+        matching.sort { a, b in
+            for sort in descriptor.sortBy {
+                let result = sort.compare(a, b)
+                if result != .orderedSame { return result == .orderedAscending }
+            }
+            return a.persistentModelID.rowID < b.persistentModelID.rowID
+        }
+        guard paged else { return matching }
+        let start = min(descriptor.fetchOffset ?? 0, matching.count)
+        let end = descriptor.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
+        return Array(matching[start..<end])
+    }
+
+    func testNoPredicateScans() throws {
+        try check(FetchDescriptor<Gadget>(), plan: "scan Gadget")
+    }
+
+    func testEqualityOnTheUniqueAttributeSeeksItsTree() throws {
+        let uid = 1234
+        try check(FetchDescriptor(predicate: #Predicate<Gadget> { $0.uid == uid }), plan: "unique u.Gadget.uid: uid == 1234")
+    }
+
+    func testEqualityOnAnIndexedStringAndOnAnEnum() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.name == "n3" }), plan: "index i.Gadget.name: name == \"n3\"")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { "Élan 7" == $0.name }),
+            plan: "index i.Gadget.name: name == \"Élan 7\"")
+        let active = Status.active
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.category == active && $0.score == 4 }),
+            plan: "index i.Gadget.category+score: category == \"active\" && score == 4")
+    }
+
+    func testComparisonsAndRangesBecomeKeyRanges() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.score >= 10 && $0.score < 12 }),
+            plan: "index i.Gadget.score: score >= 10 && score < 12")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { (20...22).contains($0.score) }),
+            plan: "index i.Gadget.score: score in 20...22")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { (20..<22).contains($0.score) && $0.flag }),
+            plan: "index i.Gadget.score: score in 20..<22\nfilter: $0.flag")
+        let range = 1500...1510
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { range.contains($0.uid) }),
+            plan: "unique u.Gadget.uid: uid in 1500...1510")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.uid > 1990 }), plan: "unique u.Gadget.uid: uid > 1990")
+    }
+
+    func testCompoundIndexTakesAnEqualityThenARange() throws {
+        let done = Status.done
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.category == done && $0.score > 90 }),
+            plan: "index i.Gadget.category+score: category == \"done\" && score > 90")
+    }
+
+    func testCapturedArrayIsAnInList() throws {
+        let names = ["n1", "n2", "nothing"]
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { names.contains($0.name) }),
+            plan: "index i.Gadget.name: name in [\"n1\", \"n2\", \"nothing\"], 3 ranges")
+    }
+
+    func testPrefixIsARangeRecheckedOnRecords() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.name.starts(with: "n4") }),
+            plan: "index i.Gadget.name: name starts with \"n4\"\nfilter: $0.name.starts(with: \"n4\")")
+    }
+
+    func testDisjunctionOfIndexedConditionsIsAUnion() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.uid == 1001 || $0.name == "n9" }),
+            plan: """
+                union
+                  unique u.Gadget.uid: uid == 1001
+                  index i.Gadget.name: name == "n9"
+                filter: ($0.uid == 1001 || $0.name == "n9")
+                """)
+    }
+
+    func testSelectiveConditionsOnTwoIndexesIntersect() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.score == 3 && $0.name == "n3" }),
+            plan: """
+                intersection
+                  index i.Gadget.score: score == 3
+                  index i.Gadget.name: name == "n3"
+                """)
+    }
+
+    func testUnindexedConditionsAreFilteredOnRecords() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.rating > 10.5 && $0.note != nil }),
+            plan: "scan Gadget\nfilter: ($0.rating > 10.5 && $0.note != nil)")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { !($0.flag) || $0.score != 3 }),
+            plan: "scan Gadget\nfilter: (!($0.flag) || $0.score != 3)")
+    }
+
+    func testSubstringArithmeticConditionalAndNilCoalescing() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.name.contains("4") }),
+            plan: "scan Gadget\nfilter: $0.name.contains(\"4\")")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.score * 2 + 1 > 150 }),
+            plan: "scan Gadget\nfilter: (($0.score * 2) + 1) > 150")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { ($0.flag ? $0.score : 0) > 50 }),
+            plan: "scan Gadget\nfilter: ($0.flag ? $0.score : 0) > 50")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { ($0.size ?? 100) < 3 }),
+            plan: "scan Gadget\nfilter: ($0.size ?? 100) < 3")
+    }
+
+    func testOptionalsNilLiteralFlatMapAndForcedUnwrap() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.size == nil }), plan: "index i.Gadget.size: size == nil")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.note.flatMap { $0.starts(with: "note 3") } == true }),
+            plan: "scan Gadget\nfilter: $0.note.flatMap { $1 in $1.starts(with: \"note 3\") } == true")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.size != nil && $0.size! > 17 }),
+            plan: "scan Gadget\nfilter: ($0.size != nil && $0.size! > 17)")
+    }
+
+    func testToOneChainsAndToManyCountsAndConditions() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.maker?.name == "m3" }),
+            plan: "scan Gadget\nfilter: $0.maker.flatMap { $1 in $1.name } == \"m3\"")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.parts.count == 2 && $0.score < 30 }),
+            plan: "index i.Gadget.score: score < 30\nfilter: $0.parts.count == 2")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.parts.isEmpty == false }),
+            plan: "scan Gadget\nfilter: $0.parts.isEmpty == false")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.parts.contains { $0.weight > 10 } }),
+            plan: "scan Gadget\nfilter: $0.parts.contains { $1 in $1.weight > 10 }")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.parts.allSatisfy { $0.weight == 5 } }),
+            plan: "scan Gadget\nfilter: $0.parts.allSatisfy { $1 in $1.weight == 5 }")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.parts.filter { $0.weight < 3 }.count > 0 }),
+            plan: "scan Gadget\nfilter: $0.parts.filter { $1 in $1.weight < 3 }.count > 0")
+    }
+
+    func testCodableStructMembersAndComputedProperties() throws {
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.address?.city == "c3" }),
+            plan: "scan Gadget\nfilter: $0.address.flatMap { $1 in $1.city } == \"c3\"")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.doubledScore == 8 && $0.score < 10 }),
+            plan: "index i.Gadget.score: score < 10\nfilter on models: $0.<computed (Int)> == 8")
+    }
+
+    func testUntranslatedFormsAreLeftToFoundation() throws {
+        // A member of a String is not translated: Predicate.evaluate runs
+        // the predicate on the models the indexed conjunct selects.
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.score == 5 && $0.name.utf8.count > 2 }),
+            plan: "index i.Gadget.score: score == 5\nthen Predicate.evaluate on models")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.score == 5 && $0.category.rawValue > "b" }),
+            plan: "index i.Gadget.score: score == 5\nthen Predicate.evaluate on models")
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.score == 5 || $0.name.utf8.count > 5 }),
+            plan: "scan Gadget\nthen Predicate.evaluate on models")
+    }
+
+    func testIdentifierEqualityReadsTheRow() throws {
+        let id = all[10].persistentModelID
+        try check(
+            FetchDescriptor(predicate: #Predicate<Gadget> { $0.persistentModelID == id }),
+            plan: "rows \(id.rowID) of Gadget")
+    }
+
+    func testSortsUseTheIndexUnderALimit() throws {
+        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.score, order: .reverse)])
+        descriptor.fetchLimit = 20
+        try check(descriptor, plan: "index i.Gadget.score: every entry, reversed\norder: index order, reversed\nlimit 20")
+        descriptor.fetchOffset = 15
+        try check(
+            descriptor, plan: "index i.Gadget.score: every entry, reversed\norder: index order, reversed\noffset 15\nlimit 20")
+        let planned = Status.planned
+        var ranged = FetchDescriptor<Gadget>(
+            predicate: #Predicate { $0.category == planned && $0.score > 40 }, sortBy: [SortDescriptor(\.score)])
+        ranged.fetchLimit = 5
+        try check(
+            ranged, plan: "index i.Gadget.category+score: category == \"planned\" && score > 40\norder: index order\nlimit 5")
+    }
+
+    func testSortsInMemoryByKeysOrByModels() throws {
+        var descriptor = FetchDescriptor<Gadget>(
+            predicate: #Predicate { $0.score < 50 }, sortBy: [SortDescriptor(\.name), SortDescriptor(\.rating, order: .reverse)])
+        descriptor.fetchLimit = 30
+        try check(
+            descriptor,
+            plan: "scan Gadget\nfilter: $0.score < 50\norder: sort by name, rating descending (top 30)\nlimit 30")
+        descriptor.predicate = #Predicate { $0.score < 5 }
+        try check(
+            descriptor, plan: "index i.Gadget.score: score < 5\norder: sort by name, rating descending (top 30)\nlimit 30")
+        let byMaker = FetchDescriptor<Gadget>(
+            predicate: #Predicate { $0.score < 5 }, sortBy: [SortDescriptor(\.maker?.name), SortDescriptor(\.uid)])
+        try check(byMaker, plan: "index i.Gadget.score: score < 5\norder: sort models by descriptors")
+    }
+
+    func testTrappingFormsAreRefusedWithTypedErrors() throws {
+        let subscripted = FetchDescriptor(predicate: #Predicate<Gadget> { $0.name.utf8.count > 0 && [1, 2][$0.score] == 1 })
+        XCTAssertThrowsError(try context.fetch(subscripted)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unsupportedPredicate)
+            XCTAssertTrue("\(error)".contains("subscript"), "\(error)")
+        }
+        let big = Int.max
+        let overflow = FetchDescriptor(predicate: #Predicate<Gadget> { $0.score * big > 0 })
+        XCTAssertThrowsError(try context.fetch(overflow)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unsupportedPredicate)
+            XCTAssertTrue("\(error)".contains("overflows"), "\(error)")
+        }
+        let unwrap = FetchDescriptor(predicate: #Predicate<Gadget> { $0.note! == "x" })
+        XCTAssertThrowsError(try context.fetch(unwrap)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unsupportedPredicate)
+        }
+        let division = FetchDescriptor(predicate: #Predicate<Gadget> { $0.score / ($0.score - $0.score) == 1 })
+        XCTAssertThrowsError(try context.fetchCount(division)) { error in
+            XCTAssertTrue("\(error)".contains("divides by zero"), "\(error)")
+        }
+    }
+
+    func testPendingChangesAreMergedIntoIndexedFetches() throws {
+        let changed = try XCTUnwrap(all.first { $0.uid == 1003 })
+        changed.score = 77_777
+        let deleted = try XCTUnwrap(all.first { $0.uid == 1004 })
+        context.delete(deleted)
+        let inserted = Gadget(uid: 5000, score: 77_777, name: "new", rating: 1, flag: true, category: .done)
+        context.insert(inserted)
+        let descriptor = FetchDescriptor(predicate: #Predicate<Gadget> { $0.score == 77_777 || $0.uid == 1004 })
+        XCTAssertEqual(Set(try context.fetch(descriptor).map(\.uid)), [1003, 5000])
+        XCTAssertEqual(try context.fetchCount(descriptor), 2)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor(predicate: #Predicate<Gadget> { $0.score == 3 })), 9)
+        var stored = descriptor
+        stored.includePendingChanges = false
+        XCTAssertEqual(Set(try context.fetch(stored).map(\.uid)), [1004])
+        var sorted = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.score, order: .reverse)])
+        sorted.fetchLimit = 3
+        XCTAssertEqual(try context.fetch(sorted).map(\.uid).prefix(2), [1003, 5000])
+    }
+
+    func testBatchedFetchAndEnumerate() throws {
+        let descriptor = FetchDescriptor<Gadget>(predicate: #Predicate { $0.score < 10 }, sortBy: [SortDescriptor(\.uid)])
+        let fresh = ModelContext(container)
+        let lazy = try fresh.fetch(descriptor, batchSize: 7)
+        XCTAssertEqual(lazy.count, 100)
+        XCTAssertEqual(lazy.map(\.uid), try Self.reference(all, descriptor).map(\.uid))
+        XCTAssertEqual(lazy[99].uid, lazy.last?.uid)
+
+        var seen: [Int] = []
+        let enumerating = ModelContext(container)
+        try enumerating.enumerate(descriptor, batchSize: 16) { seen.append($0.uid) }
+        XCTAssertEqual(seen, lazy.map(\.uid))
+        XCTAssertEqual(enumerating.registeredCount(of: Gadget.self), 0, "every batch was released")
+
+        XCTAssertThrowsError(try enumerating.enumerate(descriptor, batchSize: 16) { $0.score += 1 }) { error in
+            XCTAssertEqual(error as? SwiftDataError, .modelValidationFailure)
+        }
+        enumerating.rollback()
+        try enumerating.enumerate(descriptor, batchSize: 16, allowEscapingMutations: true) { $0.flag = true }
+        XCTAssertTrue(enumerating.hasChanges)
+
+        enumerating.insert(Gadget(uid: 9999, score: 1, name: "x", rating: 0, flag: true, category: .done))
+        XCTAssertThrowsError(try enumerating.fetch(descriptor, batchSize: 10)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .includePendingChangesWithBatchSize)
+        }
+    }
+}
+
+extension ModelContext {
+    /// How many models of `type` the identity map holds.
+    func registeredCount<T: PersistentModel>(of type: T.Type) -> Int {
+        guard let entity = container.schema.entity(for: T.self) else { return 0 }
+        return registry[entity.ordinal].count
+    }
+}
