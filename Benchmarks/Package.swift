@@ -6,6 +6,7 @@
 //     swift run -c release engine-bench [--count N]
 //     swift run -c release model-bench [--count N]
 //     swift run -c release graph-bench [--count N]
+//     swift run -c release query-bench [--count N] [--only NAME] [--enumerate]
 import PackageDescription
 
 let package = Package(
@@ -25,6 +26,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "graph-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "query-bench",
             dependencies: [
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
