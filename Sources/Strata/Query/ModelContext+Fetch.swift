@@ -96,8 +96,61 @@ extension ModelContext {
     ) throws {
         let entity = try entity(for: T.self)
         let size = max(batchSize, 1)
-        let rows = try withQuery(descriptor) { try $0.results(materialize: false).rows }
         let hadChanges = hasChanges
+        // Each batch ends with the mutation check and the release of its
+        // models.
+        func finish(_ loaded: [T]) throws {
+            for model in loaded { try block(model) }
+            if !allowEscapingMutations && !hadChanges && hasChanges {
+                throw SwiftDataError(
+                    .modelValidationFailure,
+                    "enumerate(\(T.self)): the block left unsaved changes; save in the block or pass allowEscapingMutations: true"
+                )
+            }
+            for model in loaded { release(model, entity: entity) }
+        }
+        // A fetch in row order is read a batch at a time, each batch in its
+        // own read transaction resuming after the last row of the previous
+        // one: no list of every matching row is built. Rows to skip and
+        // pending models are taken once, before the block runs.
+        var stored = descriptor
+        stored.includePendingChanges = false
+        var (excluded, anyExcluded, pending, resumable): (RowSet, Bool, [T], Bool) = (RowSet(), false, [], false)
+        var rows: [Int64] = []
+        try withQuery(descriptor) { query in
+            resumable = query.isResumable
+            (excluded, anyExcluded) = (query.excluded, query.hasExcluded)
+            if resumable {
+                pending = try query.pendingMatches()
+            } else {
+                rows = try query.results(materialize: false).rows
+            }
+        }
+        if resumable {
+            var after: Int64?
+            while true {
+                var loaded: [T] = []
+                loaded.reserveCapacity(size)
+                try withQuery(stored) { query in
+                    query.exclude(excluded, anyExcluded)
+                    query.resumeAfter = after
+                    try query.forEachMatch { row, record in
+                        loaded.append(try query.model(row: row, record: record))
+                        after = row
+                        return loaded.count < size
+                    }
+                }
+                if loaded.isEmpty { break }
+                try finish(loaded)
+                if loaded.count < size { break }
+            }
+            var start = 0
+            while start < pending.count {
+                try finish(Array(pending[start..<min(start + size, pending.count)]))
+                start += size
+            }
+            return
+        }
         var start = 0
         while start < rows.count {
             let batch = rows[start..<min(start + size, rows.count)]
@@ -120,14 +173,7 @@ extension ModelContext {
                     loaded.append(model)
                 }
             }
-            for model in loaded { try block(model) }
-            if !allowEscapingMutations && !hadChanges && hasChanges {
-                throw SwiftDataError(
-                    .modelValidationFailure,
-                    "enumerate(\(T.self)): the block left unsaved changes; save in the block or pass allowEscapingMutations: true"
-                )
-            }
-            for model in loaded { release(model, entity: entity) }
+            try finish(loaded)
         }
     }
 }

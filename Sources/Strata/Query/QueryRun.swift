@@ -21,8 +21,24 @@ final class QueryRun<T: PersistentModel> {
     private let isExact: Bool
     private let evaluator: QueryEvaluator
     /// Rows whose stored values do not count (changed or deleted models).
-    private var excluded = RowSet()
-    private var hasExcluded = false
+    private(set) var excluded = RowSet()
+    private(set) var hasExcluded = false
+    /// For a scan in row order: start after this row (enumerate resumes
+    /// each batch where the previous one ended).
+    var resumeAfter: Int64?
+
+    /// Takes the rows to skip from an earlier run of the same fetch.
+    func exclude(_ rows: RowSet, _ any: Bool) {
+        excluded = rows
+        hasExcluded = any
+    }
+
+    /// True when results come in row order straight from the records, so a
+    /// fetch can be resumed after a row (``resumeAfter``).
+    var isResumable: Bool {
+        guard case .scan = plan.access, case .none = plan.order else { return false }
+        return true
+    }
 
     init(_ descriptor: FetchDescriptor<T>, entity: Schema.Entity, context: ModelContext, snapshot: ModelContext.Snapshot)
         throws
@@ -189,7 +205,7 @@ final class QueryRun<T: PersistentModel> {
         switch plan.access {
         case .scan:
             let cursor = try snapshot.tx.cursor(records)
-            var more = try cursor.first()
+            var more = try resumeAfter.map { try cursor.seek(RowKey.encode($0 &+ 1)) } ?? cursor.first()
             while more {
                 let goOn = try cursor.withEntry { key, value in try body(try RowKey.decode(key), value) }
                 guard goOn else { return }
