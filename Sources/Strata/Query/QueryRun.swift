@@ -147,14 +147,16 @@ final class QueryRun<T: PersistentModel> {
     func forEachMatch(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
         let filter = plan.filter
         let onModels = plan.needsModel || plan.foundationCheck
+        let compiled = onModels ? nil : filter.map { CompiledFilter.compile($0, entity: entity) }
         try forEachCandidate { row, record in
             if hasExcluded && excluded.contains(row) { return true }
             if onModels {
                 let model = try self.model(row: row, record: record)
                 if let filter, try !evaluator.test(filter, model: model) { return true }
                 if plan.foundationCheck, let predicate = descriptor.predicate, try !predicate.evaluate(model) { return true }
-            } else if let filter, try !evaluator.test(filter, row: row, record: record) {
-                return true
+            } else if let compiled {
+                var reader = try _RecordReader(borrowing: record, entity: entity, row: row)
+                guard try compiled.test(&reader, row: row, evaluator: evaluator) else { return true }
             }
             return try body(row, record)
         }
@@ -167,10 +169,12 @@ final class QueryRun<T: PersistentModel> {
             case .scan:
                 return try snapshot.tree(entity.recordTree).map { try snapshot.tx.count($0) } ?? 0
             case .index(let scan):
+                // Ranges of one index are disjoint: their sizes add up.
+                guard let tree = try snapshot.tree(scan.group.treeName) else { return 0 }
+                let cursor = try snapshot.tx.cursor(tree)
                 var count = 0
-                try forEachIndexRow(scan) { _ in
-                    count += 1
-                    return true
+                for range in scan.ranges where try cursor.seek(range.lower) {
+                    count += try cursor.count(upTo: range.upper)
                 }
                 return count
             default:
@@ -205,12 +209,8 @@ final class QueryRun<T: PersistentModel> {
         switch plan.access {
         case .scan:
             let cursor = try snapshot.tx.cursor(records)
-            var more = try resumeAfter.map { try cursor.seek(RowKey.encode($0 &+ 1)) } ?? cursor.first()
-            while more {
-                let goOn = try cursor.withEntry { key, value in try body(try RowKey.decode(key), value) }
-                guard goOn else { return }
-                more = try cursor.next()
-            }
+            guard try resumeAfter.map({ try cursor.seek(RowKey.encode($0 &+ 1)) }) ?? cursor.first() else { return }
+            try cursor.forEach { key, value in try body(try RowKey.decode(key), value) }
         case .index(let scan):
             try forEachIndexRow(scan) { row in
                 try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { try body(row, $0) } ?? true
@@ -277,6 +277,23 @@ final class QueryRun<T: PersistentModel> {
                 }
             } else {
                 more = try cursor.seek(range.lower)
+            }
+            if !scan.reverse {
+                guard more else { continue }
+                var stopped = false
+                try cursor.forEach { key, value in
+                    if let upper = range.upper, !Self.precedes(key, upper) { return false }
+                    guard let row = unique ? Self.uniqueRow(value) : Self.indexRow(key) else {
+                        throw SwiftDataError(.corruptRecord, "\(treeName): an entry without a row id")
+                    }
+                    if try !body(row) {
+                        stopped = true
+                        return false
+                    }
+                    return true
+                }
+                if stopped { return }
+                continue
             }
             while more {
                 let entry: (row: Int64, inRange: Bool, value: ArraySlice<UInt8>)? = try cursor.withEntry { key, value in

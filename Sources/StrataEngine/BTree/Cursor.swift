@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A position in a tree: seek, step forwards and backwards, read the entry.
 ///
 /// Every positioning call returns true when the cursor rests on an entry.
@@ -131,6 +137,82 @@ public final class Cursor {
         }
     }
 
+    // MARK: Bulk reads
+
+    /// Calls `body` with the key and value of each entry from the current
+    /// one onwards, in key order, until it returns false or the tree ends;
+    /// the cursor is left on the entry where `body` returned false (or is
+    /// invalid past the end).
+    ///
+    /// The same as `withEntry` and `next()` in a loop, without their
+    /// per-entry cost: the walk stays in the leaf's cells and the closure
+    /// is not generic. Read transactions only: in a write transaction the
+    /// tree must not change during the walk (use `next()` there).
+    public func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try tx.checkOpen()
+        if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
+        while let node = leaf {
+            let count = node.count
+            while index < count {
+                let (kp, kn) = node.key(index)
+                let key = UnsafeRawBufferPointer(start: kp, count: kn)
+                let goOn: Bool = try withExtendedLifetime(node.page) {
+                    switch node.leafValue(index) {
+                    case .inline(let vp, let vn):
+                        return try body(key, UnsafeRawBufferPointer(start: vp, count: vn))
+                    case .overflow(let first, let length):
+                        let value = try tx.readOverflow(first: first, length: length)
+                        return try value.withUnsafeBytes { try body(key, $0) }
+                    }
+                }
+                if !goOn {
+                    _ = positioned()
+                    return
+                }
+                index += 1
+            }
+            guard try settleForward() else { return }
+        }
+    }
+
+    /// The number of entries from the current one up to (not including)
+    /// the first key `>= upper` (to the end when `upper` is nil). Whole
+    /// leaves whose last key is below `upper` are counted without reading
+    /// their cells. Leaves the cursor invalid.
+    public func count(upTo upper: [UInt8]?) throws -> Int {
+        try tx.checkOpen()
+        if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
+        var total = 0
+        try upper.withUnsafeBufferPointerIfPresent { bound in
+            while let node = leaf {
+                let count = node.count
+                if let bound, index < count {
+                    let (lp, ln) = node.key(count - 1)
+                    if Self.compare(lp, ln, bound) >= 0 {
+                        // The bound falls in this leaf: count up to it.
+                        let (end, _) = node.lowerBound(bound.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, bound.count, from: index)
+                        total += max(0, end - index)
+                        invalidate()
+                        return
+                    }
+                }
+                total += max(0, count - index)
+                index = count
+                guard try settleForward() else { return }
+            }
+        }
+        return total
+    }
+
+    private static func compare(_ p: UnsafeRawPointer, _ n: Int, _ bound: UnsafeRawBufferPointer) -> Int32 {
+        let common = min(n, bound.count)
+        if common > 0, let b = bound.baseAddress {
+            let c = memcmp(p, b, common)
+            if c != 0 { return c }
+        }
+        return n < bound.count ? -1 : n == bound.count ? 0 : 1
+    }
+
     // MARK: Internals
 
     private enum Resync { case unchanged, exact, movedPast }
@@ -208,5 +290,13 @@ public final class Cursor {
         leaf = nil
         currentKey = nil
         path.removeAll(keepingCapacity: true)
+    }
+}
+
+extension Optional where Wrapped == [UInt8] {
+    /// Calls `body` with the bytes of the array, or nil.
+    fileprivate func withUnsafeBufferPointerIfPresent<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        guard let self else { return try body(nil) }
+        return try self.withUnsafeBytes { try body($0) }
     }
 }

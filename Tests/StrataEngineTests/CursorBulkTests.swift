@@ -1,0 +1,55 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+/// `Cursor.forEach`, `Cursor.count(upTo:)` and `estimatedCount` against a
+/// sorted reference, over a tree of many leaves with inline and overflow
+/// values.
+final class CursorBulkTests: EngineTestCase {
+    func testBulkReadsMatchTheReference() throws {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "CursorBulkTests"))
+        let db = try open("bulk.strata", DatabaseOptions(durability: .none))
+        var keys: [[UInt8]] = []
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in stride(from: 0, to: 20_000, by: 2) {
+                let key = bytes(String(format: "k%06d", i))
+                let size = i % 997 == 0 ? 5_000 : Int.random(in: 0...30, using: &random)
+                try tx.put(key, [UInt8](repeating: UInt8(i & 0x7F), count: size), in: tree)
+                keys.append(key)
+            }
+        }
+        func bound(_ i: Int) -> [UInt8] { bytes(String(format: "k%06d", i)) }
+        try db.read { tx in
+            let tree = try tx.tree("t")
+            for _ in 0..<300 {
+                let low = Int.random(in: -10..<20_010, using: &random)
+                let high = low + Int.random(in: 0..<(random.next() % 4 == 0 ? 20_000 : 300), using: &random)
+                let lower = bound(max(low, 0))
+                let upper: [UInt8]? = random.next() % 10 == 0 ? nil : bound(high)
+                let expected = keys.filter { key in
+                    !key.lexicographicallyPrecedes(lower) && (upper.map { key.lexicographicallyPrecedes($0) } ?? true)
+                }.count
+                let cursor = try tx.cursor(tree)
+                try cursor.seek(lower)
+                XCTAssertEqual(try cursor.count(upTo: upper), expected, "\(low)..<\(high)")
+
+                var visited: [[UInt8]] = []
+                try cursor.seek(lower)
+                try cursor.forEach { key, value in
+                    if let upper, !Array(key).lexicographicallyPrecedes(upper) { return false }
+                    visited.append(Array(key))
+                    return true
+                }
+                XCTAssertEqual(visited.count, expected)
+                XCTAssertEqual(visited.first, expected > 0 ? keys.first { !$0.lexicographicallyPrecedes(lower) } : nil)
+                if upper != nil, cursor.isValid {
+                    XCTAssertFalse(try cursor.key().lexicographicallyPrecedes(upper!), "stops on the first key past the range")
+                }
+
+                let estimate = try tx.estimatedCount(tree, from: lower, to: upper)
+                XCTAssertLessThanOrEqual(abs(estimate - Double(expected)), Double(keys.count) * 0.05 + 50, "\(low)..<\(high)")
+            }
+        }
+    }
+}
