@@ -8,6 +8,7 @@ import Strata
 //
 //     swift run -c release query-bench [--count N] [--only NAME]
 //     swift run -c release query-bench --enumerate [--count N]
+//     swift run -c release query-bench --only NAME --profile   (Strata's side, 30 times)
 //
 // N objects (default 100,000) with an indexed Int (`category`, 1,000
 // values), an indexed String (`tag`) and a unique Int (`code`); GRDB has
@@ -179,6 +180,11 @@ var mismatches: [String] = []
 
 @MainActor func compare(_ name: String, strata: () throws -> Int, grdb: () throws -> Int) throws {
     guard runs(name) else { return }
+    if CommandLine.arguments.contains("--profile") {
+        // Strata's side only, repeated, for perf or callgrind.
+        for _ in 0..<30 { _ = try strata() }
+        return
+    }
     var strataResult = 0
     var grdbResult = 0
     let strataTime = try median { strataResult = try strata() }
