@@ -259,7 +259,7 @@ public final class Database: @unchecked Sendable {
             var frame = -1
             var generation: UInt32 = 0
             let cached: Page? = stateLock.withLock {
-                if let versions = walIndex[number] {
+                if !walIndex.isEmpty, let versions = walIndex[number] {
                     var i = versions.count - 1
                     while i >= 0 {
                         if versions[i].seq <= seq {

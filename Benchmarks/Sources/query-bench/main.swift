@@ -182,7 +182,7 @@ var mismatches: [String] = []
     guard runs(name) else { return }
     if CommandLine.arguments.contains("--profile") {
         // Strata's side only, repeated, for perf or callgrind.
-        for _ in 0..<30 { _ = try strata() }
+        for _ in 0..<(argument("--reps").flatMap { Int($0) } ?? 30) { _ = try strata() }
         return
     }
     var strataResult = 0

@@ -92,7 +92,17 @@ final class Page: ManagedBuffer<Int, UInt8> {
 /// memcmp order of two byte strings; shorter first on a common prefix.
 @inline(__always) func compareBytes(_ a: UnsafeRawPointer, _ aCount: Int, _ b: UnsafeRawPointer, _ bCount: Int) -> Int {
     let n = min(aCount, bCount)
-    if n > 0 {
+    if n >= 8 {
+        // Most keys differ in their first 8 bytes (row ids are exactly 8):
+        // one big-endian word comparison instead of a call to memcmp.
+        let x = UInt64(bigEndian: a.loadUnaligned(as: UInt64.self))
+        let y = UInt64(bigEndian: b.loadUnaligned(as: UInt64.self))
+        if x != y { return x < y ? -1 : 1 }
+        if n > 8 {
+            let r = memcmp(a + 8, b + 8, n - 8)
+            if r != 0 { return Int(r) }
+        }
+    } else if n > 0 {
         let r = memcmp(a, b, n)
         if r != 0 { return Int(r) }
     }

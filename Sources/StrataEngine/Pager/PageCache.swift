@@ -11,14 +11,14 @@ struct PageCache {
         var referenced: Bool
     }
 
-    private var map: [UInt64: Int] = [:]
+    private var map: PageMap
     private var slots: [Slot] = []
     private var hand = 0
     let capacity: Int
 
     init(capacityPages: Int) {
         capacity = max(16, capacityPages)
-        map.reserveCapacity(min(capacity, 1 << 16))
+        map = PageMap(capacity: capacity)
     }
 
     @inline(__always) static func mainKey(_ page: UInt32) -> UInt64 { UInt64(page) }
@@ -47,14 +47,14 @@ struct PageCache {
             slots[hand].referenced = false
             hand = hand + 1 == slots.count ? 0 : hand + 1
         }
-        map.removeValue(forKey: slots[hand].key)
+        map.remove(slots[hand].key)
         slots[hand] = Slot(key: key, page: page, referenced: false)
         map[key] = hand
         hand = hand + 1 == slots.count ? 0 : hand + 1
     }
 
     mutating func remove(_ key: UInt64) {
-        guard let i = map.removeValue(forKey: key) else { return }
+        guard let i = map.remove(key) else { return }
         let last = slots.count - 1
         if i != last {
             slots[i] = slots[last]
@@ -74,8 +74,86 @@ struct PageCache {
     }
 
     mutating func removeAll() {
-        map.removeAll()
+        map = PageMap(capacity: capacity)
         slots.removeAll()
         hand = 0
+    }
+}
+
+/// The page cache's index: page key → slot, an open-addressing table with
+/// linear probing and a multiplicative hash.
+///
+/// The standard `Dictionary` hashes every key with SipHash, which a cache
+/// lookup on every page access pays for; keys here are page numbers and
+/// WAL frame keys the store makes itself, not input an attacker chooses,
+/// so a cheap hash is enough. Removal shifts the following run back
+/// (no tombstones), and the table is sized at twice the cache's capacity,
+/// so it never fills.
+struct PageMap {
+    private var keys: [UInt64]
+    /// Slot of each key, or -1 for an empty bucket.
+    private var values: [Int32]
+    private let mask: Int
+
+    init(capacity: Int) {
+        var size = 16
+        while size < capacity * 2 { size <<= 1 }
+        keys = Array(repeating: 0, count: size)
+        values = Array(repeating: -1, count: size)
+        mask = size - 1
+    }
+
+    @inline(__always) private func home(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 32) & mask
+    }
+
+    @inline(__always) subscript(key: UInt64) -> Int? {
+        get {
+            var i = home(key)
+            while true {
+                let value = values[i]
+                if value < 0 { return nil }
+                if keys[i] == key { return Int(value) }
+                i = (i + 1) & mask
+            }
+        }
+        set {
+            guard let newValue else {
+                remove(key)
+                return
+            }
+            var i = home(key)
+            while values[i] >= 0 && keys[i] != key { i = (i + 1) & mask }
+            keys[i] = key
+            values[i] = Int32(newValue)
+        }
+    }
+
+    /// Removes `key`; returns its slot, if it was present.
+    @discardableResult mutating func remove(_ key: UInt64) -> Int? {
+        var i = home(key)
+        while true {
+            if values[i] < 0 { return nil }
+            if keys[i] == key { break }
+            i = (i + 1) & mask
+        }
+        let removed = Int(values[i])
+        // Backward shift: move later entries of the run into the hole when
+        // their home does not lie (cyclically) after the hole.
+        var hole = i
+        var j = (i + 1) & mask
+        while values[j] >= 0 {
+            let h = home(keys[j])
+            let distanceToJ = (j - h) & mask
+            let distanceToHole = (j - hole) & mask
+            if distanceToJ >= distanceToHole {
+                keys[hole] = keys[j]
+                values[hole] = values[j]
+                hole = j
+            }
+            j = (j + 1) & mask
+        }
+        values[hole] = -1
+        return removed
     }
 }
