@@ -2,7 +2,7 @@ import StrataEngine
 import StrataTesting
 import XCTest
 
-/// `Cursor.forEach`, `Cursor.count(upTo:)` and `estimatedCount` against a
+/// `Cursor.forEachEntry`, `Cursor.count(upTo:)` and `estimatedCount` against a
 /// sorted reference, over a tree of many leaves with inline and overflow
 /// values.
 final class CursorBulkTests: EngineTestCase {
@@ -36,7 +36,7 @@ final class CursorBulkTests: EngineTestCase {
 
                 var visited: [[UInt8]] = []
                 try cursor.seek(lower)
-                try cursor.forEach { key, value in
+                try cursor.forEachEntry { key, value in
                     if let upper, !Array(key).lexicographicallyPrecedes(upper) { return false }
                     visited.append(Array(key))
                     return true
@@ -49,6 +49,41 @@ final class CursorBulkTests: EngineTestCase {
 
                 let estimate = try tx.estimatedCount(tree, from: lower, to: upper)
                 XCTAssertLessThanOrEqual(abs(estimate - Double(expected)), Double(keys.count) * 0.05 + 50, "\(low)..<\(high)")
+            }
+        }
+    }
+
+    func testSeekForwardLandsWhereSeekDoes() throws {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "CursorBulkTests.seekForward"))
+        let db = try open("forward.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in stride(from: 0, to: 30_000, by: 3) {
+                try tx.put(bytes(String(format: "k%06d", i)), bytes("v\(i)"), in: tree)
+            }
+        }
+        try db.read { tx in
+            let tree = try tx.tree("t")
+            let forward = try tx.cursor(tree)
+            let reference = try tx.cursor(tree)
+            for _ in 0..<50 {
+                // An ascending run with gaps of every size, then a step back.
+                var position = Int.random(in: -5..<30_000, using: &random)
+                for _ in 0..<200 {
+                    position += [0, 1, 2, 3, 50, 700, 9_000][Int.random(in: 0..<7, using: &random)]
+                    if Int.random(in: 0..<40, using: &random) == 0 { position -= 5_000 }
+                    let key = bytes(String(format: "k%06d", max(position, 0)))
+                    let exact = try key.withUnsafeBytes { try forward.seekForward($0) }
+                    let valid = try reference.seek(key)
+                    XCTAssertEqual(forward.isValid, valid, "\(position)")
+                    guard valid else { break }
+                    XCTAssertEqual(try forward.key(), try reference.key(), "\(position)")
+                    XCTAssertEqual(exact, try reference.key() == key, "\(position)")
+                    var value: [UInt8] = []
+                    try forward.readValue { value = Array($0) }
+                    XCTAssertEqual(value, try reference.value())
+                }
+                try forward.first()
             }
         }
     }

@@ -118,7 +118,9 @@ if enumerateMode {
             checksum &+= item.category
         }
     }
-    print("| enumerate \(seen) objects, batchSize 5000 | \(String(format: "%.2f s", time)) | peak RSS \(String(format: "%.1f MiB", peakRSS())) (\(String(format: "%.1f MiB", before)) before) |")
+    print(
+        "| enumerate \(seen) objects, batchSize 5000 | \(String(format: "%.2f s", time)) | peak RSS \(String(format: "%.1f MiB", peakRSS())) (\(String(format: "%.1f MiB", before)) before) |"
+    )
     print("(store built in \(String(format: "%.1f s", buildTime)) by a child process; checksum \(checksum))")
     exit(seen == count ? 0 : 1)
 }
@@ -162,7 +164,8 @@ try pool.write { db in
     }
     for i in 0..<count {
         let f = fields(i)
-        var record = ItemRecord(id: nil, code: f.code, category: f.category, tag: f.tag, score: f.score, flag: f.flag, note: f.note)
+        var record = ItemRecord(
+            id: nil, code: f.code, category: f.category, tag: f.tag, score: f.score, flag: f.flag, note: f.note)
         try record.insert(db)
     }
 }
@@ -240,7 +243,8 @@ try compare(
         var sum = 0
         for start in rangeStarts {
             let end = start + 50
-            sum += try context.fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.category >= start && $0.category < end }))
+            sum += try context.fetchCount(
+                FetchDescriptor<Item>(predicate: #Predicate { $0.category >= start && $0.category < end }))
         }
         return sum
     },

@@ -356,6 +356,22 @@ public final class ModelContext {
         return model
     }
 
+    /// ``materialize(_:entity:row:bytes:)`` through the entity's model type,
+    /// without a generic parameter: hot loops in generic code from another
+    /// module (a fetch of the caller's model type) then avoid a runtime
+    /// metadata lookup per row.
+    func materialize(entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer) throws -> any PersistentModel {
+        var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
+        let model = try entity.type.init(_strataReader: &reader)
+        let state = model._strataState
+        Self.pointToManyAtTrees(state, entity: entity, row: row)
+        state.rowID = row
+        state.status = .saved
+        state.link = link
+        registry[entity.ordinal][row] = model
+        return model
+    }
+
     /// Makes each to-many relationship of a loaded model a fault that reads
     /// its targets from the tree holding them.
     static func pointToManyAtTrees(_ state: _ModelState, entity: Schema.Entity, row: Int64) {

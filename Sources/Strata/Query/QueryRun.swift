@@ -210,16 +210,13 @@ final class QueryRun<T: PersistentModel> {
         case .scan:
             let cursor = try snapshot.tx.cursor(records)
             guard try resumeAfter.map({ try cursor.seek(RowKey.encode($0 &+ 1)) }) ?? cursor.first() else { return }
-            try cursor.forEach { key, value in try body(try RowKey.decode(key), value) }
+            try cursor.forEachEntry { key, value in try body(try RowKey.decode(key), value) }
         case .index(let scan):
-            try forEachIndexRow(scan) { row in
-                try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { try body(row, $0) } ?? true
-            }
+            let lookup = try RecordLookup(snapshot.tx.cursor(records))
+            try forEachIndexRow(scan) { row in try lookup.withRecord(row, body) }
         case .rows, .union, .intersection:
-            for row in try rows(of: plan.access) {
-                let goOn = try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { try body(row, $0) } ?? true
-                guard goOn else { return }
-            }
+            let lookup = try RecordLookup(snapshot.tx.cursor(records))
+            for row in try rows(of: plan.access) where try !lookup.withRecord(row, body) { return }
         }
     }
 
@@ -281,7 +278,7 @@ final class QueryRun<T: PersistentModel> {
             if !scan.reverse {
                 guard more else { continue }
                 var stopped = false
-                try cursor.forEach { key, value in
+                try cursor.forEachEntry { key, value in
                     if let upper = range.upper, !Self.precedes(key, upper) { return false }
                     guard let row = unique ? Self.uniqueRow(value) : Self.indexRow(key) else {
                         throw SwiftDataError(.corruptRecord, "\(treeName): an entry without a row id")
@@ -370,16 +367,24 @@ final class QueryRun<T: PersistentModel> {
         case .none, .index:
             var seen = 0
             let wanted = limit.map { offset + $0 }
+            // Collected as existentials: appending to `[T]` in this generic
+            // code would look up `Array<T>`'s metadata for every row.
+            var found: [any PersistentModel] = []
             if wanted != 0 {
                 try forEachMatch { row, record in
                     seen += 1
                     if seen > offset {
                         rows.append(row)
-                        if materialize { models.append(try model(row: row, record: record)) }
+                        if materialize {
+                            found.append(
+                                try context.registered(entity, row: row)
+                                    ?? context.materialize(entity: entity, row: row, bytes: record))
+                        }
                     }
                     return wanted.map { seen < $0 } ?? true
                 }
             }
+            models = found.map { unsafeDowncast($0, to: T.self) }
             if wanted.map({ seen < $0 }) ?? true {
                 for model in pending {
                     seen += 1
@@ -498,4 +503,28 @@ final class QueryRun<T: PersistentModel> {
         return QueryValue.order(a, b) ?? .orderedSame
     }
 
+}
+
+/// Reads records by row id with one cursor that seeks forward from the
+/// previous row (`Cursor.seekForward`): the rows of an index range, or a
+/// sorted row list, come in ascending order, so most lookups search one
+/// leaf instead of descending from the root.
+final class RecordLookup {
+    private let cursor: Cursor
+    private var key = [UInt8](repeating: 0, count: 8)
+
+    init(_ cursor: Cursor) { self.cursor = cursor }
+
+    /// Calls `body` with the record of `row` and returns its result; true
+    /// (go on) when the row has no record.
+    func withRecord(_ row: Int64, _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws -> Bool {
+        let found = try key.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self)
+            return try cursor.seekForward(UnsafeRawBufferPointer(raw))
+        }
+        guard found else { return true }
+        var goOn = true
+        try cursor.readValue { goOn = try body(row, $0) }
+        return goOn
+    }
 }

@@ -148,7 +148,7 @@ public final class Cursor {
     /// per-entry cost: the walk stays in the leaf's cells and the closure
     /// is not generic. Read transactions only: in a write transaction the
     /// tree must not change during the walk (use `next()` there).
-    public func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+    public func forEachEntry(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
         try tx.checkOpen()
         if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
         while let node = leaf {
@@ -175,6 +175,81 @@ public final class Cursor {
         }
     }
 
+    /// Moves to the first key `>= key`, like `seek(_:)`, and returns whether
+    /// it is equal to `key`. When the cursor already rests at or before
+    /// `key`, the search starts from the lowest level of its path that can
+    /// hold `key` instead of the root: a run of ascending lookups (the rows
+    /// an index range yields) then costs mostly one leaf search each.
+    public func seekForward(_ key: UnsafeRawBufferPointer) throws -> Bool {
+        try tx.checkOpen()
+        let pointer = key.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        guard tx.modificationCount == seenModification, let node = leaf, index < node.count else {
+            return try seek(pointer, key.count).exact
+        }
+        let (cp, cn) = node.key(index)
+        let order = compareBytes(cp, cn, pointer, key.count)
+        if order == 0 { return true }
+        if order > 0 { return try seek(pointer, key.count).exact }
+        // The key lies after the current one: in this leaf when it is not
+        // past the leaf's last key.
+        let (lp, ln) = node.key(node.count - 1)
+        if compareBytes(lp, ln, pointer, key.count) >= 0 {
+            let (i, found) = node.lowerBound(pointer, key.count, from: index + 1)
+            index = i
+            _ = positioned()
+            return found
+        }
+        // Climb to the deepest branch whose chosen child is bounded above
+        // by a separator greater than the key, and descend from there.
+        var level = path.count - 1
+        while level >= 0 {
+            let (branch, taken) = path[level]
+            if taken < branch.count {
+                let (sp, sn) = branch.key(taken)
+                if compareBytes(sp, sn, pointer, key.count) > 0 { break }
+            }
+            level -= 1
+        }
+        guard level >= 0 else { return try seek(pointer, key.count).exact }
+        path.removeSubrange((level + 1)...)
+        var number = path[level].node.child(path[level].node.childIndex(pointer, key.count))
+        path[level].index = path[level].node.childIndex(pointer, key.count)
+        while true {
+            let next = try tx.treeNode(number)
+            if next.isLeaf {
+                let (i, found) = next.lowerBound(pointer, key.count)
+                leaf = next
+                index = i
+                let valid = try settleForward()
+                return valid && found
+            }
+            let child = next.childIndex(pointer, key.count)
+            path.append((next, child))
+            guard path.count <= Cursor.maxDepth else {
+                throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
+            }
+            number = next.child(child)
+        }
+    }
+
+    /// Calls `body` with the value under the cursor (read in place when it
+    /// is inline). Not generic, so it costs no more than a closure call
+    /// from another module.
+    public func readValue(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try tx.checkOpen()
+        if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
+        guard let leaf else { throw StorageError.invalidOptions("cursor is not positioned on an entry") }
+        try withExtendedLifetime(leaf.page) {
+            switch leaf.leafValue(index) {
+            case .inline(let vp, let vn):
+                try body(UnsafeRawBufferPointer(start: vp, count: vn))
+            case .overflow(let first, let length):
+                let value = try tx.readOverflow(first: first, length: length)
+                try value.withUnsafeBytes { try body($0) }
+            }
+        }
+    }
+
     /// The number of entries from the current one up to (not including)
     /// the first key `>= upper` (to the end when `upper` is nil). Whole
     /// leaves whose last key is below `upper` are counted without reading
@@ -190,7 +265,8 @@ public final class Cursor {
                     let (lp, ln) = node.key(count - 1)
                     if Self.compare(lp, ln, bound) >= 0 {
                         // The bound falls in this leaf: count up to it.
-                        let (end, _) = node.lowerBound(bound.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, bound.count, from: index)
+                        let (end, _) = node.lowerBound(
+                            bound.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, bound.count, from: index)
                         total += max(0, end - index)
                         invalidate()
                         return
