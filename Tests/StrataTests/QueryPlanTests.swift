@@ -327,6 +327,20 @@ final class QueryPlanTests: StoreTestCase {
         XCTAssertEqual(seen, lazy.map(\.uid))
         XCTAssertEqual(enumerating.registeredCount(of: Gadget.self), 0, "every batch was released")
 
+        // A scan in row order is read batch by batch; paging still applies.
+        var paged = FetchDescriptor<Gadget>(predicate: #Predicate { $0.rating > 5 })
+        paged.fetchOffset = 7
+        paged.fetchLimit = 40
+        var pagedSeen: [Int] = []
+        try enumerating.enumerate(paged, batchSize: 9) { pagedSeen.append($0.uid) }
+        XCTAssertEqual(pagedSeen, try enumerating.fetch(paged).map(\.uid))
+        XCTAssertEqual(pagedSeen.count, 40)
+        var everything: [Int] = []
+        try ModelContext(container).enumerate(FetchDescriptor<Gadget>(predicate: #Predicate { $0.rating > 5 }), batchSize: 9) {
+            everything.append($0.uid)
+        }
+        XCTAssertEqual(everything, try Self.reference(all, FetchDescriptor(predicate: #Predicate { $0.rating > 5 })).map(\.uid))
+
         XCTAssertThrowsError(try enumerating.enumerate(descriptor, batchSize: 16) { $0.score += 1 }) { error in
             XCTAssertEqual(error as? SwiftDataError, .modelValidationFailure)
         }

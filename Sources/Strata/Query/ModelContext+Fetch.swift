@@ -155,25 +155,31 @@ extension ModelContext {
         while start < rows.count {
             let batch = rows[start..<min(start + size, rows.count)]
             start += batch.count
-            var loaded: [T] = []
-            loaded.reserveCapacity(batch.count)
-            try store.database.read { tx in
-                let snapshot = Snapshot(tx)
-                let tree = try snapshot.tree(entity.recordTree)
-                for row in batch {
-                    if let model = registered(entity, row: row) as? T {
-                        loaded.append(model)
-                        continue
-                    }
-                    guard let tree,
-                        let model = try tx.withValue(
-                            for: RowKey.encode(row), in: tree,
-                            { try materialize(T.self, entity: entity, row: row, bytes: $0) })
-                    else { continue }
-                    loaded.append(model)
+            try finish(try models(of: entity, rows: batch).compactMap { $0.map { unsafeDowncast($0, to: T.self) } })
+        }
+    }
+
+    /// The models of `rows` (registered ones, or built from their records)
+    /// in one read transaction; nil for a row the store no longer holds.
+    func models(of entity: Schema.Entity, rows: some Collection<Int64>) throws -> [(any PersistentModel)?] {
+        try store.database.read { tx in
+            guard let tree = try tx.treeIfPresent(entity.recordTree) else { return rows.map { _ in nil } }
+            let lookup = try RecordLookup(tx.cursor(tree))
+            var result: [(any PersistentModel)?] = []
+            result.reserveCapacity(rows.count)
+            for row in rows {
+                if let model = registered(entity, row: row) {
+                    result.append(model)
+                    continue
                 }
+                var found: (any PersistentModel)?
+                _ = try lookup.withRecord(row) { row, bytes in
+                    found = try materialize(entity: entity, row: row, bytes: bytes)
+                    return true
+                }
+                result.append(found)
             }
-            try finish(loaded)
+            return result
         }
     }
 }
@@ -213,8 +219,9 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
 
     private func load(from start: Int) {
         let end = Swift.min(start + batchSize, rows.count)
-        let ids = rows[start..<end].map { PersistentIdentifier(entityName: entity.name, rowID: $0) }
-        batch = ids.map { try? context.existingModel(for: $0) as Element? }
+        let loaded = (try? context.models(of: entity, rows: rows[start..<end])) ?? []
+        batch = loaded.map { $0.map { unsafeDowncast($0, to: Element.self) } }
+        batch += Array(repeating: nil, count: Swift.max(0, end - start - batch.count))
         batchStart = start
     }
 }

@@ -36,7 +36,9 @@ final class QueryRun<T: PersistentModel> {
     /// True when results come in row order straight from the records, so a
     /// fetch can be resumed after a row (``resumeAfter``).
     var isResumable: Bool {
-        guard case .scan = plan.access, case .none = plan.order else { return false }
+        guard case .scan = plan.access, case .none = plan.order, descriptor.fetchLimit == nil,
+            (descriptor.fetchOffset ?? 0) <= 0
+        else { return false }
         return true
     }
 
