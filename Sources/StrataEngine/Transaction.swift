@@ -20,10 +20,10 @@ public struct Tree: Hashable, Sendable, CustomStringConvertible {
 /// shared between threads.
 public class ReadTransaction {
     let db: Database
-    var snapshot: Database.Snapshot
-    var ended = false
+    @exclusivity(unchecked) var snapshot: Database.Snapshot
+    @exclusivity(unchecked) var ended = false
     /// Entry counts as stored in the catalog, by root page.
-    var counts: [UInt32: Int] = [:]
+    @exclusivity(unchecked) var counts: [UInt32: Int] = [:]
 
     /// Pages this snapshot has fetched, direct-mapped by page number. A page
     /// number's image never changes within a snapshot, so the upper levels

@@ -23,12 +23,12 @@ public final class ModelContext {
     let link: _ContextLink
     var store: Store { container.store }
     /// Registered models: one map per entity, by the entity's ordinal.
-    private(set) var registry: [RowMap]
-    var inserted: [any PersistentModel] = []
-    var changed: [ObjectIdentifier: any PersistentModel] = [:]
-    var deleted: [ObjectIdentifier: any PersistentModel] = [:]
+    @exclusivity(unchecked) private(set) var registry: [RowMap]
+    @exclusivity(unchecked) var inserted: [any PersistentModel] = []
+    @exclusivity(unchecked) var changed: [ObjectIdentifier: any PersistentModel] = [:]
+    @exclusivity(unchecked) var deleted: [ObjectIdentifier: any PersistentModel] = [:]
     /// The read transaction delete rules run in, while they run.
-    var snapshot: Snapshot?
+    @exclusivity(unchecked) var snapshot: Snapshot?
     /// A model inserted whose type the container does not know: reported
     /// by the next save.
     private var pendingError: SwiftDataError?

@@ -143,16 +143,19 @@ public struct _RecordWriter {
 public struct _RecordReader {
     @usableFromInline let bytes: UnsafeRawBufferPointer
     @usableFromInline var position = 1
-    let entityName: String
+    /// The entity whose record this is; not retained (the reader lives in
+    /// a scope where its schema is alive), so making a reader costs no
+    /// reference counting.
+    unowned(unsafe) let entity: Schema.Entity
     let row: Int64
+    var entityName: String { entity.name }
     /// Fields kept outside the record (`.externalStorage`), with their tree.
-    let externalTrees: [Int: String]
+    var externalTrees: [Int: String] { entity.externalTrees }
 
     init(borrowing bytes: UnsafeRawBufferPointer, entity: Schema.Entity, row: Int64) throws {
         self.bytes = bytes
-        self.entityName = entity.name
+        self.entity = entity
         self.row = row
-        self.externalTrees = entity.externalTrees
         guard bytes.first == RecordFormat.version else {
             throw corrupt(field: nil, bytes.isEmpty ? "empty record" : "unknown record format \(bytes[0])")
         }
@@ -209,7 +212,14 @@ public struct _RecordReader {
         var index = start
         let count = bytes.count
         while index < count {
-            let tag = try varint(at: &index, limit: count, field: nil)
+            let first = bytes[index]
+            let tag: UInt64
+            if first < 0x80 {
+                tag = UInt64(first)
+                index += 1
+            } else {
+                tag = try varint(at: &index, limit: count, field: nil)
+            }
             let wire = UInt8(tag & 7)
             guard tag >> 3 <= UInt64(Int.max) else { throw corrupt(field: nil, "field number too large") }
             let current = Int(tag >> 3)
@@ -217,8 +227,15 @@ public struct _RecordReader {
             let end: Int
             switch wire {
             case RecordFormat.varint:
+                // Skipped, not decoded: find the byte that ends it.
                 var probe = index
-                _ = try varint(at: &probe, limit: count, field: current)
+                while probe < count && bytes[probe] >= 0x80 && probe - index < 9 { probe += 1 }
+                if probe < count && bytes[probe] < 0x80 {
+                    probe += 1
+                } else {
+                    probe = index
+                    _ = try varint(at: &probe, limit: count, field: current)
+                }
                 payloadStart = index
                 end = probe
             case RecordFormat.fixed64:
@@ -229,7 +246,13 @@ public struct _RecordReader {
                 end = index + 4
             case RecordFormat.lengthDelimited:
                 var probe = index
-                let length = try varint(at: &probe, limit: count, field: current)
+                let length: UInt64
+                if probe < count, bytes[probe] < 0x80 {
+                    length = UInt64(bytes[probe])
+                    probe += 1
+                } else {
+                    length = try varint(at: &probe, limit: count, field: current)
+                }
                 guard length <= UInt64(count - probe) else { throw corrupt(field: current, "length past the end") }
                 payloadStart = probe
                 end = probe + Int(length)

@@ -97,68 +97,36 @@ indirect enum CompiledFilter {
         return bytes.allSatisfy { $0 < 0x80 } ? bytes : nil
     }
 
-    // MARK: Evaluation
+}
 
-    /// Whether the record `reader` reads passes the filter.
-    func test(_ reader: inout _RecordReader, row: Int64, evaluator: QueryEvaluator) throws -> Bool {
+extension CompiledFilter {
+    /// The filter as a tree of nodes, each testing a record in place.
+    func node() -> FilterNode {
         switch self {
-        case .int(let field, let op, let value):
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-            return Self.holds(op, try Int64._decode(slot, from: &reader, field: field), value)
-        case .uint(let field, let op, let value):
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-            return Self.holds(op, try UInt64._decode(slot, from: &reader, field: field), value)
-        case .double(let field, let op, let value, let isFloat):
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-            let stored =
-                isFloat
-                ? Double(Float(bitPattern: try reader.payloadFixed32(slot, field: field)))
-                : Double(bitPattern: try reader.payloadFixed64(slot, field: field))
-            return Self.holds(op, stored, value)
-        case .bool(let field, let value, let ifNil):
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return ifNil }
-            return try Bool._decode(slot, from: &reader, field: field) == value
-        case .null(let field, let isNull):
-            let slot = try reader.find(field)
-            return (slot == nil || slot?.wire == RecordFormat.null) == isNull
-        case .string(let field, let op, let value, let ascii):
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-            if let ascii, op == .equal || op == .notEqual {
-                let payload = try reader.payloadBytes(slot, field: field)
-                if payload.allSatisfy({ $0 < 0x80 }) { return payload.elementsEqual(ascii) == (op == .equal) }
-            }
-            return Self.holds(op, try String._decode(slot, from: &reader, field: field), value)
-        case .prefix(let field, let prefix, let ascii):
-            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return false }
-            if let ascii {
-                let payload = try reader.payloadBytes(slot, field: field)
-                if payload.count >= ascii.count, payload.prefix(ascii.count).elementsEqual(ascii) {
-                    // The prefix ends at a character boundary unless what
-                    // follows could join the last character (a combining
-                    // mark, or "\n" after "\r").
-                    guard payload.count > ascii.count else { return true }
-                    let next = payload[ascii.count]
-                    if next < 0x80 && !(next == 0x0A && ascii.last == 0x0D) { return true }
-                } else if payload.allSatisfy({ $0 < 0x80 }) {
-                    return false
-                }
-            }
-            return try String._decode(slot, from: &reader, field: field).starts(with: prefix)
-        case .and(let parts):
-            for part in parts where try !part.test(&reader, row: row, evaluator: evaluator) { return false }
-            return true
-        case .or(let parts):
-            for part in parts where try part.test(&reader, row: row, evaluator: evaluator) { return true }
-            return false
-        case .not(let inner):
-            return try !inner.test(&reader, row: row, evaluator: evaluator)
-        case .general(let expression):
-            return try evaluator.test(expression, row: row, record: reader.bytes)
+        case .int(let field, let op, let value): return IntNode(field, op, value)
+        case .uint(let field, let op, let value): return UIntNode(field, op, value)
+        case .double(let field, let op, let value, let isFloat): return DoubleNode(field, op, value, isFloat: isFloat)
+        case .bool(let field, let value, let ifNil): return BoolNode(field, value, ifNil: ifNil)
+        case .string(let field, let op, let value, let ascii): return StringNode(field, op, value, ascii: ascii)
+        case .prefix(let field, let prefix, let ascii): return PrefixNode(field, prefix, ascii: ascii)
+        case .null(let field, let isNull): return NullNode(field, isNull)
+        case .and(let parts): return parts.dropFirst().reduce(parts[0].node()) { AndNode($0, $1.node()) }
+        case .or(let parts): return parts.dropFirst().reduce(parts[0].node()) { OrNode($0, $1.node()) }
+        case .not(let inner): return NotNode(inner.node())
+        case .general(let expression): return GeneralNode(expression)
         }
     }
+}
+
+/// One node of a compiled filter. Nodes are classes with immutable fields
+/// and a virtual `test`, so running the filter on a row copies nothing
+/// (an enum tree would be copied and reference-counted case by case).
+class FilterNode {
+    /// Whether the record `reader` reads passes.
+    func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool { false }
 
     @inline(__always)
-    private static func holds<V: Comparable>(_ op: QueryExpr.ComparisonOperator, _ stored: V, _ value: V) -> Bool {
+    static func holds<V: Comparable>(_ op: QueryExpr.ComparisonOperator, _ stored: V, _ value: V) -> Bool {
         switch op {
         case .equal: return stored == value
         case .notEqual: return stored != value
@@ -168,14 +136,146 @@ indirect enum CompiledFilter {
         case .greaterOrEqual: return stored >= value
         }
     }
+}
 
-    /// True when the filter never needs the general evaluator.
-    var isSpecialized: Bool {
-        switch self {
-        case .general: return false
-        case .and(let parts), .or(let parts): return parts.allSatisfy(\.isSpecialized)
-        case .not(let inner): return inner.isSpecialized
-        default: return true
+final class IntNode: FilterNode {
+    let field: Int
+    let op: QueryExpr.ComparisonOperator
+    let value: Int64
+    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: Int64) {
+        (self.field, self.op, self.value) = (field, op, value)
+    }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
+        return Self.holds(op, try Int64._decode(slot, from: &reader, field: field), value)
+    }
+}
+
+final class UIntNode: FilterNode {
+    let field: Int
+    let op: QueryExpr.ComparisonOperator
+    let value: UInt64
+    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: UInt64) {
+        (self.field, self.op, self.value) = (field, op, value)
+    }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
+        return Self.holds(op, try UInt64._decode(slot, from: &reader, field: field), value)
+    }
+}
+
+final class DoubleNode: FilterNode {
+    let field: Int
+    let op: QueryExpr.ComparisonOperator
+    let value: Double
+    let isFloat: Bool
+    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: Double, isFloat: Bool) {
+        (self.field, self.op, self.value, self.isFloat) = (field, op, value, isFloat)
+    }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
+        let stored =
+            isFloat
+            ? Double(Float(bitPattern: try reader.payloadFixed32(slot, field: field)))
+            : Double(bitPattern: try reader.payloadFixed64(slot, field: field))
+        return Self.holds(op, stored, value)
+    }
+}
+
+final class BoolNode: FilterNode {
+    let field: Int
+    let value: Bool
+    let ifNil: Bool
+    init(_ field: Int, _ value: Bool, ifNil: Bool) { (self.field, self.value, self.ifNil) = (field, value, ifNil) }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return ifNil }
+        return try Bool._decode(slot, from: &reader, field: field) == value
+    }
+}
+
+final class NullNode: FilterNode {
+    let field: Int
+    let isNull: Bool
+    init(_ field: Int, _ isNull: Bool) { (self.field, self.isNull) = (field, isNull) }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        let slot = try reader.find(field)
+        return (slot == nil || slot?.wire == RecordFormat.null) == isNull
+    }
+}
+
+final class StringNode: FilterNode {
+    let field: Int
+    let op: QueryExpr.ComparisonOperator
+    let value: String
+    let ascii: [UInt8]?
+    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: String, ascii: [UInt8]?) {
+        (self.field, self.op, self.value, self.ascii) = (field, op, value, ascii)
+    }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
+        if let ascii, op == .equal || op == .notEqual {
+            let payload = try reader.payloadBytes(slot, field: field)
+            if payload.allSatisfy({ $0 < 0x80 }) { return payload.elementsEqual(ascii) == (op == .equal) }
         }
+        return Self.holds(op, try String._decode(slot, from: &reader, field: field), value)
+    }
+}
+
+final class PrefixNode: FilterNode {
+    let field: Int
+    let prefix: String
+    let ascii: [UInt8]?
+    init(_ field: Int, _ prefix: String, ascii: [UInt8]?) { (self.field, self.prefix, self.ascii) = (field, prefix, ascii) }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return false }
+        if let ascii {
+            let payload = try reader.payloadBytes(slot, field: field)
+            if payload.count >= ascii.count, payload.prefix(ascii.count).elementsEqual(ascii) {
+                // The prefix ends at a character boundary unless what
+                // follows could join the last character (a combining
+                // mark, or "\n" after "\r").
+                guard payload.count > ascii.count else { return true }
+                let next = payload[ascii.count]
+                if next < 0x80 && !(next == 0x0A && ascii.last == 0x0D) { return true }
+            } else if payload.allSatisfy({ $0 < 0x80 }) {
+                return false
+            }
+        }
+        return try String._decode(slot, from: &reader, field: field).starts(with: prefix)
+    }
+}
+
+final class AndNode: FilterNode {
+    let left: FilterNode
+    let right: FilterNode
+    init(_ left: FilterNode, _ right: FilterNode) { (self.left, self.right) = (left, right) }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        try left.test(&reader, evaluator) && right.test(&reader, evaluator)
+    }
+}
+
+final class OrNode: FilterNode {
+    let left: FilterNode
+    let right: FilterNode
+    init(_ left: FilterNode, _ right: FilterNode) { (self.left, self.right) = (left, right) }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        try left.test(&reader, evaluator) || right.test(&reader, evaluator)
+    }
+}
+
+final class NotNode: FilterNode {
+    let inner: FilterNode
+    init(_ inner: FilterNode) { self.inner = inner }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        try !inner.test(&reader, evaluator)
+    }
+}
+
+/// Anything else: the general evaluator on the record.
+final class GeneralNode: FilterNode {
+    let expression: QueryExpr
+    init(_ expression: QueryExpr) { self.expression = expression }
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+        try evaluator.test(expression, row: reader.row, record: reader.bytes)
     }
 }

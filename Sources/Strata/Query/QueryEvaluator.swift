@@ -20,11 +20,11 @@ final class QueryEvaluator {
     /// Whether the context has unsaved changes (then related rows are
     /// looked up among its models first).
     private let hasPending: Bool
-    private var variables: [QueryValue]
-    private var rootEntity: Schema.Entity
-    private var rootRow: Int64 = 0
-    private var rootBytes: UnsafeRawBufferPointer?
-    private var rootModel: (any PersistentModel)?
+    @exclusivity(unchecked) private var variables: [QueryValue]
+    @exclusivity(unchecked) private var rootEntity: Schema.Entity
+    @exclusivity(unchecked) private var rootRow: Int64 = 0
+    @exclusivity(unchecked) private var rootBytes: UnsafeRawBufferPointer?
+    @exclusivity(unchecked) private var rootModel: (any PersistentModel)?
 
     init(context: ModelContext, snapshot: ModelContext.Snapshot, entity: Schema.Entity, variableCount: Int) {
         self.context = context

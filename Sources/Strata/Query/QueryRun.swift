@@ -15,17 +15,17 @@ final class QueryRun<T: PersistentModel> {
     let entity: Schema.Entity
     let snapshot: ModelContext.Snapshot
     let descriptor: FetchDescriptor<T>
-    private(set) var plan: QueryPlan
+    @exclusivity(unchecked) private(set) var plan: QueryPlan
     /// The whole predicate, when it was translated exactly.
     private let expression: QueryExpr?
     private let isExact: Bool
     private let evaluator: QueryEvaluator
     /// Rows whose stored values do not count (changed or deleted models).
-    private(set) var excluded = RowSet()
-    private(set) var hasExcluded = false
+    @exclusivity(unchecked) private(set) var excluded = RowSet()
+    @exclusivity(unchecked) private(set) var hasExcluded = false
     /// For a scan in row order: start after this row (enumerate resumes
     /// each batch where the previous one ended).
-    var resumeAfter: Int64?
+    @exclusivity(unchecked) var resumeAfter: Int64?
 
     /// Takes the rows to skip from an earlier run of the same fetch.
     func exclude(_ rows: RowSet, _ any: Bool) {
@@ -149,7 +149,10 @@ final class QueryRun<T: PersistentModel> {
     func forEachMatch(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
         let filter = plan.filter
         let onModels = plan.needsModel || plan.foundationCheck
-        let compiled = onModels ? nil : filter.map { CompiledFilter.compile($0, entity: entity) }
+        let compiled = onModels ? nil : filter.map { CompiledFilter.compile($0, entity: self.entity).node() }
+        // Read once here: a property read inside the per-row closure costs
+        // a retain and a release per row.
+        let (entity, evaluator, hasExcluded) = (self.entity, self.evaluator, self.hasExcluded)
         try forEachCandidate { row, record in
             if hasExcluded && excluded.contains(row) { return true }
             if onModels {
@@ -158,7 +161,7 @@ final class QueryRun<T: PersistentModel> {
                 if plan.foundationCheck, let predicate = descriptor.predicate, try !predicate.evaluate(model) { return true }
             } else if let compiled {
                 var reader = try _RecordReader(borrowing: record, entity: entity, row: row)
-                guard try compiled.test(&reader, row: row, evaluator: evaluator) else { return true }
+                guard try compiled.test(&reader, evaluator) else { return true }
             }
             return try body(row, record)
         }

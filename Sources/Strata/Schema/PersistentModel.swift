@@ -130,15 +130,15 @@ public final class _ModelState {
         case detached, inserted, saved, deleted
     }
 
-    var status = Status.detached
+    @exclusivity(unchecked) var status = Status.detached
     /// The row number once inserted or loaded; 0 before.
-    var rowID: Int64 = 0
-    var temporaryRow: Int64 = 0
-    var link: _ContextLink?
-    var isChanged = false
+    @exclusivity(unchecked) var rowID: Int64 = 0
+    @exclusivity(unchecked) var temporaryRow: Int64 = 0
+    @exclusivity(unchecked) var link: _ContextLink?
+    @exclusivity(unchecked) var isChanged = false
     /// True while another model's relationship change is being mirrored
     /// into this one (its setter then does not mirror it back).
-    var isApplyingInverse = false
+    @exclusivity(unchecked) var isApplyingInverse = false
     /// A relationship not loaded yet: the row ids its record holds (to-one),
     /// or the tree and prefix to read its targets from (to-many; see
     /// ``RelationshipStorage``).
@@ -150,9 +150,9 @@ public final class _ModelState {
     }
 
     /// Relationships not loaded yet, by field number.
-    var faults: [Int: Fault] = [:]
+    @exclusivity(unchecked) var faults: [Int: Fault] = [:]
     /// True while ``faults`` is not empty (checked by every getter).
-    public private(set) var hasFaults = false
+    @exclusivity(unchecked) public private(set) var hasFaults = false
 
     /// The model's observation registrar, created on first access: a
     /// fetched model that is never read or observed costs no registrar

@@ -17,12 +17,12 @@ public final class Cursor {
     let tx: ReadTransaction
     let root: UInt32
     /// Branches on the path from the root: node and the child index taken.
-    private var path: [(node: Node, index: Int)] = []
-    private var leaf: Node?
-    private var index = 0
-    private var seenModification = 0
+    @exclusivity(unchecked) private var path: [(node: Node, index: Int)] = []
+    @exclusivity(unchecked) private var leaf: Node?
+    @exclusivity(unchecked) private var index = 0
+    @exclusivity(unchecked) private var seenModification = 0
     /// The key under the cursor, kept to re-seek after a change.
-    private var currentKey: [UInt8]?
+    @exclusivity(unchecked) private var currentKey: [UInt8]?
 
     init(tx: ReadTransaction, root: UInt32) {
         self.tx = tx
@@ -153,23 +153,27 @@ public final class Cursor {
         if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
         while let node = leaf {
             let count = node.count
-            while index < count {
-                let (kp, kn) = node.key(index)
-                let key = UnsafeRawBufferPointer(start: kp, count: kn)
-                let goOn: Bool = try withExtendedLifetime(node.page) {
+            // One lifetime extension per leaf, not per entry.
+            let stopped: Bool = try withExtendedLifetime(node.page) {
+                while index < count {
+                    let (kp, kn) = node.key(index)
+                    let key = UnsafeRawBufferPointer(start: kp, count: kn)
+                    let goOn: Bool
                     switch node.leafValue(index) {
                     case .inline(let vp, let vn):
-                        return try body(key, UnsafeRawBufferPointer(start: vp, count: vn))
+                        goOn = try body(key, UnsafeRawBufferPointer(start: vp, count: vn))
                     case .overflow(let first, let length):
                         let value = try tx.readOverflow(first: first, length: length)
-                        return try value.withUnsafeBytes { try body(key, $0) }
+                        goOn = try value.withUnsafeBytes { try body(key, $0) }
                     }
+                    if !goOn { return true }
+                    index += 1
                 }
-                if !goOn {
-                    _ = positioned()
-                    return
-                }
-                index += 1
+                return false
+            }
+            if stopped {
+                _ = positioned()
+                return
             }
             guard try settleForward() else { return }
         }
