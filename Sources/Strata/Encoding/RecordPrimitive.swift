@@ -50,16 +50,78 @@ extension _UnsignedRecordInteger {
     }
 }
 
-extension Int: _SignedRecordInteger {}
-extension Int8: _SignedRecordInteger {}
-extension Int16: _SignedRecordInteger {}
-extension Int32: _SignedRecordInteger {}
-extension Int64: _SignedRecordInteger {}
-extension UInt: _UnsignedRecordInteger {}
-extension UInt8: _UnsignedRecordInteger {}
-extension UInt16: _UnsignedRecordInteger {}
-extension UInt32: _UnsignedRecordInteger {}
-extension UInt64: _UnsignedRecordInteger {}
+// Each integer type states its own `_decode`, so that the witness is
+// specialized for the type: the protocol extension's default, used as a
+// witness, runs unspecialized generic code (`init(exactly:)` through
+// metadata) for every field of every record.
+
+@inline(__always) func _decodeSigned<T: FixedWidthInteger & SignedInteger>(
+    _ slot: _RecordReader.Slot, _ reader: inout _RecordReader, _ field: Int
+) throws -> T {
+    let raw = try reader.payloadVarint(slot, field: field)
+    let value = Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    guard let result = T(exactly: value) else { throw reader.corrupt(field: field, "\(value) does not fit \(T.self)") }
+    return result
+}
+
+@inline(__always) func _decodeUnsigned<T: FixedWidthInteger & UnsignedInteger>(
+    _ slot: _RecordReader.Slot, _ reader: inout _RecordReader, _ field: Int
+) throws -> T {
+    let value = try reader.payloadVarint(slot, field: field)
+    guard let result = T(exactly: value) else { throw reader.corrupt(field: field, "\(value) does not fit \(T.self)") }
+    return result
+}
+
+extension Int: _SignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Int {
+        try _decodeSigned(slot, &reader, field)
+    }
+}
+extension Int8: _SignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Int8 {
+        try _decodeSigned(slot, &reader, field)
+    }
+}
+extension Int16: _SignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Int16 {
+        try _decodeSigned(slot, &reader, field)
+    }
+}
+extension Int32: _SignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Int32 {
+        try _decodeSigned(slot, &reader, field)
+    }
+}
+extension Int64: _SignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Int64 {
+        try _decodeSigned(slot, &reader, field)
+    }
+}
+extension UInt: _UnsignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> UInt {
+        try _decodeUnsigned(slot, &reader, field)
+    }
+}
+extension UInt8: _UnsignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> UInt8 {
+        try _decodeUnsigned(slot, &reader, field)
+    }
+}
+extension UInt16: _UnsignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> UInt16 {
+        try _decodeUnsigned(slot, &reader, field)
+    }
+}
+extension UInt32: _UnsignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> UInt32 {
+        try _decodeUnsigned(slot, &reader, field)
+    }
+}
+extension UInt64: _UnsignedRecordInteger {
+    public static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> UInt64 {
+        try _decodeUnsigned(slot, &reader, field)
+    }
+}
 
 extension Double: _RecordPrimitive {
     public static var _wire: UInt8 { RecordFormat.fixed64 }
