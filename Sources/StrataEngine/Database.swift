@@ -35,6 +35,32 @@ public final class Database: @unchecked Sendable {
     /// Page number → its versions in the WAL of the current generation,
     /// oldest first.
     var walIndex: [UInt32: [FrameVersion]] = [:]
+    /// Catalog entries (root page, entry count) looked up by readers of
+    /// commit `catalogSeq`, shared by every reader of that commit: a fetch
+    /// opens a read transaction and looks up the same few trees each time,
+    /// and a catalog search costs a page load and two allocations. Replaced
+    /// when a reader of a newer commit looks a tree up. Guarded by
+    /// `stateLock`.
+    private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
+    private var catalogSeq = UInt64.max
+
+    /// The catalog entry of `name` as of commit `seq`, if a reader of that
+    /// commit looked it up already.
+    func cachedCatalogEntry(_ name: String, seq: UInt64) -> (root: UInt32, count: Int)? {
+        stateLock.withLock { catalogSeq == seq ? catalogCache[name] : nil }
+    }
+
+    /// Remembers the catalog entry of `name` as of commit `seq`.
+    func rememberCatalogEntry(_ name: String, seq: UInt64, root: UInt32, count: Int) {
+        stateLock.withLock {
+            if catalogSeq != seq {
+                guard seq > catalogSeq || catalogSeq == .max else { return }
+                catalogSeq = seq
+                catalogCache.removeAll(keepingCapacity: true)
+            }
+            catalogCache[name] = (root, count)
+        }
+    }
     /// The last commit: readers start from it.
     var committed: Snapshot
     /// Active readers: snapshot sequence number → how many.

@@ -89,13 +89,22 @@ public class ReadTransaction {
     /// The tree called `name`, or nil.
     public func treeIfPresent(_ name: String) throws -> Tree? {
         try checkOpen()
+        let reader = !isWriter
+        if reader, let (root, count) = db.cachedCatalogEntry(name, seq: snapshot.seq) {
+            if counts[root] == nil { counts[root] = count }
+            return Tree(name: name, root: root)
+        }
         let key = Array(name.utf8)
         guard key.count <= Database.maxKeyLength else { return nil }
         guard let value = try value(for: key, root: FileHeader.catalogRoot) else { return nil }
         let (root, count) = try decodeCatalogValue(value, name: name)
         if counts[root] == nil { counts[root] = count }
+        if reader { db.rememberCatalogEntry(name, seq: snapshot.seq, root: root, count: count) }
         return Tree(name: name, root: root)
     }
+
+    /// True for the write transaction, whose catalog changes as it runs.
+    var isWriter: Bool { false }
 
     func decodeCatalogValue(_ value: [UInt8], name: String) throws -> (UInt32, Int) {
         guard value.count == 12 else {

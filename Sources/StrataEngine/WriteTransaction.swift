@@ -6,6 +6,7 @@
 /// Changed pages are private copies held in memory until commit, so a
 /// transaction's memory grows with the number of pages it touches.
 public final class WriteTransaction: ReadTransaction {
+    override var isWriter: Bool { true }
     /// Private, modified page images by page number.
     var dirty: [UInt32: Page] = [:]
     var header: FileHeader

@@ -400,14 +400,17 @@ public final class ModelContext {
     /// once (delete rules read a relationship tree per deleted row).
     final class Snapshot {
         let tx: ReadTransaction
-        private var trees: [String: Tree?] = [:]
+        /// Trees looked up so far. A fetch looks up a handful, by names the
+        /// schema holds (the same strings each time, so `==` is a pointer
+        /// comparison): a short list searched in order beats hashing them.
+        @exclusivity(unchecked) private var trees: [(name: String, tree: Tree?)] = []
 
         init(_ tx: ReadTransaction) { self.tx = tx }
 
         func tree(_ name: String) throws -> Tree? {
-            if let known = trees[name] { return known }
+            for known in trees where known.name == name { return known.tree }
             let found = try tx.treeIfPresent(name)
-            trees[name] = found
+            trees.append((name, found))
             return found
         }
 

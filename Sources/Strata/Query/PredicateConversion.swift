@@ -56,8 +56,8 @@ struct PredicateConversion {
         var pending: [Any] = [predicate.expression]
         var foundationOnly: String?
         while let node = pending.popLast() {
-            if let conjunction = node as? any ConjunctionNode {
-                let (lhs, rhs) = conjunction.operands
+            if let conjunction = TypeFacts.of(type(of: node)).conjunction {
+                let (lhs, rhs) = conjunction.operands(of: node)
                 pending.append(rhs)
                 pending.append(lhs)
                 continue
@@ -96,19 +96,16 @@ struct PredicateConversion {
 
     /// Translates one node.
     mutating func convert(_ node: Any) throws -> Converted {
-        guard let known = node as? any QueryNode else {
+        guard let known = TypeFacts.of(type(of: node)).node else {
             throw Failure.foundationOnly("\(Self.name(of: node))")
         }
-        return try known.convert(&self)
+        return try known.convert(node: node, &self)
     }
 
     /// The entity of a model type, of an optional model or of an array of
     /// models; nil for any other type.
     func entity(of type: Any.Type) -> Schema.Entity? {
-        if let model = type as? any PersistentModel.Type { return schema.entity(forType: model) }
-        if let optional = type as? any _OptionalMarker.Type { return entity(of: optional._wrappedType) }
-        if let array = type as? any _ArrayMarker.Type { return entity(of: array._elementType) }
-        return nil
+        TypeFacts.of(type).modelType.flatMap { schema.entity(forType: $0) }
     }
 
     /// Gives the variable `key` (bound by a closure in the predicate) a
@@ -204,10 +201,7 @@ extension PredicateExpressions.NotEqual: QueryNode {
 /// strings, dates, UUIDs, booleans, and optionals of these. An enum or a
 /// struct orders by its own `<`, which its stored raw value or encoding
 /// need not follow, so a comparison of such values is left to Foundation.
-private func ordersAsQueryValue(_ type: Any.Type) -> Bool {
-    if let optional = type as? any _OptionalMarker.Type { return ordersAsQueryValue(optional._wrappedType) }
-    return type is any _KeyElementConvertible.Type && !(type is URL.Type)
-}
+private func ordersAsQueryValue(_ type: Any.Type) -> Bool { TypeFacts.of(type).ordersAsQueryValue }
 
 extension PredicateExpressions.Comparison: QueryNode {
     var children: [Any] { [lhs, rhs] }
@@ -351,8 +345,9 @@ extension PredicateExpressions.KeyPath: QueryNode {
             }
         }
         let path = keyPath as AnyKeyPath
-        guard let entity = base.entity, Root.Output.self is any PersistentModel.Type else {
-            if Root.Output.self is any _KeyElementConvertible.Type || Root.Output.self is any RawRepresentable.Type {
+        let rootFacts = TypeFacts.of(Root.Output.self)
+        guard let entity = base.entity, case .model = rootFacts.value else {
+            if rootFacts.isScalar {
                 throw PredicateConversion.Failure.foundationOnly("a member of \(Root.Output.self)")
             }
             return Converted(.member(base.expression, path), entity: c.entity(of: Output.self))
@@ -595,6 +590,18 @@ extension Optional: OptionalValue {
 extension QueryValue {
     /// The query value of a captured Swift value.
     static func make(_ value: Any) -> QueryValue {
+        switch TypeFacts.of(type(of: value)).value {
+        case .optional(let type):
+            guard let wrapped = type.unwrap(value) else { return .null }
+            return make(wrapped)
+        case .key(let type): return .scalar(type.keyElement(of: value))
+        case .model(let type): return .row(type.rowID(of: value))
+        case .other: return makeOther(value)
+        }
+    }
+
+    /// `make(_:)` for values of other types: arrays, enums, Codable values.
+    private static func makeOther(_ value: Any) -> QueryValue {
         if let optional = value as? any OptionalValue {
             guard let wrapped = optional.wrappedValue else { return .null }
             return make(wrapped)

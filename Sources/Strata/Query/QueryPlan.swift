@@ -243,6 +243,7 @@ struct QueryPlanner {
     /// The key ranges of `group` that `bounds` select, or nil when its
     /// first column has no bound.
     func indexScan(_ group: KeyGroup, bounds: [Int: Bound]) throws -> QueryPlan.IndexScan? {
+        guard let first = group.properties.first, bounds[first.field] != nil else { return nil }
         var prefixes: [[UInt8]] = [[]]
         var covered: Set<Int> = []
         var text: [String] = []
@@ -277,15 +278,15 @@ struct QueryPlanner {
                 boundColumns: boundColumns)
         }
         var estimate = 0.0
-        let sampled = keyRanges.prefix(32)
-        for range in sampled {
-            estimate += try snapshot.tx.estimatedCount(tree, from: range.lower, to: range.upper)
-        }
-        estimate *= Double(keyRanges.count) / Double(max(sampled.count, 1))
-        if group.kind == .unique && ranges == nil && prefixes.count == keyRanges.count
-            && group.properties.count == text.count
-        {
-            estimate = min(estimate, Double(keyRanges.count))
+        if group.kind == .unique && ranges == nil && boundColumns == group.properties.count {
+            // Every column equal to one value: at most one row.
+            estimate = Double(keyRanges.count)
+        } else {
+            let sampled = keyRanges.prefix(32)
+            for range in sampled {
+                estimate += try snapshot.tx.estimatedCount(tree, from: range.lower, to: range.upper)
+            }
+            estimate *= Double(keyRanges.count) / Double(max(sampled.count, 1))
         }
         return QueryPlan.IndexScan(
             group: group, ranges: keyRanges, condition: text.joined(separator: " && "), estimate: estimate,
@@ -308,8 +309,7 @@ struct QueryPlanner {
     /// when it can be part of a key.
     static func keyAttribute(_ expression: QueryExpr, entity: Schema.Entity) -> Schema.Attribute? {
         guard case .property(.variable(0), let owner, let property) = expression, owner === entity,
-            let attribute = property as? Schema.Attribute, entity.externalTrees[attribute.field] == nil,
-            KeyValue.isKeyable(attribute.valueType)
+            let attribute = property as? Schema.Attribute, attribute.isKeyable, entity.externalTrees[attribute.field] == nil
         else { return nil }
         return attribute
     }

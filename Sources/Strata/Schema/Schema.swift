@@ -107,7 +107,7 @@ extension Schema {
         public let name: String
         let type: any PersistentModel.Type
         /// The entity's position in its schema's ``Schema/entities``.
-        var ordinal = 0
+        @exclusivity(unchecked) var ordinal = 0
         /// Every persisted property, attributes and relationships, in
         /// declaration order (a property's position is its field number).
         public let properties: [Property]
@@ -170,7 +170,7 @@ extension Schema {
 
         /// Relationships of any entity that point at this one and have no
         /// inverse (delete rules clear them through storage).
-        var incomingWithoutInverse: [(source: Entity, relationship: Relationship)] = []
+        @exclusivity(unchecked) var incomingWithoutInverse: [(source: Entity, relationship: Relationship)] = []
 
         /// The inverse of each relationship that has one, by field (see
         /// `InverseGraph`), kept here so hot paths need no lookup.
@@ -183,7 +183,7 @@ extension Schema {
         let externalTrees: [Int: String]
 
         /// Where each relationship lives, by field.
-        private(set) var relationshipStorage: [Int: RelationshipStorage]
+        @exclusivity(unchecked) private(set) var relationshipStorage: [Int: RelationshipStorage]
         /// The trees of this entity's relationships (reverse indexes, joins).
         var relationshipTrees: [String] { relationshipStorage.values.flatMap(\.ownedTrees).sorted() }
 
@@ -203,18 +203,20 @@ extension Schema {
     /// The macros create these with options only; the entity fills in the
     /// name, key path, field number and type when it is built.
     public class Property: @unchecked Sendable, CustomStringConvertible {
-        public internal(set) var name = ""
-        public internal(set) var keypath: AnyKeyPath = \Property.name
+        @exclusivity(unchecked) public internal(set) var name = ""
+        @exclusivity(unchecked) public internal(set) var keypath: AnyKeyPath = \Property.name
         /// The property's position among its entity's persisted properties.
-        public internal(set) var field = 0
+        @exclusivity(unchecked) public internal(set) var field = 0
         public let originalName: String?
         public let hashModifier: String?
         /// The declared type (`Optional<Date>` for `Date?`).
-        public internal(set) var valueType: Any.Type = Any.self
+        @exclusivity(unchecked) public internal(set) var valueType: Any.Type = Any.self
         public var isOptional: Bool { valueType is any _OptionalMarker.Type }
-        public internal(set) var defaultValue: Any?
+        @exclusivity(unchecked) public internal(set) var defaultValue: Any?
         /// How the query evaluator reads the property from a record.
-        var storedKind = StoredKind.opaque
+        @exclusivity(unchecked) var storedKind = StoredKind.opaque
+        /// Whether values of the property can be part of a key.
+        @exclusivity(unchecked) var isKeyable = false
 
         init(originalName: String?, hashModifier: String?) {
             self.originalName = originalName
@@ -228,6 +230,7 @@ extension Schema {
             self.valueType = valueType
             self.defaultValue = metadata.defaultValue
             self.storedKind = self is Relationship ? .relationship : StoredKind(valueType)
+            self.isKeyable = !(self is Relationship) && KeyValue.isKeyable(valueType)
         }
 
         public var description: String { "\(name): \(valueType)" }
@@ -294,7 +297,7 @@ extension Schema {
         /// The related entity's name.
         public var destination: String { destinationType.map { "\($0)" } ?? "" }
         /// True for `T` and `T?`, false for `[T]`.
-        public internal(set) var isToOneRelationship = true
+        @exclusivity(unchecked) public internal(set) var isToOneRelationship = true
 
         public init(
             _ options: Option..., deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = 0,
