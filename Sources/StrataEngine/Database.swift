@@ -31,18 +31,18 @@ public final class Database: @unchecked Sendable {
 
     /// Guards everything below it.
     let stateLock = Lock()
-    var cache: PageCache
+    @exclusivity(unchecked) var cache: PageCache
     /// Page number → its versions in the WAL of the current generation,
     /// oldest first.
-    var walIndex: [UInt32: [FrameVersion]] = [:]
+    @exclusivity(unchecked) var walIndex: [UInt32: [FrameVersion]] = [:]
     /// Catalog entries (root page, entry count) looked up by readers of
     /// commit `catalogSeq`, shared by every reader of that commit: a fetch
     /// opens a read transaction and looks up the same few trees each time,
     /// and a catalog search costs a page load and two allocations. Replaced
     /// when a reader of a newer commit looks a tree up. Guarded by
     /// `stateLock`.
-    private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
-    private var catalogSeq = UInt64.max
+    @exclusivity(unchecked) private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
+    @exclusivity(unchecked) private var catalogSeq = UInt64.max
 
     /// The catalog entry of `name` as of commit `seq`, if a reader of that
     /// commit looked it up already.
@@ -62,20 +62,20 @@ public final class Database: @unchecked Sendable {
         }
     }
     /// The last commit: readers start from it.
-    var committed: Snapshot
+    @exclusivity(unchecked) var committed: Snapshot
     /// Active readers: snapshot sequence number → how many.
-    var readers: [UInt64: Int] = [:]
+    @exclusivity(unchecked) var readers: [UInt64: Int] = [:]
     /// Every commit up to this sequence number is in the main file.
-    var backfilledSeq: UInt64 = 0
-    var isClosed = false
+    @exclusivity(unchecked) var backfilledSeq: UInt64 = 0
+    @exclusivity(unchecked) var isClosed = false
     /// Set when an fsync failed: the handle refuses writes from then on.
-    var poisoned: String?
+    @exclusivity(unchecked) var poisoned: String?
 
     /// Counters for tools and tests (guarded by `stateLock`).
-    var counters = Statistics()
+    @exclusivity(unchecked) var counters = Statistics()
 
     /// Writer-owned (guarded by `gate`): the committed free-page set.
-    var committedFreelist = Freelist()
+    @exclusivity(unchecked) var committedFreelist = Freelist()
 
     struct FrameVersion {
         var frame: Int
