@@ -292,6 +292,23 @@ final class QueryPlanTests: StoreTestCase {
         XCTAssertThrowsError(try context.fetchCount(division)) { error in
             XCTAssertTrue("\(error)".contains("divides by zero"), "\(error)")
         }
+        let sliced = FetchDescriptor(predicate: #Predicate<Gadget> { [1, 2, 3][0..<$0.score].isEmpty })
+        XCTAssertThrowsError(try context.fetch(sliced)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unsupportedPredicate)
+            XCTAssertTrue("\(error)".contains("range subscript"), "\(error)")
+        }
+        let forced = FetchDescriptor(predicate: #Predicate<Gadget> { ($0.size as Any) as! Int == 3 })
+        XCTAssertThrowsError(try context.fetch(forced)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unsupportedPredicate)
+            XCTAssertTrue("\(error)".contains("forced cast"), "\(error)")
+        }
+        // Left to Foundation (a member of a String), but with integer
+        // arithmetic Foundation would trap on overflow: refused.
+        let risky = FetchDescriptor(predicate: #Predicate<Gadget> { $0.name.utf8.count + $0.score > 3 })
+        XCTAssertThrowsError(try context.fetch(risky)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .unsupportedPredicate)
+            XCTAssertTrue("\(error)".contains("integer overflow"), "\(error)")
+        }
     }
 
     func testPendingChangesAreMergedIntoIndexedFetches() throws {

@@ -340,26 +340,22 @@ public final class ModelContext {
         return entity
     }
 
-    /// Builds the model of `row` from its record and registers it. `bytes`
-    /// is borrowed (typically a page of the engine) and not kept.
+    /// ``materialize(entity:row:bytes:)`` as the entity's model type `T`.
+    ///
+    /// - Precondition: `entity` is the entity of `T`.
     func materialize<T: PersistentModel>(
         _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer
     ) throws -> T {
-        var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
-        let model = try T(_strataReader: &reader)
-        let state = model._strataState
-        Self.pointToManyAtTrees(state, entity: entity, row: row)
-        state.rowID = row
-        state.status = .saved
-        state.link = link
-        registry[entity.ordinal][row] = model
-        return model
+        unsafeDowncast(try materialize(entity: entity, row: row, bytes: bytes), to: T.self)
     }
 
-    /// ``materialize(_:entity:row:bytes:)`` through the entity's model type,
-    /// without a generic parameter: hot loops in generic code from another
-    /// module (a fetch of the caller's model type) then avoid a runtime
-    /// metadata lookup per row.
+    /// Builds the model of `row` from its record and registers it. `bytes`
+    /// is borrowed (typically a page of the engine) and not kept.
+    ///
+    /// The model is made through the entity's model type, without a generic
+    /// parameter: hot loops in generic code from another module (a fetch
+    /// of the caller's model type) then avoid a runtime metadata lookup per
+    /// row.
     func materialize(entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer) throws -> any PersistentModel {
         var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
         let model = try entity.type.init(_strataReader: &reader)

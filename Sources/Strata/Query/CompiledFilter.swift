@@ -12,30 +12,18 @@ import Foundation
 /// doubles compare with IEEE rules, strings by canonical equivalence (bytes
 /// are compared directly only when both sides are ASCII, where equivalence
 /// is byte equality).
-indirect enum CompiledFilter {
-    case int(field: Int, QueryExpr.ComparisonOperator, Int64)
-    case uint(field: Int, QueryExpr.ComparisonOperator, UInt64)
-    case double(field: Int, QueryExpr.ComparisonOperator, Double, isFloat: Bool)
-    /// `field == value`; a nil or missing field gives `ifNil`.
-    case bool(field: Int, Bool, ifNil: Bool)
-    case string(field: Int, QueryExpr.ComparisonOperator, String, ascii: [UInt8]?)
-    case prefix(field: Int, String, ascii: [UInt8]?)
-    /// `field == nil` (true) or `field != nil` (false).
-    case null(field: Int, Bool)
-    case and([CompiledFilter])
-    case or([CompiledFilter])
-    case not(CompiledFilter)
-    case general(QueryExpr)
-
-    /// The specialized form of `expression` over records of `entity`.
-    static func compile(_ expression: QueryExpr, entity: Schema.Entity) -> CompiledFilter {
+enum CompiledFilter {
+    /// The specialized filter for `expression` over records of `entity`.
+    static func compile(_ expression: QueryExpr, entity: Schema.Entity) -> FilterNode {
         switch expression {
         case .and:
-            return .and(QueryPlanner.conjuncts(expression).map { compile($0, entity: entity) })
+            let parts = QueryPlanner.conjuncts(expression).map { compile($0, entity: entity) }
+            return parts.dropFirst().reduce(parts[0]) { AndNode($0, $1) }
         case .or:
-            return .or(QueryPlanner.disjuncts(expression).map { compile($0, entity: entity) })
+            let parts = QueryPlanner.disjuncts(expression).map { compile($0, entity: entity) }
+            return parts.dropFirst().reduce(parts[0]) { OrNode($0, $1) }
         case .not(let inner):
-            return .not(compile(inner, entity: entity))
+            return NotNode(compile(inner, entity: entity))
         case .compare(let op, let a, let b):
             if let field = attribute(a, entity), case .constant(let value) = b, let leaf = comparison(op, field, value) {
                 return leaf
@@ -45,16 +33,16 @@ indirect enum CompiledFilter {
             }
         case .property:
             if let attribute = attribute(expression, entity), case .bool = attribute.storedKind {
-                return .bool(field: attribute.field, true, ifNil: false)
+                return BoolNode(attribute.field, true, ifNil: false)
             }
         case .prefix(let a, .constant(.scalar(.string(let prefix)))):
             if let attribute = attribute(a, entity), case .string = attribute.storedKind {
-                return .prefix(field: attribute.field, prefix, ascii: asciiBytes(prefix))
+                return PrefixNode(attribute.field, prefix, ascii: asciiBytes(prefix))
             }
         default:
             break
         }
-        return .general(expression)
+        return GeneralNode(expression)
     }
 
     private static func attribute(_ expression: QueryExpr, _ entity: Schema.Entity) -> Schema.Attribute? {
@@ -65,29 +53,31 @@ indirect enum CompiledFilter {
     }
 
     private static func comparison(_ op: QueryExpr.ComparisonOperator, _ attribute: Schema.Attribute, _ value: QueryValue)
-        -> CompiledFilter?
+        -> FilterNode?
     {
         let field = attribute.field
         if case .scalar(.null) = value {
             switch op {
-            case .equal: return .null(field: field, true)
-            case .notEqual: return .null(field: field, false)
+            case .equal: return NullNode(field, true)
+            case .notEqual: return NullNode(field, false)
             default: return nil
             }
         }
+        // Every signed width is stored as a zigzag Int64 varint, every
+        // unsigned one as a UInt64 varint, a Date as a Double; a Float
+        // constant came from a Float, so narrowing it back is exact.
         switch (attribute.storedKind, value) {
-        case (.signed, .scalar(.int(let v))): return .int(field: field, op, v)
-        case (.unsigned, .scalar(.uint(let v))): return .uint(field: field, op, v)
-        case (.double, .scalar(.double(let v))), (.date, .scalar(.double(let v))):
-            return .double(field: field, op, v, isFloat: false)
-        case (.float, .scalar(.double(let v))): return .double(field: field, op, v, isFloat: true)
+        case (.signed, .scalar(.int(let v))): return Int64Node(field, op, v)
+        case (.unsigned, .scalar(.uint(let v))): return UInt64Node(field, op, v)
+        case (.double, .scalar(.double(let v))), (.date, .scalar(.double(let v))): return DoubleNode(field, op, v)
+        case (.float, .scalar(.double(let v))): return FloatNode(field, op, Float(v))
         case (.bool, .scalar(.bool(let v))):
             switch op {
-            case .equal: return .bool(field: field, v, ifNil: false)
-            case .notEqual: return .bool(field: field, !v, ifNil: true)
+            case .equal: return BoolNode(field, v, ifNil: false)
+            case .notEqual: return BoolNode(field, !v, ifNil: true)
             default: return nil
             }
-        case (.string, .scalar(.string(let v))): return .string(field: field, op, v, ascii: asciiBytes(v))
+        case (.string, .scalar(.string(let v))): return StringNode(field, op, v, ascii: asciiBytes(v))
         default: return nil
         }
     }
@@ -95,26 +85,6 @@ indirect enum CompiledFilter {
     private static func asciiBytes(_ text: String) -> [UInt8]? {
         let bytes = Array(text.utf8)
         return bytes.allSatisfy { $0 < 0x80 } ? bytes : nil
-    }
-
-}
-
-extension CompiledFilter {
-    /// The filter as a tree of nodes, each testing a record in place.
-    func node() -> FilterNode {
-        switch self {
-        case .int(let field, let op, let value): return IntNode(field, op, value)
-        case .uint(let field, let op, let value): return UIntNode(field, op, value)
-        case .double(let field, let op, let value, let isFloat): return DoubleNode(field, op, value, isFloat: isFloat)
-        case .bool(let field, let value, let ifNil): return BoolNode(field, value, ifNil: ifNil)
-        case .string(let field, let op, let value, let ascii): return StringNode(field, op, value, ascii: ascii)
-        case .prefix(let field, let prefix, let ascii): return PrefixNode(field, prefix, ascii: ascii)
-        case .null(let field, let isNull): return NullNode(field, isNull)
-        case .and(let parts): return parts.dropFirst().reduce(parts[0].node()) { AndNode($0, $1.node()) }
-        case .or(let parts): return parts.dropFirst().reduce(parts[0].node()) { OrNode($0, $1.node()) }
-        case .not(let inner): return NotNode(inner.node())
-        case .general(let expression): return GeneralNode(expression)
-        }
     }
 }
 
@@ -138,48 +108,38 @@ class FilterNode {
     }
 }
 
-final class IntNode: FilterNode {
+/// `field op value` for a number, decoded with its own record encoding.
+/// Each stored number type has its own final subclass, whose `test` is
+/// the shared comparison specialized for the type (a generic class's
+/// method would run unspecialized, through witness tables, on every row).
+class CompareNode<V: _RecordPrimitive & Comparable>: FilterNode {
     let field: Int
     let op: QueryExpr.ComparisonOperator
-    let value: Int64
-    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: Int64) {
+    let value: V
+    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: V) {
         (self.field, self.op, self.value) = (field, op, value)
     }
-    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
+
+    @inline(__always) final func compare(_ reader: inout _RecordReader) throws -> Bool {
         guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-        return Self.holds(op, try Int64._decode(slot, from: &reader, field: field), value)
+        return Self.holds(op, try V._decode(slot, from: &reader, field: field), value)
     }
 }
 
-final class UIntNode: FilterNode {
-    let field: Int
-    let op: QueryExpr.ComparisonOperator
-    let value: UInt64
-    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: UInt64) {
-        (self.field, self.op, self.value) = (field, op, value)
-    }
-    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
-        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-        return Self.holds(op, try UInt64._decode(slot, from: &reader, field: field), value)
-    }
+final class Int64Node: CompareNode<Int64> {
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool { try compare(&reader) }
 }
 
-final class DoubleNode: FilterNode {
-    let field: Int
-    let op: QueryExpr.ComparisonOperator
-    let value: Double
-    let isFloat: Bool
-    init(_ field: Int, _ op: QueryExpr.ComparisonOperator, _ value: Double, isFloat: Bool) {
-        (self.field, self.op, self.value, self.isFloat) = (field, op, value, isFloat)
-    }
-    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
-        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
-        let stored =
-            isFloat
-            ? Double(Float(bitPattern: try reader.payloadFixed32(slot, field: field)))
-            : Double(bitPattern: try reader.payloadFixed64(slot, field: field))
-        return Self.holds(op, stored, value)
-    }
+final class UInt64Node: CompareNode<UInt64> {
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool { try compare(&reader) }
+}
+
+final class DoubleNode: CompareNode<Double> {
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool { try compare(&reader) }
+}
+
+final class FloatNode: CompareNode<Float> {
+    override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool { try compare(&reader) }
 }
 
 final class BoolNode: FilterNode {

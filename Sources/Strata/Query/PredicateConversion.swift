@@ -600,14 +600,9 @@ extension QueryValue {
         }
     }
 
-    /// `make(_:)` for values of other types: arrays, enums, Codable values.
+    /// `make(_:)` for values of other types (optionals, key elements and
+    /// models are `TypeFacts` kinds): arrays, enums, Codable values.
     private static func makeOther(_ value: Any) -> QueryValue {
-        if let optional = value as? any OptionalValue {
-            guard let wrapped = optional.wrappedValue else { return .null }
-            return make(wrapped)
-        }
-        if let key = value as? any _KeyElementConvertible { return .scalar(key._keyElement) }
-        if let model = value as? any PersistentModel { return .row(model._strataState.rowID) }
         if let models = value as? [any PersistentModel] { return .rows(models.map { $0._strataState.rowID }) }
         if let raw = value as? any RawRepresentable, let key = raw.rawValue as? any _KeyElementConvertible {
             return .scalar(key._keyElement)

@@ -69,21 +69,8 @@ struct QueryPlan {
     /// Part of the predicate is left to `Predicate.evaluate` on models.
     var foundationCheck = false
     var order: Order = .none
-    var estimate: Double
     var offset: Int?
     var limit: Int?
-}
-
-extension QueryPlan.Access {
-    var estimate: Double {
-        switch self {
-        case .scan: return .infinity
-        case .rows(let rows): return Double(rows.count)
-        case .index(let scan): return scan.estimate
-        case .union(let parts): return parts.reduce(0) { $0 + $1.estimate }
-        case .intersection(let parts): return parts.map(\.estimate).min() ?? 0
-        }
-    }
 }
 
 // MARK: - Explain

@@ -61,7 +61,7 @@ final class QueryRun<T: PersistentModel> {
         let filter = rest.isEmpty ? nil : rest.dropFirst().reduce(rest[0]) { .and($0, $1) }
         plan = QueryPlan(
             entityName: entity.name, access: access, filter: filter, needsModel: filter?.needsModel ?? false,
-            foundationCheck: descriptor.predicate != nil && !isExact, estimate: access.estimate,
+            foundationCheck: descriptor.predicate != nil && !isExact,
             offset: descriptor.fetchOffset, limit: descriptor.fetchLimit)
         try planOrder(planner)
         if descriptor.includePendingChanges { noteExcludedRows() }
@@ -149,7 +149,7 @@ final class QueryRun<T: PersistentModel> {
     func forEachMatch(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
         let filter = plan.filter
         let onModels = plan.needsModel || plan.foundationCheck
-        let compiled = onModels ? nil : filter.map { CompiledFilter.compile($0, entity: self.entity).node() }
+        let compiled = onModels ? nil : filter.map { CompiledFilter.compile($0, entity: self.entity) }
         // Read once here: a property read inside the per-row closure costs
         // a retain and a release per row.
         let (entity, evaluator, hasExcluded) = (self.entity, self.evaluator, self.hasExcluded)

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A position in a tree: seek, step forwards and backwards, read the entry.
 ///
 /// Every positioning call returns true when the cursor rests on an entry.
@@ -267,7 +261,8 @@ public final class Cursor {
                 let count = node.count
                 if let bound, index < count {
                     let (lp, ln) = node.key(count - 1)
-                    if Self.compare(lp, ln, bound) >= 0 {
+                    let boundStart = bound.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+                    if compareBytes(lp, ln, boundStart, bound.count) >= 0 {
                         // The bound falls in this leaf: count up to it.
                         let (end, _) = node.lowerBound(
                             bound.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, bound.count, from: index)
@@ -282,15 +277,6 @@ public final class Cursor {
             }
         }
         return total
-    }
-
-    private static func compare(_ p: UnsafeRawPointer, _ n: Int, _ bound: UnsafeRawBufferPointer) -> Int32 {
-        let common = min(n, bound.count)
-        if common > 0, let b = bound.baseAddress {
-            let c = memcmp(p, b, common)
-            if c != 0 { return c }
-        }
-        return n < bound.count ? -1 : n == bound.count ? 0 : 1
     }
 
     // MARK: Internals
