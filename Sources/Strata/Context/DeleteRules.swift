@@ -128,7 +128,7 @@ extension ModelContext {
             return []
         }
         // Steps 1 and 2 only read: one snapshot serves every lookup.
-        let doomed = try store.database.read { tx in
+        let doomed = try store.read { tx in
             snapshot = Snapshot(tx)
             defer { snapshot = nil }
             return try closure()
@@ -405,7 +405,7 @@ extension ModelContext {
     private func storedToOne(_ victim: Victim, field: Int) throws -> [Int64] {
         let bytes =
             try snapshot?.record(victim.entity, row: victim.row)
-            ?? store.database.read { tx in try Snapshot(tx).record(victim.entity, row: victim.row) }
+            ?? store.read { tx in try Snapshot(tx).record(victim.entity, row: victim.row) }
         guard let bytes else { return [] }
         let target = try _RecordReader.withReader(bytes, entity: victim.entity, row: victim.row) {
             try $0.toOneRow(field: field)

@@ -27,7 +27,7 @@ extension ModelContainer {
     /// record and keeps the expected keys of one entity in memory at a
     /// time. Throws only when the store cannot be read at all.
     public func checkIntegrity() throws -> [IntegrityProblem] {
-        try store.database.read { tx in
+        try store.read { tx in
             var problems: [IntegrityProblem] = []
             for entity in schema.entities {
                 try Self.check(entity, schema: schema, tx: tx, into: &problems)

@@ -1,3 +1,6 @@
+import Foundation
+import StrataEngine
+
 /// Where and how a container keeps its models: on disk at a URL (or a
 /// default location), or in memory; writable or read-only.
 public struct ModelConfiguration: Hashable, Sendable, Identifiable {
@@ -26,6 +29,9 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     public let isStoredInMemoryOnly: Bool
     /// False for a read-only store: fetches work, `save()` throws.
     public let allowsSave: Bool
+    /// The file system the store is opened on, when not the real one (the
+    /// crash tests' simulated file; set through ``init(url:fileSystem:)``).
+    let fileSystem: (any StorageFileSystem)?
     public var id: String { name + "|" + url.path }
 
     /// A configuration named `name` (default "default"), stored on disk at
@@ -43,6 +49,7 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
         self.schema = schema
         self.isStoredInMemoryOnly = isStoredInMemoryOnly
         self.allowsSave = allowsSave
+        self.fileSystem = nil
         if isStoredInMemoryOnly {
             self.url = URL(fileURLWithPath: "/dev/null")
         } else {
@@ -60,6 +67,18 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
         self.url = url
         self.isStoredInMemoryOnly = false
         self.allowsSave = allowsSave
+        self.fileSystem = nil
+    }
+
+    /// A configuration whose store lives at `url` on `fileSystem` (tests
+    /// open stores on a simulated file this way).
+    init(url: URL, fileSystem: any StorageFileSystem) {
+        self.name = url.deletingPathExtension().lastPathComponent
+        self.schema = nil
+        self.url = url
+        self.isStoredInMemoryOnly = false
+        self.allowsSave = true
+        self.fileSystem = fileSystem
     }
 
     static func defaultDirectory() -> URL {

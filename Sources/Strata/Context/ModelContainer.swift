@@ -1,10 +1,14 @@
 /// Manages a schema and the store that holds its models; contexts are made
 /// on it. Safe to share between threads and actors.
 ///
-/// Opening checks the stored schema against the container's: a store
-/// written with a different schema throws ``SwiftDataError/schemaMismatch``
-/// naming each difference (migrations come with `SchemaMigrationPlan`).
-/// New entities are added to an existing store as they appear.
+/// Opening compares the stored schema's version hash with the
+/// container's; when they differ the store is migrated (see ``Migrator``):
+/// through the stages of `migrationPlan` from the stored version, then
+/// automatically when what remains is lightweight. A change no stage
+/// covers and no lightweight migration can make throws
+/// ``SwiftDataError/schemaMismatch`` naming each one, and leaves the store
+/// as it was. A migration is one write transaction: it happens entirely or
+/// not at all.
 public final class ModelContainer: @unchecked Sendable {
     /// The entities the container stores (the given types and every type
     /// their relationships reach).
@@ -34,8 +38,12 @@ public final class ModelContainer: @unchecked Sendable {
 
     /// A container for `givenSchema` with the first of `configurations`
     /// (a default on-disk configuration when none is given).
+    ///
+    /// `migrationProgress`, a Strata addition, is called as a migration
+    /// works through the rows of each entity it rewrites or reindexes.
     public init(
-        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration],
+        migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
     ) throws {
         let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
         var schema = givenSchema
@@ -61,10 +69,19 @@ public final class ModelContainer: @unchecked Sendable {
         self.schema = schema
         self.configurations = configurations
         do {
-            self.store = try Store(configuration: configurations[0], schema: schema)
+            self.store = try Store(
+                configuration: configurations[0], schema: schema, migrationPlan: migrationPlan, progress: migrationProgress)
         } catch let error as StorageError {
             throw SwiftDataError(.loadIssueModelContainer, "cannot open \(configurations[0].url.path): \(error)")
         }
+    }
+
+    /// A migration stage's container: `store` is pinned to the
+    /// migration's transaction.
+    init(migrating store: Store) {
+        self.schema = store.schema
+        self.configurations = [ModelConfiguration(isStoredInMemoryOnly: true)]
+        self.store = store
     }
 
     deinit { store.close() }

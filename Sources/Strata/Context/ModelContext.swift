@@ -197,7 +197,7 @@ public final class ModelContext {
         let state = model._strataState
         state.isChanged = false
         guard let entity = container.schema.entity(forType: T.self),
-            let bytes = try? store.database.read({ tx in
+            let bytes = try? store.read({ tx in
                 try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }
             })
         else { return }
@@ -267,7 +267,7 @@ public final class ModelContext {
         var upserted: [(model: any PersistentModel, row: Int64)] = []
         var upsertedRows: Set<PersistentIdentifier> = []
         do {
-            try store.database.write { tx in
+            try store.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
                 // In key order; the deletes are queued and carried out tree
                 // by tree, in key order too.
@@ -379,7 +379,7 @@ public final class ModelContext {
     /// The `.externalStorage` data of `row` in `tree`; nil when there is
     /// none or it is damaged (the integrity check reports that).
     func externalData(tree: String, row: Int64) -> Data? {
-        let bytes = try? store.database.read { tx in
+        let bytes = try? store.read { tx in
             try tx.treeIfPresent(tree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
         return bytes.flatMap { $0 }.flatMap(ExternalBlob.decode)
@@ -389,7 +389,7 @@ public final class ModelContext {
     /// A damaged entry is skipped (the integrity check reports it).
     func derivedRows(tree: String, row: Int64) -> [Int64] {
         if let snapshot { return (try? snapshot.pairs(tree, of: row)) ?? [] }
-        return (try? store.database.read { tx in try Snapshot(tx).pairs(tree, of: row) }) ?? []
+        return (try? store.read { tx in try Snapshot(tx).pairs(tree, of: row) }) ?? []
     }
 
     /// Reads many rows in one read transaction, with tree handles looked up
@@ -430,7 +430,7 @@ public final class ModelContext {
     private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
         let entity = try entity(for: T.self)
         if let existing = registry[entity.ordinal][row] as? T { return existing }
-        let bytes = try store.database.read { tx in
+        let bytes = try store.read { tx in
             try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
         guard let bytes else { return nil }

@@ -24,19 +24,34 @@ final class Store: @unchecked Sendable {
     let schema: Schema
     private let nextRows: Mutex<[String: Int64]>
 
-    static let schemaTree = "strata.schema"
+    static let schemaTree = StoredSchema.tree
 
     static func treeName(_ entity: Schema.Entity) -> String { entity.recordTree }
 
     /// The tree of the entity named `entityName` (a model class's name).
     static func treeName(entityName: String) -> String { "e." + entityName }
 
-    init(configuration: ModelConfiguration, schema: Schema) throws {
+    /// The migration transaction this store reads and writes through, when
+    /// it is a migration stage's view of the store (see ``read(_:)``).
+    let pinned: WriteTransaction?
+    /// Set when a save through the pinned transaction failed part way: the
+    /// migration then fails as a whole, even if the stage's code caught the
+    /// error, since the transaction holds the failed save's partial writes.
+    private(set) var pinnedFailure: (any Error)?
+
+    init(
+        configuration: ModelConfiguration, schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        progress: (@Sendable (MigrationProgress) -> Void)? = nil
+    ) throws {
         self.schema = schema
         self.allowsSave = configuration.allowsSave
+        self.pinned = nil
         var options = DatabaseOptions()
         options.readOnly = !configuration.allowsSave && !configuration.isStoredInMemoryOnly
-        if configuration.isStoredInMemoryOnly {
+        if let fileSystem = configuration.fileSystem {
+            database = try Database.open(path: configuration.url.path, options: options, fileSystem: fileSystem)
+            identifier = configuration.url.path
+        } else if configuration.isStoredInMemoryOnly {
             database = try Database.open(path: "memory.store", options: options, fileSystem: MemoryFileSystem())
             identifier = "memory-" + UUID().uuidString
         } else {
@@ -49,72 +64,60 @@ final class Store: @unchecked Sendable {
             identifier = path
         }
         do {
-            nextRows = Mutex(try Self.prepare(database, schema: schema, writable: !options.readOnly))
+            var migrator = Migrator(
+                database: database, schema: schema, plan: migrationPlan, writable: !options.readOnly, progress: progress)
+            try migrator.prepare()
+            nextRows = Mutex(try database.read { try Self.lastRows($0, schema: schema) })
         } catch {
             try? database.close()
             throw error
         }
     }
 
-    /// Checks the stored schema against `schema`, creates the trees of new
-    /// entities, and reads each entity's last row id.
-    private static func prepare(_ database: Database, schema: Schema, writable: Bool) throws -> [String: Int64] {
-        let stored: [String: [UInt8]] = try database.read { tx in
-            guard let tree = try tx.treeIfPresent(schemaTree) else { return [:] }
-            var result: [String: [UInt8]] = [:]
-            try tx.forEach(tree) { key, value in
-                result[String(decoding: key, as: UTF8.self)] = value
-                return true
-            }
-            return result
+    /// A migration stage's store: `schema` (a version of the plan) over the
+    /// migration's open write transaction.
+    init(migrating database: Database, in tx: WriteTransaction, schema: Schema, identifier: String) throws {
+        self.database = database
+        self.pinned = tx
+        self.schema = schema
+        self.allowsSave = true
+        self.identifier = identifier + "#migration"
+        nextRows = Mutex(try Self.lastRows(tx, schema: schema))
+    }
+
+    /// Runs `body` in a read transaction — or in the pinned migration
+    /// transaction, whose uncommitted writes a stage's fetches must see.
+    @inline(__always) func read<R>(_ body: (ReadTransaction) throws -> R) throws -> R {
+        if let pinned { return try body(pinned) }
+        return try database.read(body)
+    }
+
+    /// Runs `body` in a write transaction that commits when it returns, or
+    /// inside the pinned migration transaction (committed with the whole
+    /// migration). A failure inside the pinned transaction is remembered
+    /// (``pinnedFailure``).
+    func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
+        guard let pinned else { return try database.write(body) }
+        do {
+            return try body(pinned)
+        } catch {
+            pinnedFailure = pinnedFailure ?? error
+            throw error
         }
-        var problems: [String] = []
-        var missing: [Schema.Entity] = []
+    }
+
+    /// Each entity's last row id.
+    private static func lastRows(_ tx: ReadTransaction, schema: Schema) throws -> [String: Int64] {
+        var rows: [String: Int64] = [:]
         for entity in schema.entities {
-            let description = StoredEntity(entity).encoded
-            if let old = stored[entity.name] {
-                if old != description {
-                    let before = (try? StoredEntity(decoding: old))?.summary ?? "an undecodable description"
-                    problems.append("\(entity.name): stored as \(before), the model has \(StoredEntity(entity).summary)")
-                }
-            } else {
-                missing.append(entity)
+            var last: Int64 = 0
+            if let tree = try tx.treeIfPresent(treeName(entity)) {
+                let cursor = try tx.cursor(tree)
+                if try cursor.last() { last = try RowKey.decode(try cursor.key()) }
             }
+            rows[entity.name] = last
         }
-        if !problems.isEmpty {
-            throw SwiftDataError(
-                .schemaMismatch,
-                "the store was written with a different schema and no migration applies: " + problems.joined(separator: "; "))
-        }
-        if !missing.isEmpty {
-            guard writable else {
-                let names = missing.map(\.name).joined(separator: ", ")
-                throw SwiftDataError(.schemaMismatch, "the read-only store has no entity \(names)")
-            }
-            try database.write { tx in
-                let tree = try tx.treeIfPresent(schemaTree) ?? tx.createTree(schemaTree)
-                for entity in missing {
-                    try tx.put(Array(entity.name.utf8), StoredEntity(entity).encoded, in: tree)
-                    for name in [treeName(entity)] + entity.keyGroups.map(\.treeName) + entity.relationshipTrees
-                        + entity.externalTrees.values.sorted()
-                    where try tx.treeIfPresent(name) == nil {
-                        try tx.createTree(name)
-                    }
-                }
-            }
-        }
-        return try database.read { tx in
-            var rows: [String: Int64] = [:]
-            for entity in schema.entities {
-                var last: Int64 = 0
-                if let tree = try tx.treeIfPresent(treeName(entity)) {
-                    let cursor = try tx.cursor(tree)
-                    if try cursor.last() { last = try RowKey.decode(try cursor.key()) }
-                }
-                rows[entity.name] = last
-            }
-            return rows
-        }
+        return rows
     }
 
     /// A new row id for `entity`.
@@ -126,7 +129,9 @@ final class Store: @unchecked Sendable {
         }
     }
 
-    func close() { try? database.close() }
+    func close() {
+        if pinned == nil { try? database.close() }
+    }
 }
 
 /// Row keys: the row id as 8 big-endian bytes, so key order is row order.
@@ -155,67 +160,5 @@ enum RowKey {
         var value: UInt64 = 0
         for byte in key { value = value << 8 | UInt64(byte) }
         return Int64(bitPattern: value)
-    }
-}
-
-/// What the store remembers of an entity: each property's name, field
-/// number, kind and type. Stored as readable text, one property per line
-/// (`field name kind type`), so a mismatch can be reported exactly.
-struct StoredEntity: Equatable {
-    struct Property: Equatable {
-        var field: Int
-        var name: String
-        var kind: String
-        var type: String
-    }
-
-    var properties: [Property]
-    /// The unique constraints and indexes, as `unique a+b` / `index a`.
-    var keys: [String]
-
-    init(_ entity: Schema.Entity) {
-        keys =
-            entity.keyGroups.map { "\($0.kind.rawValue) " + $0.properties.map(\.name).joined(separator: "+") }
-            + entity.relationships.compactMap { relationship in
-                entity.relationshipStorage[relationship.field].map { "storage \(relationship.name) \($0)" }
-            }
-            + entity.externalTrees.sorted { $0.key < $1.key }.map { "storage \(entity.properties[$0.key].name) in \($0.value)" }
-        properties = entity.properties.map { property in
-            let kind: String
-            if let relationship = property as? Schema.Relationship {
-                kind = relationship.isToOneRelationship ? "to-one" : "to-many"
-            } else {
-                kind = "attribute"
-            }
-            return Property(field: property.field, name: property.name, kind: kind, type: "\(property.valueType)")
-        }
-    }
-
-    init(decoding bytes: [UInt8]) throws {
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw SwiftDataError(.corruptRecord, "the stored schema is not UTF-8")
-        }
-        properties = []
-        keys = []
-        for line in text.split(separator: "\n") {
-            if line.hasPrefix("unique ") || line.hasPrefix("index ") || line.hasPrefix("storage ") {
-                keys.append(String(line))
-                continue
-            }
-            let parts = line.split(separator: " ", maxSplits: 3).map(String.init)
-            guard parts.count == 4, let field = Int(parts[0]) else {
-                throw SwiftDataError(.corruptRecord, "undecodable stored schema line: \(line)")
-            }
-            properties.append(Property(field: field, name: parts[1], kind: parts[2], type: parts[3]))
-        }
-    }
-
-    var encoded: [UInt8] {
-        let lines = properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type)" } + keys
-        return Array(lines.joined(separator: "\n").utf8)
-    }
-
-    var summary: String {
-        "(" + (properties.map { "\($0.name): \($0.type)" } + keys).joined(separator: ", ") + ")"
     }
 }

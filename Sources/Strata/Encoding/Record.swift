@@ -210,67 +210,92 @@ public struct _RecordReader {
 
     private mutating func walk(from start: Int, to field: Int) throws -> Slot? {
         var index = start
-        let count = bytes.count
-        while index < count {
-            let first = bytes[index]
-            let tag: UInt64
-            if first < 0x80 {
-                tag = UInt64(first)
-                index += 1
-            } else {
-                tag = try varint(at: &index, limit: count, field: nil)
-            }
-            let wire = UInt8(tag & 7)
-            guard tag >> 3 <= UInt64(Int.max) else { throw corrupt(field: nil, "field number too large") }
-            let current = Int(tag >> 3)
-            let payloadStart: Int
-            let end: Int
-            switch wire {
-            case RecordFormat.varint:
-                // Skipped, not decoded: find the byte that ends it.
-                var probe = index
-                while probe < count && bytes[probe] >= 0x80 && probe - index < 9 { probe += 1 }
-                if probe < count && bytes[probe] < 0x80 {
-                    probe += 1
-                } else {
-                    probe = index
-                    _ = try varint(at: &probe, limit: count, field: current)
-                }
-                payloadStart = index
-                end = probe
-            case RecordFormat.fixed64:
-                payloadStart = index
-                end = index + 8
-            case RecordFormat.fixed32:
-                payloadStart = index
-                end = index + 4
-            case RecordFormat.lengthDelimited:
-                var probe = index
-                let length: UInt64
-                if probe < count, bytes[probe] < 0x80 {
-                    length = UInt64(bytes[probe])
-                    probe += 1
-                } else {
-                    length = try varint(at: &probe, limit: count, field: current)
-                }
-                guard length <= UInt64(count - probe) else { throw corrupt(field: current, "length past the end") }
-                payloadStart = probe
-                end = probe + Int(length)
-            case RecordFormat.null:
-                payloadStart = index
-                end = index
-            default:
-                throw corrupt(field: current, "unknown wire type \(wire)")
-            }
-            guard end <= count else { throw corrupt(field: current, "payload past the end") }
-            index = end
+        while index < bytes.count {
+            let (current, slot, _) = try nextField(at: &index)
             if current == field {
-                position = end
-                return Slot(wire: wire, start: payloadStart, end: end)
+                position = index
+                return slot
             }
             if current > field { return nil }
         }
         return nil
+    }
+
+    /// Every field of the record in order, with where each one's encoded
+    /// value begins (after its tag: a length-delimited value's length
+    /// prefix included), so that a migration can copy fields under new
+    /// numbers without decoding them.
+    mutating func fields() throws -> [(field: Int, slot: Slot, valueStart: Int)] {
+        var result: [(field: Int, slot: Slot, valueStart: Int)] = []
+        var index = 1
+        while index < bytes.count {
+            let (field, slot, tagEnd) = try nextField(at: &index)
+            if let previous = result.last?.field, previous >= field {
+                throw corrupt(field: field, "fields out of order")
+            }
+            result.append((field, slot, tagEnd))
+        }
+        return result
+    }
+
+    /// The field that starts at `index` (a tag, then its payload), with the
+    /// index just past its tag; moves `index` past the field.
+    @inline(__always) private mutating func nextField(at index: inout Int) throws -> (Int, Slot, Int) {
+        let count = bytes.count
+        let first = bytes[index]
+        let tag: UInt64
+        if first < 0x80 {
+            tag = UInt64(first)
+            index += 1
+        } else {
+            tag = try varint(at: &index, limit: count, field: nil)
+        }
+        let tagEnd = index
+        let wire = UInt8(tag & 7)
+        guard tag >> 3 <= UInt64(Int.max) else { throw corrupt(field: nil, "field number too large") }
+        let current = Int(tag >> 3)
+        let payloadStart: Int
+        let end: Int
+        switch wire {
+        case RecordFormat.varint:
+            // Skipped, not decoded: find the byte that ends it.
+            var probe = index
+            while probe < count && bytes[probe] >= 0x80 && probe - index < 9 { probe += 1 }
+            if probe < count && bytes[probe] < 0x80 {
+                probe += 1
+            } else {
+                probe = index
+                _ = try varint(at: &probe, limit: count, field: current)
+            }
+            payloadStart = index
+            end = probe
+        case RecordFormat.fixed64:
+            payloadStart = index
+            end = index + 8
+        case RecordFormat.fixed32:
+            payloadStart = index
+            end = index + 4
+        case RecordFormat.lengthDelimited:
+            var probe = index
+            let length: UInt64
+            if probe < count, bytes[probe] < 0x80 {
+                length = UInt64(bytes[probe])
+                probe += 1
+            } else {
+                length = try varint(at: &probe, limit: count, field: current)
+            }
+            guard length <= UInt64(count - probe) else { throw corrupt(field: current, "length past the end") }
+            payloadStart = probe
+            end = probe + Int(length)
+        case RecordFormat.null:
+            payloadStart = index
+            end = index
+        default:
+            throw corrupt(field: current, "unknown wire type \(wire)")
+        }
+        guard end <= count else { throw corrupt(field: current, "payload past the end") }
+        index = end
+        return (current, Slot(wire: wire, start: payloadStart, end: end), tagEnd)
     }
 
     @usableFromInline func missing(_ field: Int) -> SwiftDataError {
@@ -397,5 +422,52 @@ public struct _RecordReader {
     /// that holds it, and it loads on first access.
     public mutating func decode<T: PersistentModel>(_ type: [T].Type, field: Int, state: _ModelState) throws -> [T] {
         []
+    }
+}
+
+extension _RecordWriter {
+    /// Encodes a value known only as `Any` — a declared default value
+    /// that a migration writes into existing records — as the `@Model`
+    /// expansion would encode a property of its type: record primitives
+    /// directly, enums with a primitive raw value by that value, other
+    /// Codable values in the binary Codable format, nil as nil. False when
+    /// the value has no record encoding.
+    mutating func encodeAny(_ value: Any, field: Int) -> Bool {
+        if let optional = value as? any OptionalValue {
+            guard let wrapped = optional.wrappedValue else {
+                null(field)
+                return true
+            }
+            return encodeAny(wrapped, field: field)
+        }
+        if let primitive = value as? any _RecordPrimitive {
+            appendPrimitive(primitive, field: field)
+            return true
+        }
+        if value is any Encodable, let raw = value as? any RawRepresentable,
+            let primitive = raw.rawValue as? any _RecordPrimitive
+        {
+            appendPrimitive(primitive, field: field)
+            return true
+        }
+        if let encodable = value as? any Encodable {
+            tag(field, RecordFormat.lengthDelimited)
+            appendLengthDelimited(_BinaryEncoder.encode(encodable))
+            return true
+        }
+        return false
+    }
+
+    private mutating func appendPrimitive<T: _RecordPrimitive>(_ value: T, field: Int) {
+        tag(field, T._wire)
+        value._appendPayload(to: &self)
+    }
+
+    /// Appends a field copied from another record: `field`'s tag with
+    /// `wire`, then the encoded value as it was (`value`: from just after
+    /// the old tag to the end of the payload).
+    mutating func appendCopy(field: Int, wire: UInt8, value: UnsafeRawBufferPointer) {
+        tag(field, wire)
+        bytes.append(contentsOf: value)
     }
 }

@@ -8,7 +8,7 @@ extension ModelContext {
         throws -> R
     {
         let entity = try entity(for: T.self)
-        return try store.database.read { tx in
+        return try store.read { tx in
             try body(try QueryRun(descriptor, entity: entity, context: self, snapshot: Snapshot(tx)))
         }
     }
@@ -162,7 +162,7 @@ extension ModelContext {
     /// The models of `rows` (registered ones, or built from their records)
     /// in one read transaction; nil for a row the store no longer holds.
     func models(of entity: Schema.Entity, rows: some Collection<Int64>) throws -> [(any PersistentModel)?] {
-        try store.database.read { tx in
+        try store.read { tx in
             guard let tree = try tx.treeIfPresent(entity.recordTree) else { return rows.map { _ in nil } }
             let lookup = try RecordLookup(tx.cursor(tree))
             var result: [(any PersistentModel)?] = []

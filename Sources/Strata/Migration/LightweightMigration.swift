@@ -1,0 +1,417 @@
+import Foundation
+import StrataEngine
+
+/// The changes from a stored schema to a model schema that need no code,
+/// and their execution inside a write transaction.
+///
+/// Properties are matched by name, or by `originalName` for a rename.
+/// Lightweight (SwiftData's list): an added attribute that is optional or
+/// has a default; a removed property; a rename; non-optional → optional;
+/// optional → non-optional with a default; added, removed and renamed
+/// relationships; to-one → to-many; added and removed indexes and unique
+/// constraints; added and removed entities; a reordering of properties.
+/// Anything else — a changed type, to-many → to-one, an attribute becoming
+/// a relationship, moving in or out of external storage — is an
+/// incompatible change, named in the error.
+///
+/// What changes on disk:
+/// - records are rewritten when a field moves, a property is removed or a
+///   default fills a value; each field is copied under its new number
+///   without being decoded;
+/// - derived trees are rebuilt from the records when their name is new or
+///   their values change: unique constraints (colliding rows are an error
+///   listing them — no silent dedupe), indexes, to-one reverse indexes;
+/// - a new join tree takes the pairs of the relationship it comes from,
+///   whatever its old storage (a to-one's reverse index, a join, a mirror);
+/// - trees no entity owns any more are dropped; the catalog is rewritten
+///   with each property's stable id.
+struct LightweightMigration {
+    let stored: StoredSchema
+    let schema: Schema
+    private(set) var plans: [EntityPlan] = []
+    /// Every incompatible change, as `Entity.property: what`.
+    private(set) var problems: [String] = []
+    /// Every change, for messages.
+    private(set) var changes: [String] = []
+
+    /// What happens to one entity of the model schema.
+    struct EntityPlan {
+        let entity: Schema.Entity
+        let old: StoredEntity?
+        /// The old property each new field takes its value from.
+        var source: [Int: StoredEntity.Property] = [:]
+        /// Values written where the old value is nil or absent, by field.
+        var fills: [Int: Any] = [:]
+        /// Stable ids, by field.
+        var ids: [Int: Int] = [:]
+        /// Whether records must be rewritten.
+        var rewrite = false
+    }
+
+    init(stored: StoredSchema, schema: Schema) {
+        self.stored = stored
+        self.schema = schema
+        for entity in schema.entities {
+            guard let old = stored.entities[entity.name] else {
+                if !stored.entities.isEmpty { changes.append("\(entity.name): added") }
+                plans.append(EntityPlan(entity: entity, old: nil))
+                continue
+            }
+            plans.append(plan(entity, from: old))
+        }
+        for name in stored.entities.keys.sorted() where schema.entity(named: name) == nil {
+            changes.append("\(name): removed")
+        }
+    }
+
+    /// `Optional<T>` → `T`, `Array<T>` → `T` (for relationships).
+    private static func base(_ type: String, array: Bool = false) -> String {
+        for wrapper in array ? ["Optional<", "Array<"] : ["Optional<"] where type.hasPrefix(wrapper) && type.hasSuffix(">") {
+            return String(type.dropFirst(wrapper.count).dropLast())
+        }
+        return type
+    }
+
+    private static func isRecordHeld(_ property: StoredEntity.Property, in old: StoredEntity) -> Bool {
+        switch property.kind {
+        case "attribute": return old.storage(of: property.name)?.kind != .external
+        case "to-one": return true
+        default: return false
+        }
+    }
+
+    private static func isRecordHeld(_ property: Schema.Property, in entity: Schema.Entity) -> Bool {
+        if let relationship = property as? Schema.Relationship { return relationship.isToOneRelationship }
+        return entity.externalTrees[property.field] == nil
+    }
+
+    private mutating func plan(_ entity: Schema.Entity, from old: StoredEntity) -> EntityPlan {
+        var plan = EntityPlan(entity: entity, old: old)
+        var used: Set<String> = []
+        var nextID = (old.properties.map(\.id).max() ?? 0) + 1
+        let name = entity.name
+        for property in entity.properties {
+            let place = "\(name).\(property.name)"
+            let kind = StoredEntity.kind(of: property)
+            let type = "\(property.valueType)"
+            let candidates = [property.originalName, property.name].compactMap { $0 }
+            guard let source = candidates.lazy.compactMap({ old.property(named: $0) }).first(where: { !used.contains($0.name) })
+            else {
+                plan.ids[property.field] = nextID
+                nextID += 1
+                changes.append("\(place): added")
+                if kind == "attribute" && !property.isOptional {
+                    if entity.externalTrees[property.field] != nil {
+                        problems.append("\(place): an added non-optional external-storage attribute needs a custom stage")
+                    } else if let value = property.defaultValue, Self.encodes(value) {
+                        plan.fills[property.field] = value
+                    } else {
+                        problems.append("\(place): an added non-optional attribute needs a default value")
+                    }
+                }
+                continue
+            }
+            used.insert(source.name)
+            plan.ids[property.field] = source.id
+            plan.source[property.field] = source
+            if source.name != property.name { changes.append("\(name).\(source.name): renamed \(property.name)") }
+            switch (source.kind, kind) {
+            case ("attribute", "attribute"):
+                if Self.base(source.type) != Self.base(type) {
+                    problems.append("\(place): its type changed from \(source.type) to \(type)")
+                } else if (old.storage(of: source.name)?.kind == .external) != (entity.externalTrees[property.field] != nil) {
+                    problems.append("\(place): moving into or out of external storage needs a custom stage")
+                } else if source.type != type {
+                    changes.append("\(place): \(source.type) → \(type)")
+                    if !property.isOptional {
+                        if let value = property.defaultValue, Self.encodes(value) {
+                            plan.fills[property.field] = value
+                        } else {
+                            problems.append("\(place): optional → non-optional needs a default value")
+                        }
+                    }
+                }
+            case ("to-one", "to-one"), ("to-many", "to-many"), ("to-one", "to-many"):
+                if Self.base(source.type, array: true) != Self.base(type, array: true) {
+                    problems.append("\(place): its destination changed from \(source.type) to \(type)")
+                } else if source.kind != kind {
+                    changes.append("\(place): to-one → to-many")
+                }
+            case ("to-many", "to-one"):
+                problems.append("\(place): to-many → to-one needs a custom stage")
+            default:
+                problems.append("\(place): \(source.kind) → \(kind) needs a custom stage")
+            }
+        }
+        for property in old.properties where !used.contains(property.name) {
+            changes.append("\(name).\(property.name): removed")
+        }
+        // Records change when a record field moves, goes, or gets a fill.
+        let kept = entity.properties.filter { Self.isRecordHeld($0, in: entity) }.compactMap { property in
+            plan.source[property.field].flatMap { Self.isRecordHeld($0, in: old) ? ($0.field, property.field) : nil }
+        }
+        let oldHeld = old.properties.filter { Self.isRecordHeld($0, in: old) }.count
+        plan.rewrite = !plan.fills.isEmpty || kept.count != oldHeld || kept.contains { $0.0 != $0.1 }
+        return plan
+    }
+
+    /// Whether a default value can be written into records.
+    private static func encodes(_ value: Any) -> Bool {
+        var writer = _RecordWriter()
+        return writer.encodeAny(value, field: 0)
+    }
+
+    /// The new descriptions, with each property's stable id.
+    var described: [String: StoredEntity] {
+        Dictionary(uniqueKeysWithValues: plans.map { ($0.entity.name, StoredEntity($0.entity, ids: $0.ids)) })
+    }
+
+    // MARK: Execution
+
+    /// Carries the migration out in `tx`, or throws
+    /// ``SwiftDataError/schemaMismatch`` naming every incompatible change
+    /// (nothing is written then).
+    mutating func apply(_ tx: WriteTransaction, progress: (@Sendable (MigrationProgress) -> Void)?) throws {
+        guard problems.isEmpty else {
+            throw SwiftDataError(
+                .schemaMismatch,
+                "the store was written with a different schema and these changes need a custom migration stage: "
+                    + problems.joined(separator: "; "))
+        }
+        let described = described
+        var oldTrees: Set<String> = []
+        for (name, entity) in stored.entities { oldTrees.formUnion(entity.ownedTrees(entity: name)) }
+        var newTrees: Set<String> = []
+        for (name, entity) in described { newTrees.formUnion(entity.ownedTrees(entity: name)) }
+        let existing = Set(try tx.treeNames())
+
+        // 1. What new trees take from old ones, read before anything changes.
+        var joins: [String: Set<Pair>] = [:]
+        var externalCopies: [(from: String, to: String)] = []
+        for plan in plans {
+            let entity = plan.entity
+            for relationship in entity.relationships {
+                guard case .join(let tree, _)? = entity.relationshipStorage[relationship.field], !oldTrees.contains(tree)
+                else { continue }
+                var pairs = try oldPairs(plan, relationship.name, tx)
+                if let inverse = InverseGraph.inverse(of: entity.type, field: relationship.field),
+                    let other = plans.first(where: { ObjectIdentifier($0.entity.type) == ObjectIdentifier(inverse.type) })
+                {
+                    let name = other.entity.properties[inverse.field].name
+                    pairs.formUnion(try oldPairs(other, name, tx).map { Pair($0.second, $0.first) })
+                }
+                joins[tree] = pairs
+            }
+            for (field, tree) in entity.externalTrees where !oldTrees.contains(tree) {
+                if let source = plan.source[field], let old = plan.old?.storage(of: source.name), old.kind == .external {
+                    externalCopies.append((old.tree, tree))
+                }
+            }
+        }
+        // A new to-one whose inverse held pairs would lose them.
+        for plan in plans {
+            for relationship in plan.entity.relationships where relationship.isToOneRelationship {
+                guard plan.source[relationship.field] == nil,
+                    let inverse = InverseGraph.inverse(of: plan.entity.type, field: relationship.field),
+                    let other = plans.first(where: { ObjectIdentifier($0.entity.type) == ObjectIdentifier(inverse.type) }),
+                    try !oldPairs(other, other.entity.properties[inverse.field].name, tx).isEmpty
+                else { continue }
+                throw SwiftDataError(
+                    .schemaMismatch,
+                    "\(plan.entity.name).\(relationship.name): a new to-one whose inverse already holds related "
+                        + "models needs a custom migration stage")
+            }
+        }
+
+        // 2. Records.
+        for plan in plans where plan.rewrite && plan.old != nil {
+            try rewriteRecords(plan, tx, progress: progress)
+        }
+
+        // 3. New trees, filled.
+        for name in newTrees.sorted() where !existing.contains(name) { try tx.createTree(name) }
+        for (from, to) in externalCopies where existing.contains(from) {
+            let target = try tx.tree(to)
+            for (key, value) in try tx.scan(try tx.tree(from)) { try tx.put(key, value, in: target) }
+        }
+        for (name, pairs) in joins where !pairs.isEmpty {
+            let tree = try tx.tree(name)
+            let mirror = try tx.tree("m." + name.dropFirst(2))
+            for pair in pairs.sorted() { try tx.put(PairKey.encode(pair.first, pair.second), [], in: tree) }
+            for pair in pairs.map({ Pair($0.second, $0.first) }).sorted() {
+                try tx.put(PairKey.encode(pair.first, pair.second), [], in: mirror)
+            }
+        }
+        for plan in plans where plan.old != nil {
+            try rebuildDerived(plan, oldTrees: oldTrees, tx, progress: progress)
+        }
+
+        // 4. Trees nobody owns any more.
+        for name in oldTrees.subtracting(newTrees).sorted() where existing.contains(name) { try tx.dropTree(name) }
+
+        // 5. The catalog.
+        try StoredSchema.write(described, version: schema.version, to: tx)
+    }
+
+    /// A unique key's values, for an error message.
+    private func values(_ key: [UInt8]) -> String {
+        (try? KeyEncoding.decode(key)).map(SaveTransaction.describe) ?? "an undecodable key"
+    }
+
+    struct Pair: Hashable, Comparable {
+        var first: Int64
+        var second: Int64
+        init(_ first: Int64, _ second: Int64) {
+            self.first = first
+            self.second = second
+        }
+        static func < (a: Pair, b: Pair) -> Bool { (a.first, a.second) < (b.first, b.second) }
+    }
+
+    /// The (own row, related row) pairs of the old relationship that the
+    /// model's relationship `name` of `plan` comes from, read from its old
+    /// storage.
+    private func oldPairs(_ plan: EntityPlan, _ name: String, _ tx: ReadTransaction) throws -> Set<Pair> {
+        guard let property = plan.entity.properties.first(where: { $0.name == name }),
+            let source = plan.source[property.field], let old = plan.old,
+            let storage = old.storage(of: source.name), let tree = try tx.treeIfPresent(storage.tree)
+        else { return [] }
+        var pairs: Set<Pair> = []
+        let cursor = try tx.cursor(tree)
+        try cursor.forEachEntry { key, _ in
+            guard let (first, second) = PairKey.decode(key) else {
+                throw SwiftDataError(.corruptRecord, "\(storage.tree): an entry is not a pair of rows")
+            }
+            pairs.insert(storage.kind == .toOne ? Pair(second, first) : Pair(first, second))
+            return true
+        }
+        return pairs
+    }
+
+    /// Rewrites every record of `plan`'s entity: each kept field copied
+    /// under its new number, fills written, removed fields left out.
+    private func rewriteRecords(_ plan: EntityPlan, _ tx: WriteTransaction, progress: (@Sendable (MigrationProgress) -> Void)?)
+        throws
+    {
+        let entity = plan.entity
+        let tree = try tx.tree(entity.recordTree)
+        let total = try tx.count(tree)
+        // New field ← old field, for record-held fields, in new field order.
+        var moves: [(new: Int, old: Int?, fill: Any?)] = []
+        for property in entity.properties where Self.isRecordHeld(property, in: entity) {
+            let oldField = plan.source[property.field].flatMap { source in
+                plan.old.map { Self.isRecordHeld(source, in: $0) } == true ? source.field : nil
+            }
+            moves.append((property.field, oldField, plan.fills[property.field]))
+        }
+        var done = 0
+        var lower: [UInt8]? = nil
+        while true {
+            var batch: [(key: [UInt8], value: [UInt8])] = []
+            try tx.forEach(tree, from: lower) { key, value in
+                if key == lower { return true }
+                batch.append((key, value))
+                return batch.count < 4096
+            }
+            guard let last = batch.last else { break }
+            for (key, value) in batch {
+                let row = try RowKey.decode(key)
+                let rewritten = try value.withUnsafeBytes { raw in
+                    var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+                    var slots: [Int: (slot: _RecordReader.Slot, valueStart: Int)] = [:]
+                    for field in try reader.fields() { slots[field.field] = (field.slot, field.valueStart) }
+                    var writer = _RecordWriter()
+                    for move in moves {
+                        let slot = move.old.flatMap { slots[$0] }
+                        if let slot, !(slot.slot.wire == RecordFormat.null && move.fill != nil) {
+                            writer.appendCopy(
+                                field: move.new, wire: slot.slot.wire,
+                                value: UnsafeRawBufferPointer(rebasing: raw[slot.valueStart..<slot.slot.end]))
+                        } else if let fill = move.fill {
+                            _ = writer.encodeAny(fill, field: move.new)
+                        }
+                    }
+                    return writer.bytes
+                }
+                try tx.put(key, rewritten, in: tree)
+            }
+            done += batch.count
+            progress?(MigrationProgress(entityName: entity.name, step: "rewriting records", completedRows: done, totalRows: total))
+            lower = last.key
+        }
+    }
+
+    /// Builds the unique, index and reverse-index trees of `plan`'s entity
+    /// that are new, or whose values a fill changed, in one pass over the
+    /// records. Unique keys that collide are reported together.
+    private func rebuildDerived(
+        _ plan: EntityPlan, oldTrees: Set<String>, _ tx: WriteTransaction,
+        progress: (@Sendable (MigrationProgress) -> Void)?
+    ) throws {
+        let entity = plan.entity
+        let filled = Set(plan.fills.keys)
+        let groups = entity.keyGroups.filter { group in
+            !oldTrees.contains(group.treeName) || group.properties.contains { filled.contains($0.field) }
+        }
+        var reverse: [(field: Int, tree: String)] = []
+        for relationship in entity.relationships {
+            if case .toOne(let index)? = entity.relationshipStorage[relationship.field], !oldTrees.contains(index) {
+                reverse.append((relationship.field, index))
+            }
+        }
+        guard !groups.isEmpty || !reverse.isEmpty else { return }
+        let records = try tx.tree(entity.recordTree)
+        let total = try tx.count(records)
+        var groupKeys = Array(repeating: [(key: [UInt8], row: Int64)](), count: groups.count)
+        var reverseKeys = Array(repeating: [Pair](), count: reverse.count)
+        var done = 0
+        let cursor = try tx.cursor(records)
+        try cursor.forEachEntry { key, value in
+            let row = try RowKey.decode(key)
+            var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
+            for (index, group) in groups.enumerated() {
+                let values = try group.properties.map { property -> KeyEncoding.Element in
+                    guard case .scalar(let element) = try reader.queryValue(field: property.field, kind: property.storedKind)
+                    else { return .null }
+                    return element
+                }
+                groupKeys[index].append((group.key(values, row: row), row))
+            }
+            for (index, relationship) in reverse.enumerated() {
+                if let target = try reader.toOneRow(field: relationship.field) {
+                    reverseKeys[index].append(Pair(target, row))
+                }
+            }
+            done += 1
+            if done % 65536 == 0 {
+                progress?(MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
+            }
+            return true
+        }
+        for (index, group) in groups.enumerated() {
+            var keys = groupKeys[index]
+            keys.sort { $0.key.lexicographicallyPrecedes($1.key) }
+            if group.kind == .unique {
+                var collisions: [String] = []
+                for i in keys.indices.dropFirst() where keys[i].key == keys[i - 1].key {
+                    collisions.append("rows \(keys[i - 1].row) and \(keys[i].row) share \(values(keys[i].key))")
+                }
+                if !collisions.isEmpty {
+                    let shown = collisions.prefix(20).joined(separator: "; ")
+                    let more = collisions.count > 20 ? " (and \(collisions.count - 20) more)" : ""
+                    throw SwiftDataError(
+                        .uniqueConstraintViolation,
+                        "cannot add \(group) to \(entity.name): \(collisions.count) collision(s): \(shown)\(more)")
+                }
+            }
+            let tree = try tx.tree(group.treeName)
+            try tx.clear(tree)
+            for (key, row) in keys { try tx.put(key, group.kind == .unique ? RowKey.encode(row) : [], in: tree) }
+        }
+        for (index, relationship) in reverse.enumerated() {
+            let tree = try tx.tree(relationship.tree)
+            for pair in reverseKeys[index].sorted() { try tx.put(PairKey.encode(pair.first, pair.second), [], in: tree) }
+        }
+        progress?(MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import StrataEngine
+
+/// How far a migration is, reported to the `migrationProgress` callback of
+/// ``ModelContainer/init(for:migrationPlan:configurations:migrationProgress:)``.
+public struct MigrationProgress: Sendable, CustomStringConvertible {
+    /// The entity being worked on.
+    public let entityName: String
+    /// What is being done: rewriting records, or building the trees
+    /// derived from them (indexes, unique constraints, reverse indexes).
+    public let step: String
+    /// Rows done in this step.
+    public let completedRows: Int
+    /// Rows this step works through.
+    public let totalRows: Int
+
+    public var description: String { "\(entityName): \(step) \(completedRows)/\(totalRows)" }
+}
+
+/// Brings a store's stored schema to the container's at open.
+///
+/// 1. The stored version hash equals the container schema's: nothing to
+///    do (one catalog read).
+/// 2. Otherwise, in one write transaction:
+///    - with a migration plan whose versions include the stored one, each
+///      stage from there runs in order: a custom stage's `willMigrate`
+///      gets a context on the stage's old schema, then the lightweight
+///      transformation makes the store the new schema's, then `didMigrate`
+///      gets a context on the new schema. Their saves go into the
+///      migration's transaction;
+///    - whatever difference remains is migrated automatically when every
+///      change is lightweight (``LightweightMigration``); otherwise
+///      ``SwiftDataError/schemaMismatch`` names each incompatible change.
+///
+/// The transaction commits only when everything succeeded, so an error —
+/// or a crash at any point — leaves the store at its old version, readable
+/// with the old schema. A store whose stored version is a later version of
+/// the plan than the container's gets ``SwiftDataError/backwardMigration``.
+struct Migrator {
+    let database: Database
+    let schema: Schema
+    let plan: (any SchemaMigrationPlan.Type)?
+    let writable: Bool
+    let progress: (@Sendable (MigrationProgress) -> Void)?
+
+    func prepare() throws {
+        let target = StoredSchema.describe(schema)
+        let targetHash = StoredSchema.hash(of: target)
+        if try database.read({ try StoredSchema.storedHash($0) }) == targetHash { return }
+        let stored = try database.read { try StoredSchema($0) }
+        guard writable else {
+            let problems = LightweightMigration(stored: stored, schema: schema).changes
+            throw SwiftDataError(
+                .schemaMismatch,
+                "the read-only store was written with a different schema and cannot be migrated: "
+                    + problems.joined(separator: "; "))
+        }
+        try database.write { tx in
+            var current = stored
+            if let plan, !stored.entities.isEmpty { try runPlan(plan, current: &current, targetHash: targetHash, tx: tx) }
+            if StoredSchema.hash(of: current.entities) != targetHash {
+                var migration = LightweightMigration(stored: current, schema: schema)
+                try migration.apply(tx, progress: progress)
+            }
+        }
+    }
+
+    private func runPlan(
+        _ plan: any SchemaMigrationPlan.Type, current: inout StoredSchema, targetHash: String, tx: WriteTransaction
+    ) throws {
+        let versions = plan.schemas
+        let hashes = versions.map { StoredSchema.hash(of: StoredSchema.describe(Self.schema(of: $0))) }
+        let storedHash = StoredSchema.hash(of: current.entities)
+        guard let start = hashes.firstIndex(of: storedHash) else { return }
+        if let end = hashes.firstIndex(of: targetHash), end < start {
+            throw SwiftDataError(
+                .backwardMigration,
+                "the store is at version \(versions[start].versionIdentifier) of \(plan), "
+                    + "newer than the container's \(versions[end].versionIdentifier)")
+        }
+        var version = versions[start]
+        var applied = 0
+        while applied < plan.stages.count,
+            let stage = plan.stages.first(where: { ObjectIdentifier($0.fromVersion) == ObjectIdentifier(version) })
+        {
+            try run(stage, current: &current, tx: tx)
+            version = stage.toVersion
+            applied += 1
+        }
+    }
+
+    static func schema(of version: any VersionedSchema.Type) -> Schema {
+        Schema(types: version.models, version: version.versionIdentifier)
+    }
+
+    /// One stage: `willMigrate` on the old schema, the lightweight
+    /// transformation, `didMigrate` on the new schema.
+    private func run(_ stage: MigrationStage, current: inout StoredSchema, tx: WriteTransaction) throws {
+        let from = Self.schema(of: stage.fromVersion)
+        let to = Self.schema(of: stage.toVersion)
+        if case .custom(_, _, let willMigrate?, _) = stage { try withContext(from, tx, willMigrate) }
+        var migration = LightweightMigration(stored: current, schema: to)
+        try migration.apply(tx, progress: progress)
+        current = try StoredSchema(tx)
+        if case .custom(_, _, _, let didMigrate?) = stage { try withContext(to, tx, didMigrate) }
+    }
+
+    /// Runs a stage's closure with a context on `schema` over the migration
+    /// transaction, then saves what it left unsaved.
+    private func withContext(_ schema: Schema, _ tx: WriteTransaction, _ body: (ModelContext) throws -> Void) throws {
+        let store = try Store(migrating: database, in: tx, schema: schema, identifier: "migration")
+        let container = ModelContainer(migrating: store)
+        let context = ModelContext(container)
+        try body(context)
+        if context.hasChanges { try context.save() }
+        if let failure = store.pinnedFailure { throw failure }
+    }
+}
+
+extension MigrationStage {
+    var fromVersion: any VersionedSchema.Type {
+        switch self {
+        case .lightweight(let from, _), .custom(let from, _, _, _): return from
+        }
+    }
+
+    var toVersion: any VersionedSchema.Type {
+        switch self {
+        case .lightweight(_, let to), .custom(_, let to, _, _): return to
+        }
+    }
+}

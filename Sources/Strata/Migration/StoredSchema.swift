@@ -1,0 +1,269 @@
+import StrataEngine
+
+/// What the store remembers of an entity, in the catalog tree
+/// `strata.schema` under the entity's name: each property's field number
+/// (its tag in records), stable id, name, kind, type and details, and the
+/// trees the entity owns. Migration compares it with the model's entity.
+///
+/// Stored as readable text (format 2), so a mismatch can be reported
+/// exactly and a damaged catalog read by eye:
+///
+/// ```
+/// strata-entity 2
+/// p <field> <id> <name> <kind> <type> <detail>     (tab-separated)
+/// k <unique a+b | index a | storage …>
+/// ```
+///
+/// The stable id survives renames (`originalName`) and reordering: a new
+/// store numbers properties 1, 2, …; a migration keeps the ids of mapped
+/// properties and gives added ones the next free ids. Field numbers follow
+/// declaration order, which the `@Model` expansion compiles in, so a
+/// migration that moves a property rewrites its records.
+///
+/// Format 1 (lines `field name kind type`, no header) is still read; its
+/// ids are `field + 1`.
+struct StoredEntity: Equatable {
+    struct Property: Equatable {
+        var field: Int
+        var id: Int
+        var name: String
+        /// `attribute`, `to-one` or `to-many`.
+        var kind: String
+        var type: String
+        /// Options, hash modifier, destination and delete rule; part of
+        /// the version hash, not of storage decisions.
+        var detail: String
+    }
+
+    var properties: [Property]
+    /// The unique constraints, indexes and relationship/external storage,
+    /// as `unique a+b`, `index a`, `storage …`.
+    var keys: [String]
+
+    /// The stored description of `entity`, with ids `field + 1` or, for
+    /// properties a migration mapped, the ids it assigned.
+    init(_ entity: Schema.Entity, ids: [Int: Int] = [:]) {
+        keys =
+            entity.keyGroups.map { "\($0.kind.rawValue) " + $0.properties.map(\.name).joined(separator: "+") }
+            + entity.relationships.compactMap { relationship in
+                entity.relationshipStorage[relationship.field].map { "storage \(relationship.name) \($0)" }
+            }
+            + entity.externalTrees.sorted { $0.key < $1.key }.map { "storage \(entity.properties[$0.key].name) in \($0.value)" }
+        properties = entity.properties.map { property in
+            Property(
+                field: property.field, id: ids[property.field] ?? property.field + 1, name: property.name,
+                kind: Self.kind(of: property), type: "\(property.valueType)", detail: Self.detail(of: property))
+        }
+    }
+
+    static func kind(of property: Schema.Property) -> String {
+        guard let relationship = property as? Schema.Relationship else { return "attribute" }
+        return relationship.isToOneRelationship ? "to-one" : "to-many"
+    }
+
+    /// What of a property's declaration beyond its type counts for the
+    /// version hash: options, `hashModifier`, and a relationship's
+    /// destination, delete rule and count bounds. `originalName` does not
+    /// count (as in SwiftData and Core Data, a rename hint is not a change).
+    static func detail(of property: Schema.Property) -> String {
+        var parts: [String] = []
+        if let attribute = property as? Schema.Attribute {
+            parts += attribute.options.map { "\($0)" }.sorted()
+        } else if let relationship = property as? Schema.Relationship {
+            parts.append("-> \(relationship.destination)")
+            parts.append("delete \(relationship.deleteRule.rawValue)")
+            if let inverse = relationship.inverseKeyPath { parts.append("inverse \(inverse)") }
+            if let minimum = relationship.minimumModelCount, minimum > 0 { parts.append("min \(minimum)") }
+            if let maximum = relationship.maximumModelCount, maximum > 0 { parts.append("max \(maximum)") }
+            parts += relationship.options.map { "\($0)" }.sorted()
+        }
+        if let modifier = property.hashModifier { parts.append("hash \(modifier)") }
+        return parts.joined(separator: ", ")
+    }
+
+    init(decoding bytes: [UInt8]) throws {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw SwiftDataError(.corruptRecord, "the stored schema is not UTF-8")
+        }
+        properties = []
+        keys = []
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true)[...]
+        let current = lines.first == "strata-entity 2"
+        if current { lines = lines.dropFirst() }
+        for line in lines {
+            if current {
+                let parts = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+                if parts.first == "k", parts.count == 2 {
+                    keys.append(parts[1])
+                    continue
+                }
+                guard parts.count == 7, parts[0] == "p", let field = Int(parts[1]), let id = Int(parts[2]) else {
+                    throw SwiftDataError(.corruptRecord, "undecodable stored schema line: \(line)")
+                }
+                properties.append(
+                    Property(field: field, id: id, name: parts[3], kind: parts[4], type: parts[5], detail: parts[6]))
+                continue
+            }
+            if line.hasPrefix("unique ") || line.hasPrefix("index ") || line.hasPrefix("storage ") {
+                keys.append(String(line))
+                continue
+            }
+            let parts = line.split(separator: " ", maxSplits: 3).map(String.init)
+            guard parts.count == 4, let field = Int(parts[0]) else {
+                throw SwiftDataError(.corruptRecord, "undecodable stored schema line: \(line)")
+            }
+            properties.append(
+                Property(field: field, id: field + 1, name: parts[1], kind: parts[2], type: parts[3], detail: ""))
+        }
+        guard properties.map(\.field) == Array(properties.indices) else {
+            throw SwiftDataError(.corruptRecord, "the stored schema's field numbers are not 0, 1, 2, …")
+        }
+    }
+
+    var encoded: [UInt8] {
+        var lines = ["strata-entity 2"]
+        for p in properties {
+            lines.append(["p", "\(p.field)", "\(p.id)", p.name, p.kind, p.type, p.detail].joined(separator: "\t"))
+        }
+        lines += keys.map { "k\t" + $0 }
+        return Array(lines.joined(separator: "\n").utf8)
+    }
+
+    /// The part of the description that the version hash covers: no ids
+    /// (they depend on the store's history, not on the model).
+    var hashedText: String {
+        (properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type) [\($0.detail)]" } + keys).joined(separator: "\n")
+    }
+
+    var summary: String {
+        "(" + (properties.map { "\($0.name): \($0.type)" } + keys).joined(separator: ", ") + ")"
+    }
+
+    func property(named name: String) -> Property? { properties.first { $0.name == name } }
+
+    /// The trees the entity owns, from its `storage` lines and key lines.
+    func ownedTrees(entity: String) -> Set<String> {
+        var trees: Set<String> = ["e." + entity]
+        for key in keys {
+            if key.hasPrefix("unique ") {
+                trees.insert("u.\(entity)." + key.dropFirst(7))
+            } else if key.hasPrefix("index ") {
+                trees.insert("i.\(entity)." + key.dropFirst(6))
+            } else if let storage = StoredStorage(key) {
+                trees.formUnion(storage.ownedTrees)
+            }
+        }
+        return trees
+    }
+
+    /// The storage line of the property named `name`.
+    func storage(of name: String) -> StoredStorage? {
+        keys.lazy.compactMap(StoredStorage.init).first { $0.property == name }
+    }
+}
+
+/// A `storage` line of a stored entity, parsed: where a relationship or an
+/// external attribute keeps its data (the texts of
+/// ``RelationshipStorage/description``).
+struct StoredStorage {
+    var property: String
+    /// The tree a to-many reads its targets from (own row first), or the
+    /// to-one's reverse index, or the external attribute's tree.
+    var tree: String
+    var kind: Kind
+    enum Kind { case toOne, viaInverse, join, mirror, external }
+
+    var ownedTrees: [String] {
+        switch kind {
+        case .toOne, .external: return [tree]
+        case .join: return [tree, "m." + tree.dropFirst(2)]
+        case .viaInverse, .mirror: return []
+        }
+    }
+
+    init?(_ line: String) {
+        guard line.hasPrefix("storage ") else { return nil }
+        let words = line.split(separator: " ").map(String.init)
+        guard words.count >= 4 else { return nil }
+        property = words[1]
+        let rest = Array(words[2...])
+        switch rest.first {
+        case "to-one": (kind, tree) = (.toOne, rest[rest.count - 1])
+        case "joined": (kind, tree) = (.join, rest[2])
+        case "in": (kind, tree) = (.external, rest[1])
+        case "read" where rest.count > 3: (kind, tree) = (.mirror, rest[2].hasSuffix(",") ? String(rest[2].dropLast()) : rest[2])
+        case "read": (kind, tree) = (.viaInverse, rest[2])
+        default: return nil
+        }
+    }
+}
+
+/// The catalog as a whole: every entity's description, the version hash
+/// and the version identifier the store was last written with.
+struct StoredSchema {
+    var entities: [String: StoredEntity]
+    /// The version hash (``StoredSchema/hash(of:)``); nil in stores written
+    /// before hashes were recorded.
+    var hash: String?
+    var version: String?
+
+    static let tree = "strata.schema"
+    /// Catalog keys that are not entity names (an entity name is a Swift
+    /// identifier, so it cannot start with `#`).
+    static let hashKey = Array("#hash".utf8)
+    static let versionKey = Array("#version".utf8)
+
+    /// Reads the catalog; an empty schema when the store is new.
+    init(_ tx: ReadTransaction) throws {
+        entities = [:]
+        guard let tree = try tx.treeIfPresent(Self.tree) else { return }
+        var raw: [(String, [UInt8])] = []
+        try tx.forEach(tree) { key, value in
+            raw.append((String(decoding: key, as: UTF8.self), value))
+            return true
+        }
+        for (name, value) in raw {
+            switch name {
+            case "#hash": hash = String(decoding: value, as: UTF8.self)
+            case "#version": version = String(decoding: value, as: UTF8.self)
+            default: entities[name] = try StoredEntity(decoding: value)
+            }
+        }
+    }
+
+    /// The stored hash, read alone (the cheap check at open).
+    static func storedHash(_ tx: ReadTransaction) throws -> String? {
+        guard let tree = try tx.treeIfPresent(Self.tree) else { return nil }
+        return try tx.get(hashKey, in: tree).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The version hash of a set of entity descriptions: 64-bit FNV-1a over
+    /// the hashed text of each entity, in name order. It identifies a
+    /// schema version (it is how a plan's stored version is found); the
+    /// full descriptions are stored beside it for the diff.
+    static func hash(of entities: [String: StoredEntity]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for (name, entity) in entities.sorted(by: { $0.key < $1.key }) {
+            for byte in (name + "\n" + entity.hashedText + "\n\n").utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The descriptions of `schema`'s entities (ids `field + 1`).
+    static func describe(_ schema: Schema) -> [String: StoredEntity] {
+        Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, StoredEntity($0)) })
+    }
+
+    /// Writes `entities`, their hash and `version` into the catalog,
+    /// replacing what was there.
+    static func write(_ entities: [String: StoredEntity], version: Schema.Version, to tx: WriteTransaction) throws {
+        let tree = try tx.treeIfPresent(Self.tree) ?? tx.createTree(Self.tree)
+        try tx.clear(tree)
+        for (name, entity) in entities { try tx.put(Array(name.utf8), entity.encoded, in: tree) }
+        try tx.put(hashKey, Array(hash(of: entities).utf8), in: tree)
+        try tx.put(versionKey, Array(version.description.utf8), in: tree)
+    }
+}
