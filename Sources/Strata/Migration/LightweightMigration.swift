@@ -278,6 +278,7 @@ struct LightweightMigration {
         else { return [] }
         var pairs: Set<Pair> = []
         let cursor = try tx.cursor(tree)
+        guard try cursor.first() else { return [] }
         try cursor.forEachEntry { key, _ in
             guard let (first, second) = PairKey.decode(key) else {
                 throw SwiftDataError(.corruptRecord, "\(storage.tree): an entry is not a pair of rows")
@@ -336,7 +337,8 @@ struct LightweightMigration {
                 try tx.put(key, rewritten, in: tree)
             }
             done += batch.count
-            progress?(MigrationProgress(entityName: entity.name, step: "rewriting records", completedRows: done, totalRows: total))
+            progress?(
+                MigrationProgress(entityName: entity.name, step: "rewriting records", completedRows: done, totalRows: total))
             lower = last.key
         }
     }
@@ -366,27 +368,29 @@ struct LightweightMigration {
         var reverseKeys = Array(repeating: [Pair](), count: reverse.count)
         var done = 0
         let cursor = try tx.cursor(records)
-        try cursor.forEachEntry { key, value in
-            let row = try RowKey.decode(key)
-            var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
-            for (index, group) in groups.enumerated() {
-                let values = try group.properties.map { property -> KeyEncoding.Element in
-                    guard case .scalar(let element) = try reader.queryValue(field: property.field, kind: property.storedKind)
-                    else { return .null }
-                    return element
+        if try cursor.first() {
+            try cursor.forEachEntry { key, value in
+                let row = try RowKey.decode(key)
+                var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
+                for (index, group) in groups.enumerated() {
+                    let values = try group.properties.map { property -> KeyEncoding.Element in
+                        guard case .scalar(let element) = try reader.queryValue(field: property.field, kind: property.storedKind)
+                        else { return .null }
+                        return element
+                    }
+                    groupKeys[index].append((group.key(values, row: row), row))
                 }
-                groupKeys[index].append((group.key(values, row: row), row))
-            }
-            for (index, relationship) in reverse.enumerated() {
-                if let target = try reader.toOneRow(field: relationship.field) {
-                    reverseKeys[index].append(Pair(target, row))
+                for (index, relationship) in reverse.enumerated() {
+                    if let target = try reader.toOneRow(field: relationship.field) {
+                        reverseKeys[index].append(Pair(target, row))
+                    }
                 }
+                done += 1
+                if done % 65536 == 0 {
+                    progress?(MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
+                }
+                return true
             }
-            done += 1
-            if done % 65536 == 0 {
-                progress?(MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
-            }
-            return true
         }
         for (index, group) in groups.enumerated() {
             var keys = groupKeys[index]

@@ -64,6 +64,11 @@ public final class Schema: @unchecked Sendable {
         self.init(types: types, version: version)
     }
 
+    /// The schema of a version: its models, with its version identifier.
+    public convenience init(versionedSchema: any VersionedSchema.Type) {
+        self.init(types: versionedSchema.models, version: versionedSchema.versionIdentifier)
+    }
+
     init(types: [any PersistentModel.Type], version: Version) {
         var byType: [ObjectIdentifier: Entity] = [:]
         var pending = types
