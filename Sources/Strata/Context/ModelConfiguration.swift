@@ -29,6 +29,10 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     public let isStoredInMemoryOnly: Bool
     /// False for a read-only store: fetches work, `save()` throws.
     public let allowsSave: Bool
+    /// Whether each save records a history transaction (a Strata
+    /// addition; on by default). Switch it off for bulk loads that no
+    /// history consumer needs to see.
+    public var recordsHistory = true
     /// The file system the store is opened on, when not the real one (the
     /// crash tests' simulated file; set through ``init(url:fileSystem:)``).
     let fileSystem: (any StorageFileSystem)?

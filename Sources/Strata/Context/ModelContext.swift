@@ -269,6 +269,7 @@ public final class ModelContext {
         do {
             try store.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
+                if store.recordsHistory { save.history = HistoryRecorder() }
                 // In key order; the deletes are queued and carried out tree
                 // by tree, in key order too.
                 let entities = container.schema.entities
@@ -289,6 +290,9 @@ public final class ModelContext {
                 for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
                 for model in changed.values { try save.write(model, fresh: false) }
                 upsertedRows = save.upsertedRows
+                if let history = save.history, !history.isEmpty {
+                    try HistoryLog.append(history, author: author, tx: tx)
+                }
             }
         } catch {
             // Nothing was written: give upserted models their own rows back.

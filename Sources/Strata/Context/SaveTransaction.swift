@@ -30,6 +30,9 @@ struct SaveTransaction {
     private(set) var upsertedRows: Set<PersistentIdentifier> = []
     /// Step 1's deletes, by tree, carried out together by ``flushDeletes()``.
     private var pendingDeletes: [String: KeyBatch] = [:]
+    /// What the save changed, for the history; nil when the store keeps
+    /// no history.
+    var history: HistoryRecorder?
 
     init(tx: WriteTransaction, schema: Schema) {
         self.tx = tx
@@ -88,8 +91,11 @@ struct SaveTransaction {
         var rowKeys = KeyBatch(capacity: rows.count, bytes: 8)
         for doomed in rows {
             let row = doomed.row
-            let needsRecord = !entity.keyGroups.isEmpty || toOnes.contains { $0.field != doomed.hintField }
+            let needsRecord =
+                !entity.keyGroups.isEmpty || toOnes.contains { $0.field != doomed.hintField }
+                || (history != nil && !entity.preservedFields.isEmpty)
             let old = needsRecord ? try tx.get(RowKey.encode(row), in: records) : nil
+            try history?.delete(entity, row: row, record: old)
             if !entity.keyGroups.isEmpty, let old {
                 let stored = try decode(old, entity, row: row)
                 for group in entity.keyGroups {
@@ -210,7 +216,11 @@ struct SaveTransaction {
         writer.externalTrees = entity.externalTrees
         model._strataWrite(to: &writer)
         let bytes = writer.bytes
+        var changedOutside: [Int] = []
         for (name, value) in writer.externals {
+            if history != nil, let field = entity.externalTrees.first(where: { $0.value == name })?.key {
+                changedOutside.append(field)
+            }
             if let value {
                 try tx.put(RowKey.encode(row), ExternalBlob.encode(value), in: tree(name))
             } else {
@@ -232,6 +242,7 @@ struct SaveTransaction {
                     .map(\._strataState.rowID).filter { $0 > 0 }
                 let wanted = Set(targets)
                 let stored = Set(fresh ? [] : try pairs(join, of: row))
+                if stored != wanted { changedOutside.append(field) }
                 for target in stored.subtracting(wanted) {
                     try tx.delete(PairKey.encode(row, target), in: tree(join))
                     try tx.delete(PairKey.encode(target, row), in: tree(mirror))
@@ -245,6 +256,14 @@ struct SaveTransaction {
             }
         }
         try tx.put(RowKey.encode(row), bytes, in: tree(Store.treeName(entity)))
+        if history != nil {
+            if let old {
+                let fields = try HistoryRecorder.changedFields(old, bytes, entity, row: row) + changedOutside
+                history?.update(entity, row: row, fields: Array(Set(fields)).sorted())
+            } else {
+                history?.insert(entity, row: row)
+            }
+        }
     }
 
     // MARK: Key entries

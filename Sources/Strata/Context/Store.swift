@@ -21,6 +21,9 @@ final class Store: @unchecked Sendable {
     let database: Database
     let identifier: String
     let allowsSave: Bool
+    /// Whether saves record history (``ModelConfiguration/recordsHistory``;
+    /// a migration stage's saves record none).
+    let recordsHistory: Bool
     let schema: Schema
     private let nextRows: Mutex<[String: Int64]>
 
@@ -45,6 +48,7 @@ final class Store: @unchecked Sendable {
     ) throws {
         self.schema = schema
         self.allowsSave = configuration.allowsSave
+        self.recordsHistory = configuration.recordsHistory
         self.pinned = nil
         var options = DatabaseOptions()
         options.readOnly = !configuration.allowsSave && !configuration.isStoredInMemoryOnly
@@ -81,6 +85,7 @@ final class Store: @unchecked Sendable {
         self.pinned = tx
         self.schema = schema
         self.allowsSave = true
+        self.recordsHistory = false
         self.identifier = identifier + "#migration"
         nextRows = Mutex(try Self.lastRows(tx, schema: schema))
     }

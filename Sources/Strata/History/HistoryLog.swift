@@ -1,0 +1,395 @@
+import Foundation
+import StrataEngine
+
+/// What one save changed, gathered by ``SaveTransaction`` and written by
+/// ``HistoryLog/append(_:author:tx:)`` in the save's own write transaction
+/// (so history and data commit together or not at all).
+struct HistoryRecorder {
+    enum Kind: UInt8 {
+        case insert = 0
+        case update = 1
+        case delete = 2
+    }
+
+    /// The changes of one kind to one entity.
+    struct Group {
+        let kind: Kind
+        let entity: String
+        /// Attribute names that updates and tombstones refer to by index.
+        var names: [String] = []
+        var nameIndex: [String: Int] = [:]
+        var rows: [Int64] = []
+        /// Per update: the indexes of the updated attributes' names.
+        var attributes: [[Int]] = []
+        /// Per delete: the preserved values, as a record whose field
+        /// numbers are name indexes.
+        var tombstones: [[UInt8]] = []
+
+        mutating func index(of name: String) -> Int {
+            if let known = nameIndex[name] { return known }
+            names.append(name)
+            nameIndex[name] = names.count - 1
+            return names.count - 1
+        }
+    }
+
+    private(set) var groups: [Group] = []
+    private var groupIndex: [String: Int] = [:]
+
+    var isEmpty: Bool { groups.isEmpty }
+
+    private mutating func group(_ kind: Kind, _ entity: Schema.Entity) -> Int {
+        let key = "\(kind.rawValue)\(entity.name)"
+        if let index = groupIndex[key] { return index }
+        groups.append(Group(kind: kind, entity: entity.name))
+        groupIndex[key] = groups.count - 1
+        return groups.count - 1
+    }
+
+    mutating func insert(_ entity: Schema.Entity, row: Int64) {
+        groups[group(.insert, entity)].rows.append(row)
+    }
+
+    /// An update of `row`; `fields` are the properties whose stored
+    /// values changed.
+    mutating func update(_ entity: Schema.Entity, row: Int64, fields: [Int]) {
+        let index = group(.update, entity)
+        groups[index].rows.append(row)
+        groups[index].attributes.append(fields.map { groups[index].index(of: entity.properties[$0].name) })
+    }
+
+    /// A delete of `row`, whose record (when the entity preserves values on
+    /// deletion) gives the tombstone.
+    mutating func delete(_ entity: Schema.Entity, row: Int64, record: [UInt8]?) throws {
+        let index = group(.delete, entity)
+        groups[index].rows.append(row)
+        var tombstone: [UInt8] = []
+        if let record, !entity.preservedFields.isEmpty {
+            var writer = _RecordWriter()
+            try record.withUnsafeBytes { raw in
+                var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+                var copies: [(Int, UInt8, Range<Int>)] = []
+                for field in try reader.fields() where entity.preservedFields.contains(field.field) {
+                    let name = entity.properties[field.field].name
+                    copies.append((groups[index].index(of: name), field.slot.wire, field.valueStart..<field.slot.end))
+                }
+                for (nameIndex, wire, range) in copies.sorted(by: { $0.0 < $1.0 }) {
+                    writer.appendCopy(field: nameIndex, wire: wire, value: UnsafeRawBufferPointer(rebasing: raw[range]))
+                }
+            }
+            tombstone = writer.bytes
+        }
+        groups[index].tombstones.append(tombstone)
+    }
+
+    /// The fields whose encoded values differ between two records of
+    /// `entity` (either may lack a field).
+    static func changedFields(_ old: [UInt8], _ new: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> [Int] {
+        // A field's wire type and encoded value; nil and absent are alike.
+        func slices(_ bytes: [UInt8]) throws -> [Int: [UInt8]] {
+            try bytes.withUnsafeBytes { raw in
+                var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+                var result: [Int: [UInt8]] = [:]
+                for field in try reader.fields() where field.slot.wire != RecordFormat.null {
+                    result[field.field] = [field.slot.wire] + bytes[field.valueStart..<field.slot.end]
+                }
+                return result
+            }
+        }
+        let before = try slices(old)
+        let after = try slices(new)
+        return Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
+    }
+}
+
+extension Schema.Entity {
+    /// Fields of `.preserveValueOnDeletion` attributes.
+    var preservedFields: Set<Int> {
+        Set(attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
+    }
+}
+
+/// The history trees and their format.
+///
+/// - `h.transactions`: key = the token (8 bytes, big-endian) → the
+///   transaction: format byte 1; author (varint length + 1, 0 for nil,
+///   then UTF-8); timestamp (8 bytes, a Double's bits, little-endian);
+///   process name; then groups of changes, each: kind byte, entity name,
+///   the attribute names it refers to, and its rows (zigzag deltas), with
+///   an update's attribute indexes or a delete's tombstone.
+/// - `h.meta`: `last` → the last token issued; `deleted` → the greatest
+///   token whose transaction was deleted. A token below it is expired:
+///   history after it is no longer complete.
+///
+/// Tokens come from the `last` counter, not from the tree's last key, so
+/// a token is never reused after history is deleted.
+enum HistoryLog {
+    static let transactions = "h.transactions"
+    static let meta = "h.meta"
+    static let lastKey = Array("last".utf8)
+    static let deletedKey = Array("deleted".utf8)
+
+    /// Writes `recorder`'s changes as the next transaction; returns its
+    /// token value.
+    @discardableResult
+    static func append(_ recorder: HistoryRecorder, author: String?, tx: WriteTransaction) throws -> Int64 {
+        let metaTree = try tx.treeIfPresent(meta) ?? tx.createTree(meta)
+        let tree = try tx.treeIfPresent(transactions) ?? tx.createTree(transactions)
+        let token = (try counter(lastKey, metaTree, tx) ?? 0) + 1
+        try tx.put(lastKey, RowKey.encode(token), in: metaTree)
+        var out: [UInt8] = [1]
+        func varint(_ value: UInt64) { _BinaryEncoder.varint(value, to: &out) }
+        func text(_ value: String) {
+            varint(UInt64(value.utf8.count))
+            out.append(contentsOf: value.utf8)
+        }
+        if let author {
+            varint(UInt64(author.utf8.count) + 1)
+            out.append(contentsOf: author.utf8)
+        } else {
+            varint(0)
+        }
+        withUnsafeBytes(of: Date().timeIntervalSinceReferenceDate.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        text(ProcessInfo.processInfo.processName)
+        varint(UInt64(recorder.groups.count))
+        for group in recorder.groups {
+            out.append(group.kind.rawValue)
+            text(group.entity)
+            varint(UInt64(group.names.count))
+            for name in group.names { text(name) }
+            varint(UInt64(group.rows.count))
+            var previous: Int64 = 0
+            for (index, row) in group.rows.enumerated() {
+                let delta = row &- previous
+                varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
+                previous = row
+                switch group.kind {
+                case .insert: break
+                case .update:
+                    varint(UInt64(group.attributes[index].count))
+                    for attribute in group.attributes[index] { varint(UInt64(attribute)) }
+                case .delete:
+                    varint(UInt64(group.tombstones[index].count))
+                    out.append(contentsOf: group.tombstones[index])
+                }
+            }
+        }
+        try tx.put(RowKey.encode(token), out, in: tree)
+        return token
+    }
+
+    static func counter(_ key: [UInt8], _ tree: Tree, _ tx: ReadTransaction) throws -> Int64? {
+        guard let bytes = try tx.get(key, in: tree) else { return nil }
+        return try RowKey.decode(bytes)
+    }
+
+    /// The greatest deleted token (0 when none was).
+    static func deletedThrough(_ tx: ReadTransaction) throws -> Int64 {
+        guard let tree = try tx.treeIfPresent(meta) else { return 0 }
+        return try counter(deletedKey, tree, tx) ?? 0
+    }
+
+    /// Every stored transaction, decoded, in token order.
+    static func read(_ tx: ReadTransaction, schema: Schema, store: String) throws -> [DefaultHistoryTransaction] {
+        guard let tree = try tx.treeIfPresent(transactions) else { return [] }
+        var result: [DefaultHistoryTransaction] = []
+        try tx.forEach(tree) { key, value in
+            result.append(try decode(value, token: try RowKey.decode(key), schema: schema, store: store))
+            return true
+        }
+        return result
+    }
+
+    /// Decodes one transaction; its bytes are untrusted.
+    static func decode(_ bytes: [UInt8], token: Int64, schema: Schema, store: String) throws -> DefaultHistoryTransaction {
+        var input = HistoryInput(bytes: bytes, token: token)
+        guard try input.byte() == 1 else { throw input.corrupt("unknown history format") }
+        let authorLength = try input.count()
+        let author = authorLength == 0 ? nil : try input.text(length: authorLength - 1)
+        let timestamp = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try input.fixed64()))
+        let process = try input.text(length: try input.count())
+        var inserts: [HistoryChange] = []
+        var updates: [HistoryChange] = []
+        var deletes: [HistoryChange] = []
+        var changeNumber: Int64 = 0
+        for _ in 0..<(try input.count()) {
+            guard let kind = HistoryRecorder.Kind(rawValue: try input.byte()) else { throw input.corrupt("unknown change kind") }
+            let entityName = try input.text(length: try input.count())
+            var names: [String] = []
+            for _ in 0..<(try input.count()) { names.append(try input.text(length: try input.count())) }
+            let entity = schema.entity(named: entityName)
+            var row: Int64 = 0
+            for _ in 0..<(try input.count()) {
+                let zigzag = try input.varint()
+                row &+= Int64(bitPattern: (zigzag >> 1) ^ (0 &- (zigzag & 1)))
+                let id = PersistentIdentifier(entityName: entityName, rowID: row)
+                changeNumber += 1
+                switch kind {
+                case .insert:
+                    if let entity { inserts.append(.insert(makeInsert(entity.type, id, changeNumber, token))) }
+                case .update:
+                    var attributes: [String] = []
+                    for _ in 0..<(try input.count()) {
+                        let index = try input.count()
+                        guard index < names.count else { throw input.corrupt("attribute index out of range") }
+                        attributes.append(names[index])
+                    }
+                    if let entity {
+                        updates.append(.update(makeUpdate(entity.type, id, changeNumber, token, attributes)))
+                    }
+                case .delete:
+                    let tombstone = try input.slice(length: try input.count())
+                    if let entity {
+                        let values = try tombstoneValues(tombstone, names: names, entity: entity, row: row)
+                        deletes.append(.delete(makeDelete(entity.type, id, changeNumber, token, values)))
+                    }
+                }
+            }
+        }
+        return DefaultHistoryTransaction(
+            token: DefaultHistoryToken(storeIdentifier: store, tokenValue: token), author: author, timestamp: timestamp,
+            changes: inserts + updates + deletes, bundleIdentifier: process, processIdentifier: process)
+    }
+
+    private static func makeInsert<M: PersistentModel>(
+        _ type: M.Type, _ id: PersistentIdentifier, _ change: Int64, _ token: Int64
+    )
+        -> any HistoryInsert
+    {
+        DefaultHistoryInsert<M>(changedPersistentIdentifier: id, changeIdentifier: change, transactionIdentifier: token)
+    }
+
+    private static func makeUpdate<M: PersistentModel>(
+        _ type: M.Type, _ id: PersistentIdentifier, _ change: Int64, _ token: Int64, _ names: [String]
+    ) -> any HistoryUpdate {
+        let paths = names.compactMap { name in
+            M.schemaMetadata.first { $0.name == name }?.keypath as? PartialKeyPath<M>
+        }
+        return DefaultHistoryUpdate<M>(
+            changedPersistentIdentifier: id, changeIdentifier: change, transactionIdentifier: token, updatedAttributes: paths)
+    }
+
+    private static func makeDelete<M: PersistentModel>(
+        _ type: M.Type, _ id: PersistentIdentifier, _ change: Int64, _ token: Int64, _ values: [String: Any]
+    ) -> any HistoryDelete {
+        DefaultHistoryDelete<M>(
+            changedPersistentIdentifier: id, changeIdentifier: change, transactionIdentifier: token,
+            tombstone: HistoryTombstone(values: values))
+    }
+
+    /// A tombstone's values, each of its attribute's declared type; values
+    /// of attributes the entity no longer has are left out.
+    private static func tombstoneValues(_ bytes: [UInt8], names: [String], entity: Schema.Entity, row: Int64) throws
+        -> [String: Any]
+    {
+        guard !bytes.isEmpty else { return [:] }
+        return try bytes.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+            var values: [String: Any] = [:]
+            for field in try reader.fields() {
+                guard field.field < names.count,
+                    let property = entity.properties.first(where: { $0.name == names[field.field] }),
+                    property is Schema.Attribute
+                else { continue }
+                let value = try reader.queryValue(field: field.field, kind: property.storedKind)
+                if let converted = value.converted(to: property.valueType) { values[property.name] = converted }
+            }
+            return values
+        }
+    }
+}
+
+/// A bounds-checked reader over a stored history transaction.
+private struct HistoryInput {
+    let bytes: [UInt8]
+    let token: Int64
+    var index = 0
+
+    func corrupt(_ reason: String) -> SwiftDataError {
+        SwiftDataError(.corruptRecord, "history transaction \(token): \(reason)")
+    }
+
+    mutating func byte() throws -> UInt8 {
+        guard index < bytes.count else { throw corrupt("truncated") }
+        index += 1
+        return bytes[index - 1]
+    }
+
+    mutating func varint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try byte()
+            if shift == 63 && byte > 1 { throw corrupt("varint overflows 64 bits") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    /// A count or length, which cannot exceed the bytes left.
+    mutating func count() throws -> Int {
+        let value = try varint()
+        guard value <= UInt64(bytes.count - index) + 1 else { throw corrupt("a count of \(value) past the end") }
+        return Int(value)
+    }
+
+    mutating func slice(length: Int) throws -> [UInt8] {
+        guard length <= bytes.count - index else { throw corrupt("truncated") }
+        index += length
+        return Array(bytes[(index - length)..<index])
+    }
+
+    mutating func text(length: Int) throws -> String {
+        guard let text = String(validating: try slice(length: length), as: UTF8.self) else { throw corrupt("not UTF-8") }
+        return text
+    }
+
+    mutating func fixed64() throws -> UInt64 {
+        let raw = try slice(length: 8)
+        return raw.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+extension QueryValue {
+    /// The value as an instance of `type` (a property's declared type),
+    /// undoing the record's representation: integers of any width, Date
+    /// from seconds, URL from text, enums from their raw value.
+    func converted(to type: Any.Type) -> Any? {
+        if let optional = type as? any _OptionalMarker.Type { return converted(to: optional._wrappedType) }
+        if let raw = type as? any (RawRepresentable).Type, !(type is any _RecordPrimitive.Type) {
+            return rawConverted(raw)
+        }
+        switch self {
+        case .scalar(let element):
+            switch element {
+            case .null: return nil
+            case .bool(let value): return value
+            case .int(let value):
+                if let integer = type as? any FixedWidthInteger.Type { return exactly(integer, value) }
+                return value
+            case .uint(let value):
+                if let integer = type as? any FixedWidthInteger.Type { return exactly(integer, value) }
+                return value
+            case .double(let value):
+                if type == Date.self { return Date(timeIntervalSinceReferenceDate: value) }
+                if type == Float.self { return Float(value) }
+                return value
+            case .string(let value):
+                if type == URL.self { return URL(string: value) }
+                return value
+            case .bytes(let value): return Data(value)
+            case .uuid(let value): return value
+            }
+        case .opaque(let value): return value
+        default: return nil
+        }
+    }
+
+    private func rawConverted<R: RawRepresentable>(_ type: R.Type) -> Any? {
+        guard let raw = converted(to: R.RawValue.self) as? R.RawValue else { return nil }
+        return R(rawValue: raw)
+    }
+}
+
+private func exactly<T: FixedWidthInteger>(_ type: T.Type, _ value: some BinaryInteger) -> Any? { T(exactly: value) }

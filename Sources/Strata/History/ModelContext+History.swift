@@ -1,0 +1,76 @@
+import Foundation
+import StrataEngine
+
+extension ModelContext {
+    /// The history transactions `descriptor` selects, in token order (or
+    /// its sort order), up to its `fetchLimit`.
+    ///
+    /// Each save that changed something recorded one transaction, in the
+    /// save's own write transaction (unless the configuration's
+    /// ``ModelConfiguration/recordsHistory`` is off). A predicate that
+    /// compares with a token older than deleted history throws
+    /// ``SwiftDataError/historyTokenExpired``: what happened after that
+    /// token is no longer complete.
+    public func fetchHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> [T] {
+        let all = try store.read { tx in
+            try Self.checkTokens(in: descriptor, deletedThrough: try HistoryLog.deletedThrough(tx))
+            return try HistoryLog.read(tx, schema: container.schema, store: store.identifier)
+        }
+        return try select(all, descriptor)
+    }
+
+    /// Deletes the history transactions `descriptor` selects. Later
+    /// fetches with a token older than the newest deleted one throw
+    /// ``SwiftDataError/historyTokenExpired``.
+    public func deleteHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws {
+        guard store.allowsSave else { throw SwiftDataError(.readOnlyStore, "deleteHistory on a read-only store") }
+        try store.write { tx in
+            guard let tree = try tx.treeIfPresent(HistoryLog.transactions) else { return }
+            let doomed = try select(
+                try HistoryLog.read(tx, schema: container.schema, store: store.identifier), descriptor)
+            guard !doomed.isEmpty else { return }
+            var newest = try HistoryLog.deletedThrough(tx)
+            for transaction in doomed {
+                guard let value = (transaction as? DefaultHistoryTransaction)?.token.tokenValue else { continue }
+                try tx.delete(RowKey.encode(value), in: tree)
+                newest = max(newest, value)
+            }
+            let meta = try tx.treeIfPresent(HistoryLog.meta) ?? tx.createTree(HistoryLog.meta)
+            try tx.put(HistoryLog.deletedKey, RowKey.encode(newest), in: meta)
+        }
+    }
+
+    private func select<T: HistoryTransaction>(_ all: [DefaultHistoryTransaction], _ descriptor: HistoryDescriptor<T>) throws
+        -> [T]
+    {
+        guard let typed = all as? [T] else {
+            throw SwiftDataError(.unknownModelType, "Strata records history as DefaultHistoryTransaction, not \(T.self)")
+        }
+        var result = typed
+        if let predicate = descriptor.predicate { result = try result.filter { try predicate.evaluate($0) } }
+        if !descriptor.sortBy.isEmpty { result.sort(using: descriptor.sortBy) }
+        if let limit = descriptor.fetchLimit { result = Array(result.prefix(max(0, limit))) }
+        return result
+    }
+
+    /// Throws ``SwiftDataError/historyTokenExpired`` when the predicate
+    /// holds a token older than the newest deleted transaction.
+    private static func checkTokens<T>(in descriptor: HistoryDescriptor<T>, deletedThrough: Int64) throws {
+        guard deletedThrough > 0, let predicate = descriptor.predicate else { return }
+        var expired: DefaultHistoryToken?
+        func visit(_ value: Any, depth: Int) {
+            guard expired == nil, depth < 64 else { return }
+            if let token = value as? DefaultHistoryToken {
+                if token.tokenValue < deletedThrough { expired = token }
+                return
+            }
+            for child in Mirror(reflecting: value).children { visit(child.value, depth: depth + 1) }
+        }
+        visit(predicate.expression, depth: 0)
+        if let expired {
+            throw SwiftDataError(
+                .historyTokenExpired,
+                "\(expired) is older than deleted history (through token \(deletedThrough)); fetch from the start")
+        }
+    }
+}

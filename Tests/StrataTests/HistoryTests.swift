@@ -1,0 +1,142 @@
+import Foundation
+import StrataEngine
+import StrataTesting
+import XCTest
+
+@testable import Strata
+
+@Model final class Memo {
+    @Attribute(.preserveValueOnDeletion) var title: String
+    var body: String
+    @Attribute(.preserveValueOnDeletion) var priority: Int
+    @Attribute(.preserveValueOnDeletion) var due: Date?
+
+    init(title: String, body: String, priority: Int, due: Date? = nil) {
+        self.title = title
+        self.body = body
+        self.priority = priority
+        self.due = due
+    }
+}
+
+final class HistoryTests: StoreTestCase {
+    func makeContainer(history: Bool = true) throws -> ModelContainer {
+        var configuration = ModelConfiguration(url: storeURL())
+        configuration.recordsHistory = history
+        return try ModelContainer(for: Schema([Memo.self]), configurations: [configuration])
+    }
+
+    func history(_ container: ModelContainer, _ predicate: Predicate<DefaultHistoryTransaction>? = nil) throws
+        -> [DefaultHistoryTransaction]
+    {
+        try ModelContext(container).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>(predicate: predicate))
+    }
+
+    /// Three saves from two authors: inserts, an update, a delete.
+    func threeSaves(_ container: ModelContainer) throws -> [Memo] {
+        let app = ModelContext(container)
+        app.author = "app"
+        let due = Date(timeIntervalSinceReferenceDate: 1000)
+        let memos = (0..<3).map { Memo(title: "t\($0)", body: "b\($0)", priority: $0, due: $0 == 0 ? due : nil) }
+        for memo in memos { app.insert(memo) }
+        try app.save()
+        let widget = ModelContext(container)
+        widget.author = "widget"
+        let id = memos[1].persistentModelID
+        let second = try widget.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.persistentModelID == id }))
+        second.first?.body = "changed"
+        try widget.save()
+        app.delete(memos[0])
+        try app.save()
+        return memos
+    }
+
+    func testEachSaveRecordsItsChangesAuthorAndTombstones() throws {
+        let container = try makeContainer()
+        let memos = try threeSaves(container)
+        let transactions = try history(container)
+        XCTAssertEqual(transactions.count, 3)
+        XCTAssertEqual(transactions.map(\.author), ["app", "widget", "app"])
+        XCTAssertEqual(transactions.map(\.token.tokenValue), [1, 2, 3])
+        XCTAssertTrue(transactions[0].token < transactions[1].token)
+
+        let inserted = transactions[0].changes.compactMap { change -> PersistentIdentifier? in
+            guard case .insert(let insert) = change, insert is DefaultHistoryInsert<Memo> else { return nil }
+            return insert.changedPersistentIdentifier
+        }
+        XCTAssertEqual(Set(inserted), Set(memos.map(\.persistentModelID)))
+
+        XCTAssertEqual(transactions[1].changes.count, 1)
+        guard case .update(let update as DefaultHistoryUpdate<Memo>) = transactions[1].changes.first else {
+            return XCTFail("expected an update, got \(transactions[1].changes)")
+        }
+        XCTAssertEqual(update.changedPersistentIdentifier, memos[1].persistentModelID)
+        XCTAssertEqual(update.updatedAttributes, [\Memo.body], "only the attribute whose value changed")
+
+        guard case .delete(let delete as DefaultHistoryDelete<Memo>) = transactions[2].changes.first else {
+            return XCTFail("expected a delete, got \(transactions[2].changes)")
+        }
+        XCTAssertEqual(delete.changedPersistentIdentifier, memos[0].persistentModelID)
+        XCTAssertEqual(delete.tombstone[\.title], "t0")
+        XCTAssertEqual(delete.tombstone[\.priority], 0)
+        XCTAssertEqual(delete.tombstone[\.due], Date(timeIntervalSinceReferenceDate: 1000))
+        XCTAssertNil(delete.tombstone[\.body], "body is not preserved")
+        XCTAssertEqual(Array(delete.tombstone).count, 3)
+    }
+
+    func testPredicatesOnTokenAndAuthorAcrossReopening() throws {
+        var first: DefaultHistoryToken?
+        do {
+            let container = try makeContainer()
+            _ = try threeSaves(container)
+            first = try history(container).first?.token
+        }
+        let container = try makeContainer()
+        let token = try XCTUnwrap(first)
+        let after = try history(container, #Predicate { $0.token > token })
+        XCTAssertEqual(after.map(\.token.tokenValue), [2, 3])
+        let widget = try history(container, #Predicate { $0.token > token && $0.author == "widget" })
+        XCTAssertEqual(widget.map(\.token.tokenValue), [2])
+        // Tokens are Codable.
+        let decoded = try JSONDecoder().decode(DefaultHistoryToken.self, from: JSONEncoder().encode(token))
+        XCTAssertEqual(decoded, token)
+    }
+
+    func testDeletedHistoryExpiresOlderTokensAndTokensAreNeverReused() throws {
+        let container = try makeContainer()
+        _ = try threeSaves(container)
+        let tokens = try history(container).map(\.token)
+        let second = tokens[1]
+        try ModelContext(container).deleteHistory(
+            HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.token <= second }))
+        XCTAssertEqual(try history(container).map(\.token.tokenValue), [3])
+        let first = tokens[0]
+        XCTAssertThrowsError(try history(container, #Predicate { $0.token > first })) { error in
+            XCTAssertEqual(error as? SwiftDataError, .historyTokenExpired)
+        }
+        XCTAssertEqual(try history(container, #Predicate { $0.token > second }).map(\.token.tokenValue), [3])
+
+        try ModelContext(container).deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        let context = ModelContext(container)
+        context.insert(Memo(title: "new", body: "", priority: 9))
+        try context.save()
+        XCTAssertEqual(try history(container).map(\.token.tokenValue), [4], "tokens continue after deletion")
+    }
+
+    func testHistoryCanBeSwitchedOff() throws {
+        let container = try makeContainer(history: false)
+        _ = try threeSaves(container)
+        XCTAssertEqual(try history(container).count, 0)
+    }
+
+    func testDamagedHistoryThrowsATypedError() throws {
+        let container = try makeContainer()
+        _ = try threeSaves(container)
+        try container.store.database.write { tx in
+            try tx.put(RowKey.encode(2), [1, 0xFF, 0xFF], in: try tx.tree(HistoryLog.transactions))
+        }
+        XCTAssertThrowsError(try history(container)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .corruptRecord, "\(error)")
+        }
+    }
+}
