@@ -7,6 +7,7 @@
 //     swift run -c release model-bench [--count N]
 //     swift run -c release graph-bench [--count N]
 //     swift run -c release query-bench [--count N] [--only NAME] [--enumerate]
+//     swift run -c release migration-bench [--count N]
 import PackageDescription
 
 let package = Package(
@@ -34,6 +35,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "query-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "migration-bench",
             dependencies: [
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),

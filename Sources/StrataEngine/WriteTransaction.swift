@@ -103,6 +103,26 @@ public final class WriteTransaction: ReadTransaction {
         return true
     }
 
+    /// Renames tree `from` to `to`, which must not exist; its entries and
+    /// root stay. `Tree` values carrying the old name must not be used
+    /// afterwards (writes through them would revive the old name), which
+    /// is why this is for the package's own use (a migration builds a
+    /// table's new records in a fresh tree, in key order, then renames it).
+    @discardableResult package func renameTree(_ from: String, to: String) throws -> Tree {
+        try checkOpen()
+        guard let tree = try treeIfPresent(from) else { throw StorageError.noSuchTree(from) }
+        let key = Array(to.utf8)
+        guard !key.isEmpty, key.count <= 255 else {
+            throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(to.debugDescription)")
+        }
+        guard try treeIfPresent(to) == nil else { throw StorageError.invalidTreeName("a tree named \(to) exists") }
+        let value = catalogValue(root: tree.root, count: try count(tree))
+        _ = try deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
+        try putRaw(key, value, root: FileHeader.catalogRoot)
+        changedTrees[tree.root] = to
+        return Tree(name: to, root: tree.root)
+    }
+
     /// Removes every entry of `tree`, keeping the tree.
     public func clear(_ tree: Tree) throws {
         try checkOpen()

@@ -290,57 +290,68 @@ struct LightweightMigration {
     }
 
     /// Rewrites every record of `plan`'s entity: each kept field copied
-    /// under its new number, fills written, removed fields left out.
+    /// under its new number, fills written, removed fields left out. The
+    /// new records go into a fresh tree in key order (appends, so pages
+    /// fill up), which then replaces the old one.
     private func rewriteRecords(_ plan: EntityPlan, _ tx: WriteTransaction, progress: (@Sendable (MigrationProgress) -> Void)?)
         throws
     {
         let entity = plan.entity
-        let tree = try tx.tree(entity.recordTree)
-        let total = try tx.count(tree)
-        // New field ← old field, for record-held fields, in new field order.
-        var moves: [(new: Int, old: Int?, fill: Any?)] = []
+        let old = try tx.tree(entity.recordTree)
+        let total = try tx.count(old)
+        // New field ← old field, for record-held fields, in new field order;
+        // a fill is encoded once.
+        var moves: [(new: Int, old: Int?, fill: [UInt8]?)] = []
         for property in entity.properties where Self.isRecordHeld(property, in: entity) {
             let oldField = plan.source[property.field].flatMap { source in
                 plan.old.map { Self.isRecordHeld(source, in: $0) } == true ? source.field : nil
             }
-            moves.append((property.field, oldField, plan.fills[property.field]))
+            let fill = plan.fills[property.field].map { value -> [UInt8] in
+                var writer = _RecordWriter()
+                _ = writer.encodeAny(value, field: property.field)
+                return Array(writer.bytes.dropFirst())
+            }
+            moves.append((property.field, oldField, fill))
         }
+        let slotCount = (plan.old?.properties.count ?? 0) + 1
+        let temporary = entity.recordTree + "~migrating"
+        if try tx.treeIfPresent(temporary) != nil { try tx.dropTree(temporary) }
+        let fresh = try tx.createTree(temporary)
+        var slots = [(wire: UInt8, start: Int, end: Int)?](repeating: nil, count: slotCount)
         var done = 0
-        var lower: [UInt8]? = nil
-        while true {
-            var batch: [(key: [UInt8], value: [UInt8])] = []
-            try tx.forEach(tree, from: lower) { key, value in
-                if key == lower { return true }
-                batch.append((key, value))
-                return batch.count < 4096
-            }
-            guard let last = batch.last else { break }
-            for (key, value) in batch {
+        let cursor = try tx.cursor(old)
+        if try cursor.first() {
+            try cursor.forEachEntry { key, value in
                 let row = try RowKey.decode(key)
-                let rewritten = try value.withUnsafeBytes { raw in
-                    var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
-                    var slots: [Int: (slot: _RecordReader.Slot, valueStart: Int)] = [:]
-                    for field in try reader.fields() { slots[field.field] = (field.slot, field.valueStart) }
-                    var writer = _RecordWriter()
-                    for move in moves {
-                        let slot = move.old.flatMap { slots[$0] }
-                        if let slot, !(slot.slot.wire == RecordFormat.null && move.fill != nil) {
-                            writer.appendCopy(
-                                field: move.new, wire: slot.slot.wire,
-                                value: UnsafeRawBufferPointer(rebasing: raw[slot.valueStart..<slot.slot.end]))
-                        } else if let fill = move.fill {
-                            _ = writer.encodeAny(fill, field: move.new)
-                        }
-                    }
-                    return writer.bytes
+                var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
+                for index in slots.indices { slots[index] = nil }
+                for field in try reader.fields() where field.field < slotCount {
+                    slots[field.field] = (field.slot.wire, field.valueStart, field.slot.end)
                 }
-                try tx.put(key, rewritten, in: tree)
+                var writer = _RecordWriter()
+                for move in moves {
+                    let slot = move.old.flatMap { slots[$0] }
+                    if let slot, !(slot.wire == RecordFormat.null && move.fill != nil) {
+                        writer.appendCopy(
+                            field: move.new, wire: slot.wire,
+                            value: UnsafeRawBufferPointer(rebasing: value[slot.start..<slot.end]))
+                    } else if let fill = move.fill {
+                        writer.bytes.append(contentsOf: fill)
+                    }
+                }
+                try tx.put(Array(key), writer.bytes, in: fresh)
+                done += 1
+                if done % 65536 == 0 {
+                    progress?(
+                        MigrationProgress(
+                            entityName: entity.name, step: "rewriting records", completedRows: done, totalRows: total))
+                }
+                return true
             }
-            done += batch.count
-            progress?(
-                MigrationProgress(entityName: entity.name, step: "rewriting records", completedRows: done, totalRows: total))
-            lower = last.key
         }
+        progress?(MigrationProgress(entityName: entity.name, step: "rewriting records", completedRows: done, totalRows: total))
+        try tx.dropTree(entity.recordTree)
+        try tx.renameTree(temporary, to: entity.recordTree)
     }
 
     /// Builds the unique, index and reverse-index trees of `plan`'s entity

@@ -1,0 +1,158 @@
+import BenchSupport
+import Foundation
+import GRDB
+import Strata
+
+// Migration benchmark (issue 7): a lightweight migration of N rows
+// (default 1,000,000) — a renamed attribute, an added attribute with a
+// default, a new index — in Strata (opening the container with the new
+// schema) and in GRDB (ALTER TABLE … RENAME COLUMN, ADD COLUMN … DEFAULT,
+// CREATE INDEX, in one transaction), on the same machine in one run.
+//
+//     swift run -c release migration-bench [--count N]
+//
+// Each side loads its store in one child process and migrates it in
+// another, so the migration's peak resident memory is its own
+// (getrusage's ru_maxrss of the migrating process).
+
+enum V1: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Product.self] }
+
+    @Model final class Product {
+        var name: String
+        var price: Double
+        var stock: Int
+        init(name: String, price: Double, stock: Int) {
+            self.name = name
+            self.price = price
+            self.stock = stock
+        }
+    }
+}
+
+enum V2: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Product.self] }
+
+    @Model final class Product {
+        #Index<Product>([\.price])
+        @Attribute(originalName: "name") var title: String
+        var price: Double
+        var stock: Int
+        var discount: Double = 0
+        init(title: String, price: Double, stock: Int) {
+            self.title = title
+            self.price = price
+            self.stock = stock
+        }
+    }
+}
+
+enum Plan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [V1.self, V2.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: V1.self, toVersion: V2.self)] }
+}
+
+func peakMemoryMiB() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_maxrss) / 1024
+}
+
+let count = countArgument(default: 1_000_000)
+
+func child(_ phase: String, _ path: String) throws {
+    switch phase {
+    case "strata-load":
+        var configuration = ModelConfiguration(url: URL(fileURLWithPath: path))
+        configuration.recordsHistory = false
+        let container = try ModelContainer(for: Schema(versionedSchema: V1.self), configurations: [configuration])
+        let context = ModelContext(container)
+        for start in stride(from: 0, to: count, by: 100_000) {
+            for i in start..<min(count, start + 100_000) {
+                context.insert(V1.Product(name: "product \(i)", price: Double(i % 10_000) / 10, stock: i % 500))
+            }
+            try context.save()
+        }
+    case "strata-migrate":
+        let time = try seconds {
+            _ = try ModelContainer(
+                for: Schema(versionedSchema: V2.self), migrationPlan: Plan.self,
+                configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
+        }
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: V2.self), configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
+        let check = try ModelContext(container).fetchCount(FetchDescriptor<V2.Product>(predicate: #Predicate { $0.price < 1 }))
+        print("\(time) \(peakMemoryMiB()) \(check)")
+    case "grdb-load":
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "PRAGMA journal_mode=WAL")
+            try db.execute(
+                sql:
+                    "CREATE TABLE product (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL NOT NULL, stock INTEGER NOT NULL)"
+            )
+            let insert = try db.makeStatement(sql: "INSERT INTO product (name, price, stock) VALUES (?, ?, ?)")
+            for i in 0..<count {
+                try insert.execute(arguments: ["product \(i)", Double(i % 10_000) / 10, i % 500])
+            }
+        }
+    case "grdb-migrate":
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous=FULL") }
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        let time = try seconds {
+            try queue.write { db in
+                try db.execute(sql: "ALTER TABLE product RENAME COLUMN name TO title")
+                try db.execute(sql: "ALTER TABLE product ADD COLUMN discount REAL NOT NULL DEFAULT 0")
+                try db.execute(sql: "CREATE INDEX product_price ON product(price)")
+            }
+        }
+        let check = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM product WHERE price < 1") ?? 0 }
+        print("\(time) \(peakMemoryMiB()) \(check)")
+    default:
+        fatalError("unknown phase \(phase)")
+    }
+}
+
+if let phase = argument("--phase"), let path = argument("--path") {
+    try child(phase, path)
+    exit(0)
+}
+
+func run(_ phase: String, _ path: String) throws -> [String] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["--phase", phase, "--path", path, "--count", "\(count)"]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { fatalError("\(phase) failed") }
+    return String(decoding: output, as: UTF8.self).split(separator: " ").map {
+        $0.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("migration-bench-\(UUID().uuidString)")
+try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: directory) }
+let strataPath = directory.appendingPathComponent("strata.store").path
+let grdbPath = directory.appendingPathComponent("grdb.sqlite").path
+_ = try run("strata-load", strataPath)
+_ = try run("grdb-load", grdbPath)
+let strata = try run("strata-migrate", strataPath)
+let grdb = try run("grdb-migrate", grdbPath)
+guard strata.count == 3, grdb.count == 3, strata[2] == grdb[2] else {
+    fatalError("the two sides disagree: \(strata) vs \(grdb)")
+}
+print(
+    "Lightweight migration of \(count) rows (rename, added attribute with a default, new index); \(strata[2]) rows with price < 1 after"
+)
+print("")
+print("| workload | Strata | GRDB | GRDB ÷ Strata |")
+print("|---|---|---|---|")
+ratioRow("migration time", Double(strata[0])!, Double(grdb[0])!)
+print("| migration peak RSS | \(strata[1].prefix(6)) MiB | \(grdb[1].prefix(6)) MiB | |")
