@@ -16,6 +16,11 @@ public final class WriteTransaction: ReadTransaction {
     var modifications = 0
     /// Scratch space for building one cell.
     let cellBuffer: UnsafeMutableRawPointer
+    /// The descent path's buffer, reused by each put.
+    @exclusivity(unchecked) var pathScratch: [(UInt32, Int)] = []
+    /// The tree the last put or delete changed, whose entries in
+    /// ``counts`` and ``changedTrees`` are known to exist.
+    @exclusivity(unchecked) private var lastTouched: (root: UInt32, name: String)?
 
     init(db: Database, snapshot: Database.Snapshot, freelist: Freelist) {
         header = snapshot.header
@@ -99,6 +104,7 @@ public final class WriteTransaction: ReadTransaction {
         try freeSubtree(tree.root)
         counts.removeValue(forKey: tree.root)
         changedTrees.removeValue(forKey: tree.root)
+        lastTouched = nil
         _ = try deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
         return true
     }
@@ -120,6 +126,7 @@ public final class WriteTransaction: ReadTransaction {
         _ = try deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
         try putRaw(key, value, root: FileHeader.catalogRoot)
         changedTrees[tree.root] = to
+        lastTouched = nil
         return Tree(name: to, root: tree.root)
     }
 
@@ -176,10 +183,17 @@ public final class WriteTransaction: ReadTransaction {
     /// Stores `value` under `key`, replacing any previous value.
     public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
         try checkOpen()
+        // Consecutive puts into one tree skip the bookkeeping lookups but
+        // the count's increment.
+        if let last = lastTouched, last.root == tree.root, last.name == tree.name {
+            if try putRaw(key, value, root: tree.root) { counts[tree.root, default: 0] += 1 }
+            return
+        }
         try ensureCounted(tree)
         if try putRaw(key, value, root: tree.root) {
             counts[tree.root, default: 0] += 1
             changedTrees[tree.root] = tree.name
+            lastTouched = (tree.root, tree.name)
         }
     }
 

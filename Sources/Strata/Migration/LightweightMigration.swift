@@ -258,6 +258,30 @@ struct LightweightMigration {
         (try? KeyEncoding.decode(key)).map(SaveTransaction.describe) ?? "an undecodable key"
     }
 
+    /// Keys built during a scan: their bytes back to back, and each key's
+    /// place and row.
+    struct FlatKeys {
+        var bytes: [UInt8] = []
+        var entries: [(offset: Int, length: Int, row: Int64)] = []
+
+        /// Sorts the entries into key order (ties by row).
+        mutating func sort() {
+            bytes.withUnsafeBytes { raw in
+                entries.sort { a, b in
+                    let common = min(a.length, b.length)
+                    let c = memcmp(raw.baseAddress! + a.offset, raw.baseAddress! + b.offset, common)
+                    if c != 0 { return c < 0 }
+                    if a.length != b.length { return a.length < b.length }
+                    return a.row < b.row
+                }
+            }
+        }
+
+        func key(_ index: Int) -> ArraySlice<UInt8> {
+            bytes[entries[index].offset..<(entries[index].offset + entries[index].length)]
+        }
+    }
+
     struct Pair: Hashable, Comparable {
         var first: Int64
         var second: Int64
@@ -375,7 +399,9 @@ struct LightweightMigration {
         guard !groups.isEmpty || !reverse.isEmpty else { return }
         let records = try tx.tree(entity.recordTree)
         let total = try tx.count(records)
-        var groupKeys = Array(repeating: [(key: [UInt8], row: Int64)](), count: groups.count)
+        // Each group's keys in one flat buffer, with (offset, length, row)
+        // per key: a million keys cost two allocations, not a million.
+        var groupKeys = Array(repeating: FlatKeys(), count: groups.count)
         var reverseKeys = Array(repeating: [Pair](), count: reverse.count)
         var done = 0
         let cursor = try tx.cursor(records)
@@ -384,12 +410,18 @@ struct LightweightMigration {
                 let row = try RowKey.decode(key)
                 var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
                 for (index, group) in groups.enumerated() {
-                    let values = try group.properties.map { property -> KeyEncoding.Element in
-                        guard case .scalar(let element) = try reader.queryValue(field: property.field, kind: property.storedKind)
-                        else { return .null }
-                        return element
+                    let start = groupKeys[index].bytes.count
+                    for property in group.properties {
+                        let element: KeyEncoding.Element
+                        if case .scalar(let scalar) = try reader.queryValue(field: property.field, kind: property.storedKind) {
+                            element = scalar
+                        } else {
+                            element = .null
+                        }
+                        KeyEncoding.append(element, to: &groupKeys[index].bytes)
                     }
-                    groupKeys[index].append((group.key(values, row: row), row))
+                    if group.kind == .index { KeyEncoding.append(.int(row), to: &groupKeys[index].bytes) }
+                    groupKeys[index].entries.append((start, groupKeys[index].bytes.count - start, row))
                 }
                 for (index, relationship) in reverse.enumerated() {
                     if let target = try reader.toOneRow(field: relationship.field) {
@@ -404,12 +436,13 @@ struct LightweightMigration {
             }
         }
         for (index, group) in groups.enumerated() {
-            var keys = groupKeys[index]
-            keys.sort { $0.key.lexicographicallyPrecedes($1.key) }
+            groupKeys[index].sort()
+            let keys = groupKeys[index]
             if group.kind == .unique {
                 var collisions: [String] = []
-                for i in keys.indices.dropFirst() where keys[i].key == keys[i - 1].key {
-                    collisions.append("rows \(keys[i - 1].row) and \(keys[i].row) share \(values(keys[i].key))")
+                for i in keys.entries.indices.dropFirst() where keys.key(i) == keys.key(i - 1) {
+                    collisions.append(
+                        "rows \(keys.entries[i - 1].row) and \(keys.entries[i].row) share \(values(Array(keys.key(i))))")
                 }
                 if !collisions.isEmpty {
                     let shown = collisions.prefix(20).joined(separator: "; ")
@@ -421,7 +454,10 @@ struct LightweightMigration {
             }
             let tree = try tx.tree(group.treeName)
             try tx.clear(tree)
-            for (key, row) in keys { try tx.put(key, group.kind == .unique ? RowKey.encode(row) : [], in: tree) }
+            for i in keys.entries.indices {
+                try tx.put(Array(keys.key(i)), group.kind == .unique ? RowKey.encode(keys.entries[i].row) : [], in: tree)
+            }
+            groupKeys[index] = FlatKeys()
         }
         for (index, relationship) in reverse.enumerated() {
             let tree = try tx.tree(relationship.tree)

@@ -29,7 +29,12 @@ extension WriteTransaction {
     private func put(
         _ key: UnsafeRawPointer, _ keyCount: Int, _ value: UnsafeRawPointer?, _ valueCount: Int, root: UInt32
     ) throws -> Bool {
-        var path: [(UInt32, Int)] = []
+        // The path's buffer is reused from put to put (one allocation per
+        // transaction, not per put).
+        var path = pathScratch
+        pathScratch = []
+        path.removeAll(keepingCapacity: true)
+        defer { pathScratch = path }
         var number = root
         var rightmost = true
         while true {
