@@ -172,6 +172,35 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(after.hash, StoredSchema.hash(of: StoredSchema.describe(Schema(versionedSchema: LibraryV2.self))))
     }
 
+    /// A store whose catalog is in format 1 (no ids, details or hash) opens
+    /// read-only as it is, and a writable open upgrades the catalog.
+    func testFormatOneCatalogOpensAndIsUpgraded() throws {
+        try makeV1(count: 20)
+        do {
+            let database = try Database.open(path: storeURL("library.store").path)
+            try database.write { tx in
+                let tree = try tx.tree(StoredSchema.tree)
+                try tx.delete(StoredSchema.hashKey, in: tree)
+                try tx.delete(StoredSchema.versionKey, in: tree)
+                for (name, entity) in try StoredSchema(tx).entities {
+                    let lines = entity.properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type)" } + entity.keys
+                    try tx.put(Array(name.utf8), Array(lines.joined(separator: "\n").utf8), in: tree)
+                }
+            }
+            try database.close()
+        }
+        let schema = Schema(versionedSchema: LibraryV1.self)
+        let readOnly = try ModelContainer(
+            for: schema, configurations: [ModelConfiguration(url: storeURL("library.store"), allowsSave: false)])
+        XCTAssertEqual(try count(LibraryV1.Book.self, in: readOnly), 20)
+        readOnly.store.close()
+        let writable = try ModelContainer(for: schema, configurations: [configuration()])
+        XCTAssertEqual(try count(LibraryV1.Book.self, in: writable), 20)
+        let stored = try writable.store.database.read { try StoredSchema($0) }
+        XCTAssertEqual(stored.hash, StoredSchema.hash(of: StoredSchema.describe(schema)))
+        XCTAssertEqual(try writable.checkIntegrity(), [])
+    }
+
     func testHashModifierChangesTheVersionHash() {
         let plain = StoredSchema.hash(of: StoredSchema.describe(Schema(versionedSchema: LibraryV1.self)))
         let same = StoredSchema.hash(of: StoredSchema.describe(Schema(versionedSchema: LibraryV1.self)))

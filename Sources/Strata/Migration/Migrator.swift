@@ -49,6 +49,9 @@ struct Migrator {
         if try database.read({ try StoredSchema.storedHash($0) }) == targetHash { return }
         let stored = try database.read { try StoredSchema($0) }
         guard writable else {
+            // A store written before details were recorded (format 1) has
+            // nothing to migrate when all else matches; read it as it is.
+            if Self.withoutDetails(stored.entities) == Self.withoutDetails(target) { return }
             let problems = LightweightMigration(stored: stored, schema: schema).changes
             throw SwiftDataError(
                 .schemaMismatch,
@@ -62,6 +65,17 @@ struct Migrator {
                 var migration = LightweightMigration(stored: current, schema: schema)
                 try migration.apply(tx, progress: progress)
             }
+        }
+    }
+
+    private static func withoutDetails(_ entities: [String: StoredEntity]) -> [String: StoredEntity] {
+        entities.mapValues { entity in
+            var plain = entity
+            for index in plain.properties.indices {
+                plain.properties[index].detail = ""
+                plain.properties[index].id = 0
+            }
+            return plain
         }
     }
 
