@@ -68,7 +68,7 @@ final class Store: @unchecked Sendable {
             identifier = path
         }
         do {
-            var migrator = Migrator(
+            let migrator = Migrator(
                 database: database, schema: schema, plan: migrationPlan, writable: !options.readOnly, progress: progress)
             try migrator.prepare()
             nextRows = Mutex(try database.read { try Self.lastRows($0, schema: schema) })
