@@ -201,6 +201,40 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(try writable.checkIntegrity(), [])
     }
 
+    /// The version hash must be the same in every process: the stored
+    /// description names an inverse by its property name, never by a key
+    /// path's description (which can hold addresses).
+    func testStoredDescriptionHoldsNothingRunDependent() {
+        let described = StoredSchema.describe(Schema(versionedSchema: LibraryV1.self))
+        let books = described["Writer"]?.property(named: "books")?.detail ?? ""
+        XCTAssertTrue(books.contains("inverse writer"), books)
+        let text = described.values.map { String(decoding: $0.encoded, as: UTF8.self) }.joined(separator: "\n")
+        XCTAssertFalse(text.contains("0x"), text)
+    }
+
+    /// A type left out of the container's list is not a reason to delete
+    /// its rows: the automatic migration refuses, naming it.
+    func testAnEntityWithRowsIsNotDroppedAutomatically() throws {
+        let url = storeURL("two.store")
+        do {
+            let container = try ModelContainer(
+                for: Schema([Memo.self, HashPlain.Item.self]), configurations: [ModelConfiguration(url: url)])
+            let context = ModelContext(container)
+            context.insert(Memo(title: "m", body: "", priority: 1))
+            context.insert(HashPlain.Item(value: 7))
+            try context.save()
+        }
+        XCTAssertThrowsError(try ModelContainer(for: Schema([Memo.self]), configurations: [ModelConfiguration(url: url)])) {
+            error in
+            XCTAssertEqual(error as? SwiftDataError, .schemaMismatch)
+            let message = (error as? SwiftDataError)?.message ?? ""
+            XCTAssertTrue(message.contains("Item: missing from the schema but holds 1 rows"), message)
+        }
+        let both = try ModelContainer(
+            for: Schema([Memo.self, HashPlain.Item.self]), configurations: [ModelConfiguration(url: url)])
+        XCTAssertEqual(try count(HashPlain.Item.self, in: both), 1)
+    }
+
     func testHashModifierChangesTheVersionHash() {
         let plain = StoredSchema.hash(of: StoredSchema.describe(Schema(versionedSchema: LibraryV1.self)))
         let same = StoredSchema.hash(of: StoredSchema.describe(Schema(versionedSchema: LibraryV1.self)))

@@ -171,7 +171,23 @@ struct LightweightMigration {
     /// Carries the migration out in `tx`, or throws
     /// ``SwiftDataError/schemaMismatch`` naming every incompatible change
     /// (nothing is written then).
-    mutating func apply(_ tx: WriteTransaction, progress: (@Sendable (MigrationProgress) -> Void)?) throws {
+    ///
+    /// `removingEntities` is false for the automatic migration: an entity
+    /// that holds rows and is missing from the schema (perhaps a type left
+    /// out of the container's list by mistake) is then an incompatible
+    /// change, not a silent deletion; a plan's stage may remove it.
+    mutating func apply(
+        _ tx: WriteTransaction, removingEntities: Bool, progress: (@Sendable (MigrationProgress) -> Void)?
+    ) throws {
+        if !removingEntities {
+            for name in stored.entities.keys.sorted() where schema.entity(named: name) == nil {
+                if let tree = try tx.treeIfPresent(Store.treeName(entityName: name)), try tx.count(tree) > 0 {
+                    problems.append(
+                        "\(name): missing from the schema but holds \(try tx.count(tree)) rows "
+                            + "(list its type in the container, or remove it in a migration plan stage)")
+                }
+            }
+        }
         guard problems.isEmpty else {
             throw SwiftDataError(
                 .schemaMismatch,

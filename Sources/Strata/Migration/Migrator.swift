@@ -63,7 +63,7 @@ struct Migrator {
             if let plan, !stored.entities.isEmpty { try runPlan(plan, current: &current, targetHash: targetHash, tx: tx) }
             if StoredSchema.hash(of: current.entities) != targetHash {
                 var migration = LightweightMigration(stored: current, schema: schema)
-                try migration.apply(tx, progress: progress)
+                try migration.apply(tx, removingEntities: false, progress: progress)
             }
         }
     }
@@ -114,7 +114,7 @@ struct Migrator {
         let to = Self.schema(of: stage.toVersion)
         if case .custom(_, _, let willMigrate?, _) = stage { try withContext(from, tx, willMigrate) }
         var migration = LightweightMigration(stored: current, schema: to)
-        try migration.apply(tx, progress: progress)
+        try migration.apply(tx, removingEntities: true, progress: progress)
         current = try StoredSchema(tx)
         if case .custom(_, _, _, let didMigrate?) = stage { try withContext(to, tx, didMigrate) }
     }

@@ -72,7 +72,12 @@ struct StoredEntity: Equatable {
         } else if let relationship = property as? Schema.Relationship {
             parts.append("-> \(relationship.destination)")
             parts.append("delete \(relationship.deleteRule.rawValue)")
-            if let inverse = relationship.inverseKeyPath { parts.append("inverse \(inverse)") }
+            // By name: a key path's description can hold addresses that
+            // change from run to run.
+            if let inverse = relationship.inverseKeyPath {
+                let name = relationship.destinationType?.schemaMetadata.first { $0.keypath == inverse }?.name
+                parts.append("inverse \(name ?? "?")")
+            }
             if let minimum = relationship.minimumModelCount, minimum > 0 { parts.append("min \(minimum)") }
             if let maximum = relationship.maximumModelCount, maximum > 0 { parts.append("max \(maximum)") }
             parts += relationship.options.map { "\($0)" }.sorted()
