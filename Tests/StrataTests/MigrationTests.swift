@@ -141,6 +141,37 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 
+    /// The classic custom stage: `willMigrate` removes duplicates on the
+    /// old schema, then the unique constraint is added.
+    func testWillMigrateRemovesDuplicatesBeforeAUniqueConstraint() throws {
+        try makeV1(count: 200, code: { $0 % 150 })
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: LibraryV1UniqueCode.self), migrationPlan: LibraryDedupPlan.self,
+            configurations: [configuration()])
+        let books = try ModelContext(container).fetch(FetchDescriptor<LibraryV1UniqueCode.Book>())
+        XCTAssertEqual(books.count, 150)
+        XCTAssertEqual(Set(books.map(\.code)).count, 150)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
+    /// A stage that fails after its `willMigrate` saved leaves the store
+    /// exactly as it was: the saves were part of the migration's
+    /// transaction.
+    func testAFailingStageLeavesTheStoreUnchanged() throws {
+        try makeV1(count: 100)
+        XCTAssertThrowsError(
+            try ModelContainer(
+                for: Schema(versionedSchema: LibraryV1UniqueCode.self), migrationPlan: LibraryFailingPlan.self,
+                configurations: [configuration()])
+        ) { error in
+            XCTAssertTrue(error is LibraryFailingPlan.Failure, "\(error)")
+        }
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        XCTAssertEqual(try count(LibraryV1.Book.self, in: container), 100)
+        XCTAssertEqual(container.store.database.statistics.commits, 0)
+    }
+
     func testBackwardMigrationIsRefused() throws {
         try makeV1(count: 10)
         _ = try ModelContainer(

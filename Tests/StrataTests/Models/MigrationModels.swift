@@ -207,3 +207,73 @@ enum LibraryCollidingPlan: SchemaMigrationPlan {
         ]
     }
 }
+
+/// V1 with `code` unique (reached by a custom stage that removes the
+/// duplicates first).
+enum LibraryV1UniqueCode: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 1, 0) }
+    static var models: [any PersistentModel.Type] { [Book.self, Writer.self] }
+
+    @Model final class Book {
+        var title: String
+        var pages: Int
+        var note: String?
+        var rating: Int
+        var obsolete: String
+        var isbn: String
+        @Attribute(.unique) var code: Int
+        var writer: Writer?
+
+        init(title: String, code: Int) {
+            self.title = title
+            self.pages = 0
+            self.rating = 0
+            self.obsolete = ""
+            self.isbn = ""
+            self.code = code
+        }
+    }
+
+    @Model final class Writer {
+        var name: String
+        @Relationship(inverse: \Book.writer) var books: [Book] = []
+
+        init(name: String) { self.name = name }
+    }
+}
+
+/// V1 → V1UniqueCode, deduplicating in `willMigrate` (on V1's models).
+enum LibraryDedupPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [LibraryV1.self, LibraryV1UniqueCode.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: LibraryV1.self, toVersion: LibraryV1UniqueCode.self,
+                willMigrate: { context in
+                    var seen: Set<Int> = []
+                    for book in try context.fetch(FetchDescriptor<LibraryV1.Book>(sortBy: [SortDescriptor(\.title)]))
+                    where !seen.insert(book.code).inserted {
+                        context.delete(book)
+                    }
+                    try context.save()
+                }, didMigrate: nil)
+        ]
+    }
+}
+
+/// The same stage, failing after its `willMigrate` saved.
+enum LibraryFailingPlan: SchemaMigrationPlan {
+    struct Failure: Error {}
+    static var schemas: [any VersionedSchema.Type] { [LibraryV1.self, LibraryV1UniqueCode.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: LibraryV1.self, toVersion: LibraryV1UniqueCode.self,
+                willMigrate: { context in
+                    try context.delete(model: LibraryV1.Book.self)
+                    try context.save()
+                },
+                didMigrate: { _ in throw Failure() })
+        ]
+    }
+}
