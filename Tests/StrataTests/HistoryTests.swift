@@ -123,6 +123,18 @@ final class HistoryTests: StoreTestCase {
         XCTAssertEqual(try history(container).map(\.token.tokenValue), [4], "tokens continue after deletion")
     }
 
+    /// `token > t` (alone or in a conjunction) starts the fetch after `t`.
+    func testTokenBoundsStartTheFetch() {
+        let token = DefaultHistoryToken(storeIdentifier: "s", tokenValue: 41)
+        XCTAssertEqual(HistoryLog.lowerBound(of: #Predicate<DefaultHistoryTransaction> { $0.token > token }), 42)
+        XCTAssertEqual(HistoryLog.lowerBound(of: #Predicate<DefaultHistoryTransaction> { $0.token >= token }), 41)
+        XCTAssertEqual(
+            HistoryLog.lowerBound(of: #Predicate<DefaultHistoryTransaction> { $0.author == "a" && $0.token > token }), 42)
+        XCTAssertEqual(HistoryLog.lowerBound(of: #Predicate<DefaultHistoryTransaction> { $0.token < token }), 0)
+        XCTAssertEqual(
+            HistoryLog.lowerBound(of: #Predicate<DefaultHistoryTransaction> { $0.token > token || $0.author == "a" }), 0)
+    }
+
     func testHistoryCanBeSwitchedOff() throws {
         let container = try makeContainer(history: false)
         _ = try threeSaves(container)

@@ -189,11 +189,13 @@ enum HistoryLog {
         return try counter(deletedKey, tree, tx) ?? 0
     }
 
-    /// Every stored transaction, decoded, in token order.
-    static func read(_ tx: ReadTransaction, schema: Schema, store: String) throws -> [DefaultHistoryTransaction] {
+    /// Stored transactions from token `from` on, decoded, in token order.
+    static func read(_ tx: ReadTransaction, schema: Schema, store: String, from: Int64 = 0) throws
+        -> [DefaultHistoryTransaction]
+    {
         guard let tree = try tx.treeIfPresent(transactions) else { return [] }
         var result: [DefaultHistoryTransaction] = []
-        try tx.forEach(tree) { key, value in
+        try tx.forEach(tree, from: from > 0 ? RowKey.encode(from) : nil) { key, value in
             result.append(try decode(value, token: try RowKey.decode(key), schema: schema, store: store))
             return true
         }
@@ -393,3 +395,42 @@ extension QueryValue {
 }
 
 private func exactly<T: FixedWidthInteger>(_ type: T.Type, _ value: some BinaryInteger) -> Any? { T(exactly: value) }
+
+/// Implemented by the predicate expressions that can bound a history
+/// fetch: `token > t` and `token >= t` on the transaction, and `&&` of
+/// them. The fetch then starts at the bound instead of the first
+/// transaction (the predicate is still evaluated on what it reads), so a
+/// consumer polling for what happened after its token reads only that.
+protocol HistoryTokenBound {
+    /// The least token value the expression can accept, when it says.
+    var historyLowerBound: Int64? { get }
+}
+
+extension PredicateExpressions.Conjunction: HistoryTokenBound {
+    var historyLowerBound: Int64? {
+        let bounds = [lhs, rhs].compactMap { ($0 as? any HistoryTokenBound)?.historyLowerBound }
+        return bounds.max()
+    }
+}
+
+extension PredicateExpressions.Comparison: HistoryTokenBound
+where
+    LHS == PredicateExpressions.KeyPath<PredicateExpressions.Variable<DefaultHistoryTransaction>, DefaultHistoryToken>,
+    RHS == PredicateExpressions.Value<DefaultHistoryToken>
+{
+    var historyLowerBound: Int64? {
+        guard lhs.keyPath == \DefaultHistoryTransaction.token else { return nil }
+        switch op {
+        case .greaterThan: return rhs.value.tokenValue == .max ? nil : rhs.value.tokenValue + 1
+        case .greaterThanOrEqual: return rhs.value.tokenValue
+        default: return nil
+        }
+    }
+}
+
+extension HistoryLog {
+    /// Where a fetch with `predicate` can start (0: the beginning).
+    static func lowerBound<T>(of predicate: Predicate<T>?) -> Int64 {
+        (predicate?.expression as? any HistoryTokenBound)?.historyLowerBound ?? 0
+    }
+}

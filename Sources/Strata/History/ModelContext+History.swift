@@ -14,7 +14,8 @@ extension ModelContext {
     public func fetchHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> [T] {
         let all = try store.read { tx in
             try Self.checkTokens(in: descriptor, deletedThrough: try HistoryLog.deletedThrough(tx))
-            return try HistoryLog.read(tx, schema: container.schema, store: store.identifier)
+            return try HistoryLog.read(
+                tx, schema: container.schema, store: store.identifier, from: HistoryLog.lowerBound(of: descriptor.predicate))
         }
         return try select(all, descriptor)
     }
