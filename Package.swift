@@ -9,9 +9,11 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataTesting", targets: ["StrataTesting"]),
         .executable(name: "trips", targets: ["trips"]),
+        .executable(name: "strata", targets: ["StrataCLI"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1")
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
@@ -29,6 +31,12 @@ let package = Package(
         .target(name: "StrataTesting", dependencies: ["StrataEngine", "CZlib"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),
+        // The command-line tool (module StrataCLI: a module named `strata`
+        // would clash with `Strata` on case-insensitive file systems).
+        .executableTarget(
+            name: "StrataCLI",
+            dependencies: ["Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/strata"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTesting"]),
         .testTarget(
@@ -38,6 +46,7 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
             ]
         ),
+        .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
         .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),
     ]
 )

@@ -203,54 +203,88 @@ enum HistoryLog {
     }
 
     /// Decodes one transaction; its bytes are untrusted.
-    static func decode(_ bytes: [UInt8], token: Int64, schema: Schema, store: String) throws -> DefaultHistoryTransaction {
+    /// One stored transaction, decoded without model types.
+    struct RawTransaction {
+        struct Change {
+            var kind: HistoryRecorder.Kind
+            var entity: String
+            var row: Int64
+            /// An update's changed attributes.
+            var attributes: [String]
+            /// A delete's preserved values (a record whose field numbers
+            /// index ``names``), and the names.
+            var tombstone: [UInt8]
+            var names: [String]
+        }
+
+        var token: Int64
+        var author: String?
+        var timestamp: Date
+        var process: String
+        var changes: [Change]
+    }
+
+    /// Decodes one transaction's bytes, which are untrusted.
+    static func decodeRaw(_ bytes: [UInt8], token: Int64) throws -> RawTransaction {
         var input = HistoryInput(bytes: bytes, token: token)
         guard try input.byte() == 1 else { throw input.corrupt("unknown history format") }
         let authorLength = try input.count()
         let author = authorLength == 0 ? nil : try input.text(length: authorLength - 1)
         let timestamp = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try input.fixed64()))
         let process = try input.text(length: try input.count())
-        var inserts: [HistoryChange] = []
-        var updates: [HistoryChange] = []
-        var deletes: [HistoryChange] = []
-        var changeNumber: Int64 = 0
+        var changes: [RawTransaction.Change] = []
         for _ in 0..<(try input.count()) {
             guard let kind = HistoryRecorder.Kind(rawValue: try input.byte()) else { throw input.corrupt("unknown change kind") }
-            let entityName = try input.text(length: try input.count())
+            let entity = try input.text(length: try input.count())
             var names: [String] = []
             for _ in 0..<(try input.count()) { names.append(try input.text(length: try input.count())) }
-            let entity = schema.entity(named: entityName)
             var row: Int64 = 0
             for _ in 0..<(try input.count()) {
                 let zigzag = try input.varint()
                 row &+= Int64(bitPattern: (zigzag >> 1) ^ (0 &- (zigzag & 1)))
-                let id = PersistentIdentifier(entityName: entityName, rowID: row)
-                changeNumber += 1
+                var change = RawTransaction.Change(
+                    kind: kind, entity: entity, row: row, attributes: [], tombstone: [], names: [])
                 switch kind {
-                case .insert:
-                    if let entity { inserts.append(.insert(makeInsert(entity.type, id, changeNumber, token))) }
+                case .insert: break
                 case .update:
-                    var attributes: [String] = []
                     for _ in 0..<(try input.count()) {
                         let index = try input.count()
                         guard index < names.count else { throw input.corrupt("attribute index out of range") }
-                        attributes.append(names[index])
-                    }
-                    if let entity {
-                        updates.append(.update(makeUpdate(entity.type, id, changeNumber, token, attributes)))
+                        change.attributes.append(names[index])
                     }
                 case .delete:
-                    let tombstone = try input.slice(length: try input.count())
-                    if let entity {
-                        let values = try tombstoneValues(tombstone, names: names, entity: entity, row: row)
-                        deletes.append(.delete(makeDelete(entity.type, id, changeNumber, token, values)))
-                    }
+                    change.tombstone = try input.slice(length: try input.count())
+                    change.names = names
                 }
+                changes.append(change)
+            }
+        }
+        return RawTransaction(token: token, author: author, timestamp: timestamp, process: process, changes: changes)
+    }
+
+    /// Decodes one transaction for `schema`'s models; changes of entities
+    /// the schema does not hold are left out.
+    static func decode(_ bytes: [UInt8], token: Int64, schema: Schema, store: String) throws -> DefaultHistoryTransaction {
+        let raw = try decodeRaw(bytes, token: token)
+        var inserts: [HistoryChange] = []
+        var updates: [HistoryChange] = []
+        var deletes: [HistoryChange] = []
+        for (number, change) in raw.changes.enumerated() {
+            guard let entity = schema.entity(named: change.entity) else { continue }
+            let id = PersistentIdentifier(entityName: change.entity, rowID: change.row)
+            let changeNumber = Int64(number + 1)
+            switch change.kind {
+            case .insert: inserts.append(.insert(makeInsert(entity.type, id, changeNumber, token)))
+            case .update: updates.append(.update(makeUpdate(entity.type, id, changeNumber, token, change.attributes)))
+            case .delete:
+                let values = try tombstoneValues(change.tombstone, names: change.names, entity: entity, row: change.row)
+                deletes.append(.delete(makeDelete(entity.type, id, changeNumber, token, values)))
             }
         }
         return DefaultHistoryTransaction(
-            token: DefaultHistoryToken(storeIdentifier: store, tokenValue: token), author: author, timestamp: timestamp,
-            changes: inserts + updates + deletes, bundleIdentifier: process, processIdentifier: process)
+            token: DefaultHistoryToken(storeIdentifier: store, tokenValue: token), author: raw.author,
+            timestamp: raw.timestamp, changes: inserts + updates + deletes, bundleIdentifier: raw.process,
+            processIdentifier: raw.process)
     }
 
     private static func makeInsert<M: PersistentModel>(

@@ -1,0 +1,187 @@
+import ArgumentParser
+import Foundation
+import Strata
+import StrataEngine
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `strata`: inspect, check and maintain a Strata store file.
+///
+/// Every command opens the store itself; none needs the app's model types.
+/// Errors (a bad path, a locked or damaged store) print one line to stderr
+/// and exit non-zero.
+@main
+struct StrataTool: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "strata",
+        abstract: "Inspect, check and maintain a Strata store file.",
+        subcommands: [Check.self, Stats.self, SchemaCommand.self, History.self, Compact.self, Backup.self])
+}
+
+/// Opens `path` without taking the writer's lock (read-only opens need
+/// none, so the tool can look at a store an app has open).
+func openReadOnly(_ path: String) throws -> Database {
+    guard FileManager.default.fileExists(atPath: path) else { throw ToolError("no store at \(path)") }
+    var options = DatabaseOptions()
+    options.readOnly = true
+    options.createIfMissing = false
+    return try Database.open(path: path, options: options)
+}
+
+struct ToolError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body`, turning any error into a message on stderr and exit code 2.
+func running(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as ExitCode {
+        throw error
+    } catch {
+        FileHandle.standardError.write(Data("strata: error: \(error)\n".utf8))
+        throw ExitCode(2)
+    }
+}
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check every page, tree and record; exit 0 when healthy, 1 with a report of each problem.")
+
+    @Argument(help: "The store file.") var path: String
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            let report = try database.check()
+            var problems = report.problems
+            if report.isHealthy {
+                problems += try database.read { tx in try StoreInspector.checkRecords(tx) }
+            }
+            if problems.isEmpty {
+                print("ok: \(report.pageCount) pages, \(report.trees.count) trees")
+                return
+            }
+            print("\(problems.count) problem(s):")
+            for problem in problems { print("  " + problem) }
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Page size, page count, free pages, WAL size, each tree's entries and height, rows per entity.")
+
+    @Argument(help: "The store file.") var path: String
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            let report = try database.check()
+            let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            print("page size: \(report.pageSize) bytes")
+            print("pages: \(report.pageCount) (\(report.freePages) free)")
+            print("WAL: \(wal) bytes")
+            for tree in report.trees {
+                print("tree \(tree.name): \(tree.entries) entries, height \(tree.height), \(tree.pages) pages")
+            }
+            for (entity, rows) in try database.read({ try StoreInspector.rowCounts($0) }) {
+                print("entity \(entity): \(rows) rows")
+            }
+            if !report.isHealthy { print("(damaged: run `strata check`)") }
+        }
+    }
+}
+
+struct SchemaCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "schema", abstract: "The stored schema.")
+
+    @Argument(help: "The store file.") var path: String
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            print(try database.read { try StoreInspector.schemaText($0) } ?? "no stored schema (an engine-only store)")
+        }
+    }
+}
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "The history: each save's token, author, time and changes.")
+
+    @Argument(help: "The store file.") var path: String
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            let lines = try database.read { try StoreInspector.historyText($0) }
+            print(lines.isEmpty ? "no history" : lines.joined(separator: "\n"))
+        }
+    }
+}
+
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Rewrite the store densely, into --output or in place (the store must not be in use).")
+
+    @Argument(help: "The store file.") var path: String
+    @Option(help: "Where to write the compacted copy (default: replace the store).") var output: String?
+
+    func run() throws {
+        try running {
+            guard FileManager.default.fileExists(atPath: path) else { throw ToolError("no store at \(path)") }
+            var options = DatabaseOptions()
+            options.createIfMissing = false
+            let database = try Database.open(path: path, options: options)
+            let target = output ?? path + ".compacting"
+            try? FileManager.default.removeItem(atPath: path + ".compacting")
+            do {
+                try database.compact(to: target)
+            } catch {
+                try? database.close()
+                throw error
+            }
+            let before = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            if output == nil {
+                // The lock is held until the copy replaces the store.
+                // rename(2) replaces the store atomically, while this handle
+                // still holds the lock: a crash leaves the old store or the
+                // new one. The old WAL belongs to the old file (the copy
+                // already holds its commits) and must not be replayed onto
+                // the new one, so it goes too.
+                guard rename(target, path) == 0 else {
+                    throw ToolError("cannot replace \(path): \(String(cString: strerror(errno)))")
+                }
+                try? FileManager.default.removeItem(atPath: path + "-wal")
+            }
+            try? database.close()
+            let after = (try? FileManager.default.attributesOfItem(atPath: output ?? path)[.size] as? Int) ?? 0
+            print("compacted: \(before) → \(after) bytes")
+        }
+    }
+}
+
+struct Backup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a consistent snapshot of the store to DEST while it stays in use.")
+
+    @Argument(help: "The store file.") var path: String
+    @Argument(help: "The backup file to create.") var destination: String
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            try database.backup(to: destination)
+            print("backed up to \(destination)")
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import Strata
+import StrataEngine
+import StrataTesting
+import XCTest
+
+@Model final class Ticket {
+    @Attribute(.unique) var code: String
+    var seats: Int
+    var holder: Holder?
+
+    init(code: String, seats: Int) {
+        self.code = code
+        self.seats = seats
+    }
+}
+
+@Model final class Holder {
+    var name: String
+    @Relationship(inverse: \Ticket.holder) var tickets: [Ticket] = []
+
+    init(name: String) { self.name = name }
+}
+
+/// The `strata` tool run as a user runs it: a subprocess on real store
+/// files, healthy and damaged.
+final class CLITests: XCTestCase {
+    var directory: TemporaryDirectory!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        directory = TemporaryDirectory(prefix: "strata-cli")
+    }
+
+    override func tearDown() {
+        directory.remove()
+        super.tearDown()
+    }
+
+    struct MissingTool: Error, CustomStringConvertible {
+        var description: String { "the strata executable is not built next to the test bundle" }
+    }
+
+    func tool() throws -> String {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("strata").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw MissingTool()
+    }
+
+    /// Runs `strata arguments…`; returns its exit status, stdout and stderr.
+    func run(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try tool())
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+    }
+
+    /// A store of 500 tickets and 10 holders, with three saves of history.
+    func makeStore(_ name: String = "tickets.store") throws -> String {
+        let path = directory.file(name)
+        let container = try ModelContainer(
+            for: Schema([Ticket.self, Holder.self]), configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
+        let context = ModelContext(container)
+        context.author = "loader"
+        let holders = (0..<10).map { Holder(name: "h\($0)") }
+        for holder in holders { context.insert(holder) }
+        var tickets: [Ticket] = []
+        for i in 0..<500 {
+            let ticket = Ticket(code: "T\(i)", seats: i % 4 + 1)
+            context.insert(ticket)
+            ticket.holder = holders[i % 10]
+            tickets.append(ticket)
+        }
+        try context.save()
+        tickets[3].seats = 9
+        try context.save()
+        context.delete(tickets[4])
+        try context.save()
+        return path
+    }
+
+    func testHealthyStore() throws {
+        let path = try makeStore()
+        let check = try run("check", path)
+        XCTAssertEqual(check.status, 0, check.out + check.err)
+        XCTAssertTrue(check.out.hasPrefix("ok"), check.out)
+
+        let stats = try run("stats", path)
+        XCTAssertEqual(stats.status, 0, stats.err)
+        XCTAssertTrue(stats.out.contains("entity Ticket: 499 rows"), stats.out)
+        XCTAssertTrue(stats.out.contains("entity Holder: 10 rows"), stats.out)
+        XCTAssertTrue(stats.out.contains("page size: 4096 bytes"), stats.out)
+        XCTAssertTrue(stats.out.contains("tree u.Ticket.code: 499 entries"), stats.out)
+
+        let schema = try run("schema", path)
+        XCTAssertEqual(schema.status, 0, schema.err)
+        XCTAssertTrue(schema.out.contains("entity Ticket"), schema.out)
+        XCTAssertTrue(schema.out.contains("code: String (attribute, id 1) [unique]"), schema.out)
+        XCTAssertTrue(schema.out.contains("unique code"), schema.out)
+
+        let history = try run("history", path)
+        XCTAssertEqual(history.status, 0, history.err)
+        XCTAssertTrue(history.out.contains("token 1  author loader"), history.out)
+        XCTAssertTrue(history.out.contains("update Ticket row 4: seats"), history.out)
+        XCTAssertTrue(history.out.contains("delete Ticket row 5"), history.out)
+    }
+
+    func testDamagedPagesAreReportedWithExitOne() throws {
+        let path = try makeStore()
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: 4096 * 3 + 100)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 64))
+        try handle.close()
+        let check = try run("check", path)
+        XCTAssertEqual(check.status, 1, check.out + check.err)
+        XCTAssertTrue(check.out.contains("problem"), check.out)
+        XCTAssertTrue(check.out.contains("page 3"), check.out)
+        let stats = try run("stats", path)
+        XCTAssertNotEqual(stats.status, 1, "stats reports damage, it does not crash: \(stats.err)")
+    }
+
+    func testDamagedRecordsAreReportedWithExitOne() throws {
+        let path = try makeStore()
+        let database = try Database.open(path: path)
+        try database.write { tx in
+            let records = try tx.tree("e.Ticket")
+            // Valid pages, bad records: a truncated varint, and a holder
+            // that does not exist.
+            try tx.put(Array([0, 0, 0, 0, 0, 0, 0, 7]), [1, 0x08, 0xFF], in: records)
+            try tx.put(Array([0, 0, 0, 0, 0, 0, 0, 8]), [1, 0x02, 2, 0x54, 0x38, 0x08, 4, 0x10, 99], in: records)
+        }
+        try database.close()
+        let check = try run("check", path)
+        XCTAssertEqual(check.status, 1, check.out + check.err)
+        XCTAssertTrue(check.out.contains("e.Ticket row 7"), check.out)
+        XCTAssertTrue(check.out.contains("e.Ticket row 8: holder points at missing row 99"), check.out)
+    }
+
+    func testBadPathsAndLockedStoresGetAMessageAndExitTwo() throws {
+        let missing = try run("check", directory.file("nothing.store"))
+        XCTAssertEqual(missing.status, 2)
+        XCTAssertTrue(missing.err.contains("no store at"), missing.err)
+
+        let garbage = directory.file("garbage.store")
+        try Data(repeating: 7, count: 10_000).write(to: URL(fileURLWithPath: garbage))
+        let notAStore = try run("stats", garbage)
+        XCTAssertEqual(notAStore.status, 2, notAStore.out)
+        XCTAssertTrue(notAStore.err.hasPrefix("strata: error:"), notAStore.err)
+
+        let path = try makeStore()
+        let holder = try Database.open(path: path)
+        defer { try? holder.close() }
+        let compact = try run("compact", path)
+        XCTAssertEqual(compact.status, 2, compact.out)
+        XCTAssertTrue(compact.err.contains("locked"), compact.err)
+        // Read-only commands work on a store in use; so does backup.
+        XCTAssertEqual(try run("check", path).status, 0)
+        let backup = directory.file("backup.store")
+        XCTAssertEqual(try run("backup", path, backup).status, 0)
+        let copy = try ModelContainer(
+            for: Schema([Ticket.self, Holder.self]), configurations: [ModelConfiguration(url: URL(fileURLWithPath: backup))])
+        XCTAssertEqual(try ModelContext(copy).fetchCount(FetchDescriptor<Ticket>()), 499)
+    }
+
+    func testCompactInPlaceKeepsEveryRow() throws {
+        let path = try makeStore()
+        let compact = try run("compact", path)
+        XCTAssertEqual(compact.status, 0, compact.err)
+        XCTAssertTrue(compact.out.hasPrefix("compacted"), compact.out)
+        XCTAssertEqual(try run("check", path).status, 0)
+        let container = try ModelContainer(
+            for: Schema([Ticket.self, Holder.self]), configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
+        let context = ModelContext(container)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Ticket>()), 499)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+}
