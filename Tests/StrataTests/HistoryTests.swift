@@ -135,6 +135,24 @@ final class HistoryTests: StoreTestCase {
             HistoryLog.lowerBound(of: #Predicate<DefaultHistoryTransaction> { $0.token > token || $0.author == "a" }), 0)
     }
 
+    /// The configuration's durability reaches the engine, and a store
+    /// saved with `.none` reopens with its data after a clean close.
+    func testDurabilityIsPerConfiguration() throws {
+        var configuration = ModelConfiguration(url: storeURL("fast.store"))
+        configuration.durability = Durability.none
+        do {
+            let container = try ModelContainer(for: Schema([Memo.self]), configurations: [configuration])
+            XCTAssertEqual(container.store.database.options.durability, Durability.none)
+            let context = ModelContext(container)
+            context.insert(Memo(title: "bulk", body: "", priority: 0))
+            try context.save()
+        }
+        let reopened = try ModelContainer(
+            for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL("fast.store"))])
+        XCTAssertEqual(reopened.store.database.options.durability, .full)
+        XCTAssertEqual(try count(Memo.self, in: reopened), 1)
+    }
+
     func testHistoryCanBeSwitchedOff() throws {
         let container = try makeContainer(history: false)
         _ = try threeSaves(container)

@@ -33,6 +33,11 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     /// addition; on by default). Switch it off for bulk loads that no
     /// history consumer needs to see.
     public var recordsHistory = true
+    /// When a save's commit is durable (a Strata addition; see
+    /// `Durability`). `.full`, the default, syncs the write-ahead log before
+    /// `save()` returns, so a returned save survives a power loss; `.normal`
+    /// and `.none` trade that for speed in bulk loads that can be redone.
+    public var durability: Durability = .full
     /// The file system the store is opened on, when not the real one (the
     /// crash tests' simulated file; set through ``init(url:fileSystem:)``).
     let fileSystem: (any StorageFileSystem)?

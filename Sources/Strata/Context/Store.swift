@@ -51,6 +51,7 @@ final class Store: @unchecked Sendable {
         self.recordsHistory = configuration.recordsHistory
         self.pinned = nil
         var options = DatabaseOptions()
+        options.durability = configuration.durability
         options.readOnly = !configuration.allowsSave && !configuration.isStoredInMemoryOnly
         if let fileSystem = configuration.fileSystem {
             database = try Database.open(path: configuration.url.path, options: options, fileSystem: fileSystem)
