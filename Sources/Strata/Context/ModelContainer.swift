@@ -2,7 +2,7 @@
 /// on it. Safe to share between threads and actors.
 ///
 /// Opening compares the stored schema's version hash with the
-/// container's; when they differ the store is migrated (see ``Migrator``):
+/// container's; when they differ the store is migrated:
 /// through the stages of `migrationPlan` from the stored version, then
 /// automatically when what remains is lightweight. A change no stage
 /// covers and no lightweight migration can make throws

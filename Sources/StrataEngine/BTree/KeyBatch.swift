@@ -1,4 +1,4 @@
-/// Many keys in one buffer, for ``WriteTransaction/delete(sortedKeys:in:)``.
+/// Many keys in one buffer, for `WriteTransaction.delete(sortedKeys:in:)` (the `KeyBatch` overload).
 ///
 /// A bulk delete of a hundred thousand rows would otherwise allocate (and
 /// free) a hundred thousand small arrays; here the keys' bytes lie end to
