@@ -17,7 +17,9 @@ struct StrataTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
         abstract: "Inspect, check and maintain a Strata store file.",
-        subcommands: [Check.self, Stats.self, SchemaCommand.self, History.self, Compact.self, Backup.self])
+        subcommands: [
+            Check.self, Stats.self, Dump.self, SchemaCommand.self, History.self, Compact.self, Backup.self,
+        ])
 }
 
 /// Opens `path` without taking the writer's lock (read-only opens need
@@ -28,6 +30,30 @@ func openReadOnly(_ path: String) throws -> Database {
     options.readOnly = true
     options.createIfMissing = false
     return try Database.open(path: path, options: options)
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal (so
+/// pipes and logs get none).
+struct ProgressBar {
+    let label: String
+    let enabled = isatty(STDERR_FILENO) != 0
+    private var drawn = -1
+
+    init(_ label: String) { self.label = label }
+
+    mutating func update(_ done: Int, _ total: Int) {
+        guard enabled, total > 0 else { return }
+        let percent = min(100, done * 100 / total)
+        guard percent != drawn else { return }
+        drawn = percent
+        let filled = percent * 30 / 100
+        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: 30 - filled)
+        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(percent)%".utf8))
+    }
+
+    func finish() {
+        if enabled && drawn >= 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
 }
 
 struct ToolError: Error, CustomStringConvertible {
@@ -60,7 +86,9 @@ struct Check: ParsableCommand {
             let report = try database.check()
             var problems = report.problems
             if report.isHealthy {
-                problems += try database.read { tx in try StoreInspector.checkRecords(tx) }
+                var bar = ProgressBar("checking records")
+                problems += try database.read { tx in try StoreInspector.checkRecords(tx, progress: { bar.update($0, $1) }) }
+                bar.finish()
             }
             if problems.isEmpty {
                 print("ok: \(report.pageCount) pages, \(report.trees.count) trees")
@@ -95,6 +123,28 @@ struct Stats: ParsableCommand {
                 print("entity \(entity): \(rows) rows")
             }
             if !report.isHealthy { print("(damaged: run `strata check`)") }
+        }
+    }
+}
+
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Every record decoded with the stored schema, one per line.")
+
+    @Argument(help: "The store file.") var path: String
+    @Option(help: "Only this entity's records.") var entity: String?
+    @Flag(help: "JSON lines instead of `Entity pN: name=value …`.") var json = false
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            var bar = ProgressBar("dumping")
+            try database.read { tx in
+                try StoreInspector.dump(
+                    tx, entity: entity, json: json, line: { print($0) }, progress: { bar.update($0, $1) })
+            }
+            bar.finish()
         }
     }
 }

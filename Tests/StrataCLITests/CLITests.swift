@@ -8,10 +8,15 @@ import XCTest
     @Attribute(.unique) var code: String
     var seats: Int
     var holder: Holder?
+    var issued: Date
+    var note: String?
+    var ref: UUID
 
     init(code: String, seats: Int) {
         self.code = code
         self.seats = seats
+        self.issued = Date(timeIntervalSinceReferenceDate: Double(seats) * 86_400)
+        self.ref = UUID(uuidString: "00000000-0000-0000-0000-00000000000\(seats)")!
     }
 }
 
@@ -116,6 +121,31 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(history.out.contains("delete Ticket row 5"), history.out)
     }
 
+    func testDumpDecodesRecordsWithTheStoredSchema() throws {
+        let path = try makeStore()
+        let dump = try run("dump", path, "--entity", "Ticket", "--json")
+        XCTAssertEqual(dump.status, 0, dump.err)
+        let lines = dump.out.split(separator: "\n")
+        XCTAssertEqual(lines.count, 499)
+        let objects = try lines.map { line in
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], String(line))
+        }
+        let t3 = try XCTUnwrap(objects.first { $0["code"] as? String == "T3" })
+        XCTAssertEqual(t3["entity"] as? String, "Ticket")
+        XCTAssertEqual(t3["seats"] as? Int, 9)
+        XCTAssertEqual(t3["holder"] as? Int, 4, "the holder's row id")
+        XCTAssertEqual(t3["issued"] as? String, "2001-01-05T00:00:00Z")
+        XCTAssertTrue(t3["note"] is NSNull)
+        XCTAssertEqual(t3["ref"] as? String, "00000000-0000-0000-0000-000000000004")
+
+        let plain = try run("dump", path, "--entity", "Holder")
+        XCTAssertEqual(plain.status, 0, plain.err)
+        XCTAssertTrue(plain.out.hasPrefix("Holder p1: name=\"h0\""), plain.out)
+        let unknown = try run("dump", path, "--entity", "Nope")
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.err.contains("no entity Nope"), unknown.err)
+    }
+
     func testDamagedPagesAreReportedWithExitOne() throws {
         let path = try makeStore()
         let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
@@ -138,7 +168,9 @@ final class CLITests: XCTestCase {
             // Valid pages, bad records: a truncated varint, and a holder
             // that does not exist.
             try tx.put(Array([0, 0, 0, 0, 0, 0, 0, 7]), [1, 0x08, 0xFF], in: records)
-            try tx.put(Array([0, 0, 0, 0, 0, 0, 0, 8]), [1, 0x02, 2, 0x54, 0x38, 0x08, 4, 0x10, 99], in: records)
+            try tx.put(
+                Array([0, 0, 0, 0, 0, 0, 0, 8]), [1, 0x02, 2, 0x54, 0x38, 0x08, 4, 0x10, 99, 0x19, 0, 0, 0, 0, 0, 0, 0, 0],
+                in: records)
         }
         try database.close()
         let check = try run("check", path)

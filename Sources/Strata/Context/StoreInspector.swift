@@ -54,6 +54,65 @@ package enum StoreInspector {
         return lines
     }
 
+    /// Writes every record of `entity` (all entities when nil), decoded
+    /// with the stored schema, one line each: JSON objects (`json`) or
+    /// `Entity pN: name=value …`. Values: numbers, strings, Dates as
+    /// ISO 8601, Data and undecodable payloads as base64, a to-one as its
+    /// row id, nil as null. Types the tool cannot tell from their name
+    /// (enums, Codable values) are shown by their wire form.
+    package static func dump(
+        _ tx: ReadTransaction, entity only: String?, json: Bool, line: (String) -> Void,
+        progress: (Int, Int) -> Void = { _, _ in }
+    ) throws {
+        let stored = try StoredSchema(tx)
+        if let only, stored.entities[only] == nil {
+            throw SwiftDataError(
+                .unknownModelType,
+                "the store has no entity \(only) (it has \(stored.entities.keys.sorted().joined(separator: ", ")))")
+        }
+        let names = only.map { [$0] } ?? stored.entities.keys.sorted()
+        let total = try rowCounts(tx).filter { names.contains($0.entity) }.reduce(0) { $0 + $1.rows }
+        var done = 0
+        for name in names {
+            guard let entity = stored.entities[name], let tree = try tx.treeIfPresent(Store.treeName(entityName: name))
+            else { continue }
+            let cursor = try tx.cursor(tree)
+            var more = try cursor.first()
+            while more {
+                let (key, value) = (try cursor.key(), try cursor.value())
+                more = try cursor.next()
+                let row = try RowKey.decode(key)
+                var pairs: [(String, DumpValue)] = []
+                let fields: [(field: Int, slot: _RecordReader.Slot, valueStart: Int)]
+                do {
+                    fields = try value.withUnsafeBytes { raw in
+                        var reader = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
+                        return try reader.fields()
+                    }
+                } catch {
+                    pairs.append(("_error", .text("undecodable record")))
+                    fields = []
+                }
+                for field in fields {
+                    let property = field.field < entity.properties.count ? entity.properties[field.field] : nil
+                    let payload = Array(value[field.slot.start..<field.slot.end])
+                    pairs.append(
+                        (property?.name ?? "_field\(field.field)", DumpValue(payload, wire: field.slot.wire, property: property)))
+                }
+                if json {
+                    let body = ([("entity", DumpValue.text(name)), ("row", .number("\(row)"))] + pairs)
+                        .map { "\(DumpValue.text($0.0).json):\($0.1.json)" }
+                    line("{" + body.joined(separator: ",") + "}")
+                } else {
+                    line("\(name) p\(row): " + pairs.map { "\($0.0)=\($0.1.plain)" }.joined(separator: " "))
+                }
+                done += 1
+                if done % 4096 == 0 { progress(done, total) }
+            }
+        }
+        progress(done, total)
+    }
+
     /// Rows per stored entity, by name.
     package static func rowCounts(_ tx: ReadTransaction) throws -> [(entity: String, rows: Int)] {
         try StoredSchema(tx).entities.keys.sorted().map { name in
@@ -181,4 +240,97 @@ package enum StoreInspector {
 /// the tool reads without their model types.
 @Model final class _InspectedRecord {
     init() {}
+}
+
+/// A field's value as `strata dump` shows it.
+enum DumpValue {
+    case null
+    case number(String)
+    case text(String)
+    case bytes([UInt8])
+
+    init(_ payload: [UInt8], wire: UInt8, property: StoredEntity.Property?) {
+        let type = property.map { type in
+            type.type.hasPrefix("Optional<") && type.type.hasSuffix(">")
+                ? String(type.type.dropFirst(9).dropLast()) : type.type
+        }
+        switch wire {
+        case RecordFormat.null: self = .null
+        case RecordFormat.varint:
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            for byte in payload where shift < 64 {
+                value |= UInt64(byte & 0x7F) << shift
+                shift += 7
+            }
+            switch type {
+            case "Bool": self = .number(value == 0 ? "false" : "true")
+            case "Int", "Int8", "Int16", "Int32", "Int64":
+                self = .number("\(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1))))")
+            default: self = .number("\(value)")
+            }
+        case RecordFormat.fixed64 where payload.count == 8:
+            let bits = payload.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let double = Double(bitPattern: bits)
+            if type == "Date" {
+                self = .text(ISO8601DateFormatter().string(from: Date(timeIntervalSinceReferenceDate: double)))
+            } else {
+                self = double.isFinite ? .number("\(double)") : .text("\(double)")
+            }
+        case RecordFormat.fixed32 where payload.count == 4:
+            let float = Float(bitPattern: payload.reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            self = float.isFinite ? .number("\(float)") : .text("\(float)")
+        case RecordFormat.lengthDelimited:
+            if type == "UUID", payload.count == 16 {
+                self = .text(
+                    UUID(
+                        uuid: (
+                            payload[0], payload[1], payload[2], payload[3], payload[4], payload[5],
+                            payload[6], payload[7], payload[8], payload[9], payload[10], payload[11], payload[12],
+                            payload[13], payload[14], payload[15]
+                        )
+                    ).uuidString)
+            } else if type != "Data", let text = String(validating: payload, as: UTF8.self) {
+                self = .text(text)
+            } else {
+                self = .bytes(payload)
+            }
+        default: self = .bytes(payload)
+        }
+    }
+
+    var json: String {
+        switch self {
+        case .null: return "null"
+        case .number(let text): return text
+        case .bytes(let bytes): return DumpValue.text(Data(bytes).base64EncodedString()).json
+        case .text(let text):
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                default:
+                    if scalar.value < 0x20 {
+                        out += String(format: "\\u%04x", scalar.value)
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return out + "\""
+        }
+    }
+
+    var plain: String {
+        switch self {
+        case .null: return "nil"
+        case .number(let text): return text
+        case .text: return json
+        case .bytes(let bytes): return "base64:" + Data(bytes).base64EncodedString()
+        }
+    }
 }
