@@ -35,11 +35,17 @@ extension Database {
     /// every page and across pages; overflow chains must hold exactly their
     /// value's length; entry counts must match the catalog. Never throws for
     /// damage: it reports it. Throws only when the handle is closed.
-    public func check() throws -> CheckReport {
+    ///
+    /// `progress`, when given, is called now and then with the pages
+    /// checked so far and the store's page count.
+    public func check(progress: ((_ done: Int, _ total: Int) -> Void)? = nil) throws -> CheckReport {
         let tx = try beginRead()
         defer { tx.end() }
         var checker = Checker(tx: tx)
-        return checker.run()
+        checker.progress = progress
+        let report = checker.run()
+        progress?(report.pageCount, report.pageCount)
+        return report
     }
 }
 
@@ -48,6 +54,7 @@ private struct Checker {
     var report = CheckReport()
     var owner: [UInt32: String] = [:]
     let pageCount: UInt32
+    var progress: ((Int, Int) -> Void)?
 
     init(tx: ReadTransaction) {
         self.tx = tx
@@ -68,6 +75,7 @@ private struct Checker {
             problem("page \(page) is reachable twice: from \(previous) and from \(what)")
             return false
         }
+        if let progress, owner.count % 4096 == 0 { progress(owner.count, Int(pageCount)) }
         owner[page] = what
         return true
     }

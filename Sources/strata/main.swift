@@ -83,7 +83,9 @@ struct Check: ParsableCommand {
         try running {
             let database = try openReadOnly(path)
             defer { try? database.close() }
-            let report = try database.check()
+            var pages = ProgressBar("checking pages")
+            let report = try database.check(progress: { pages.update($0, $1) })
+            pages.finish()
             var problems = report.problems
             if report.isHealthy {
                 var bar = ProgressBar("checking records")
@@ -193,8 +195,10 @@ struct Compact: ParsableCommand {
             let database = try Database.open(path: path, options: options)
             let target = output ?? path + ".compacting"
             try? FileManager.default.removeItem(atPath: path + ".compacting")
+            var bar = ProgressBar("compacting")
+            defer { bar.finish() }
             do {
-                try database.compact(to: target)
+                try database.compact(to: target, progress: { bar.update($0, $1) })
             } catch {
                 try? database.close()
                 throw error
@@ -230,7 +234,9 @@ struct Backup: ParsableCommand {
         try running {
             let database = try openReadOnly(path)
             defer { try? database.close() }
-            try database.backup(to: destination)
+            var bar = ProgressBar("backing up")
+            try database.backup(to: destination, progress: { bar.update($0, $1) })
+            bar.finish()
             print("backed up to \(destination)")
         }
     }
