@@ -179,6 +179,22 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(check.out.contains("e.Ticket row 8: holder points at missing row 99"), check.out)
     }
 
+    func testMissingIndexEntriesAreReportedWithExitOne() throws {
+        let path = try makeStore()
+        let database = try Database.open(path: path)
+        try database.write { tx in
+            let unique = try tx.tree("u.Ticket.code")
+            let reverse = try tx.tree("r.Ticket.holder")
+            try tx.delete(try XCTUnwrap(tx.scan(unique).first?.key), in: unique)
+            try tx.delete(try XCTUnwrap(tx.scan(reverse).last?.key), in: reverse)
+        }
+        try database.close()
+        let check = try run("check", path)
+        XCTAssertEqual(check.status, 1, check.out + check.err)
+        XCTAssertTrue(check.out.contains("u.Ticket.code: 498 entries, expected 499"), check.out)
+        XCTAssertTrue(check.out.contains("r.Ticket.holder: 498 entries, expected 499"), check.out)
+    }
+
     func testBadPathsAndLockedStoresGetAMessageAndExitTwo() throws {
         let missing = try run("check", directory.file("nothing.store"))
         XCTAssertEqual(missing.status, 2)

@@ -147,6 +147,8 @@ package enum StoreInspector {
                     problems.append("\(name).\(property.name): the destination \(destination) has no record tree")
                 }
             }
+            // Non-nil to-ones per field, to compare with their reverse indexes.
+            var toOnes: [Int: Int] = [:]
             let cursor = try tx.cursor(tree)
             var more = try cursor.first()
             while more, problems.count < limit {
@@ -160,16 +162,72 @@ package enum StoreInspector {
                 }
                 let row = try RowKey.decode(key)
                 do {
-                    try problems += checkFields(value, row: row, entity: entity, name: name, targets: targets, tx: tx)
+                    try problems += checkFields(
+                        value, row: row, entity: entity, name: name, targets: targets, tx: tx, toOnes: &toOnes)
                 } catch let error as SwiftDataError {
                     // The reader names the placeholder entity; name the real one.
                     let message = error.message.replacingOccurrences(of: "\(placeholder.name) row \(row)", with: "")
                     problems.append("e.\(name) row \(row)\(message)")
                 }
             }
+            if problems.count < limit {
+                try problems += checkDerived(name: name, entity: entity, rows: try tx.count(tree), toOnes: toOnes, tx: tx)
+            }
         }
         progress(done, total)
         return Array(problems.prefix(limit))
+    }
+
+    /// The trees derived from an entity's records, checked by count (each
+    /// unique constraint and index holds one entry per row, each reverse
+    /// index one per non-nil to-one, a join as many pairs as its mirror)
+    /// and each unique entry's row by existence.
+    private static func checkDerived(name: String, entity: StoredEntity, rows: Int, toOnes: [Int: Int], tx: ReadTransaction)
+        throws -> [String]
+    {
+        var problems: [String] = []
+        let records = try tx.tree(Store.treeName(entityName: name))
+        func expect(_ treeName: String, _ expected: Int, _ what: String) throws -> Tree? {
+            guard let tree = try tx.treeIfPresent(treeName) else {
+                problems.append("\(treeName): missing (\(what) of \(name))")
+                return nil
+            }
+            let count = try tx.count(tree)
+            if count != expected {
+                problems.append("\(treeName): \(count) entries, expected \(expected) (\(what) of \(name))")
+            }
+            return tree
+        }
+        for key in entity.keys {
+            if key.hasPrefix("unique ") {
+                guard let tree = try expect("u.\(name)." + key.dropFirst(7), rows, "one per row") else { continue }
+                try tx.forEach(tree) { _, value in
+                    let exists = value.count == 8 ? try tx.contains(value, in: records) : false
+                    if !exists {
+                        problems.append("u.\(name).\(key.dropFirst(7)): an entry points at no stored row")
+                        return false
+                    }
+                    return true
+                }
+            } else if key.hasPrefix("index ") {
+                _ = try expect("i.\(name)." + key.dropFirst(6), rows, "one per row")
+            } else if let storage = StoredStorage(key) {
+                switch storage.kind {
+                case .toOne:
+                    let field = entity.property(named: storage.property)?.field ?? -1
+                    _ = try expect(storage.tree, toOnes[field] ?? 0, "one per non-nil \(storage.property)")
+                case .join:
+                    let mirror = "m." + storage.tree.dropFirst(2)
+                    if let join = try tx.treeIfPresent(storage.tree) {
+                        _ = try expect(mirror, try tx.count(join), "the mirror of \(storage.tree)")
+                    } else {
+                        problems.append("\(storage.tree): missing (\(storage.property) of \(name))")
+                    }
+                case .viaInverse, .mirror, .external: break
+                }
+            }
+        }
+        return problems
     }
 
     private static func destinationName(_ type: String) -> String {
@@ -194,7 +252,8 @@ package enum StoreInspector {
     }
 
     private static func checkFields(
-        _ bytes: [UInt8], row: Int64, entity: StoredEntity, name: String, targets: [Int: Tree], tx: ReadTransaction
+        _ bytes: [UInt8], row: Int64, entity: StoredEntity, name: String, targets: [Int: Tree], tx: ReadTransaction,
+        toOnes: inout [Int: Int]
     ) throws -> [String] {
         var problems: [String] = []
         let fields: [(field: Int, slot: _RecordReader.Slot, valueStart: Int)] = try bytes.withUnsafeBytes { raw in
@@ -214,6 +273,7 @@ package enum StoreInspector {
                 continue
             }
             if property.kind == "to-one" {
+                toOnes[field.field, default: 0] += 1
                 guard field.slot.wire == RecordFormat.varint, let target = targets[field.field] else { continue }
                 var index = field.slot.start
                 var value: UInt64 = 0
