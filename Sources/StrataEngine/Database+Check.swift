@@ -1,4 +1,4 @@
-/// What ``Database/check()`` found.
+/// What ``Database/check(progress:)`` found.
 public struct CheckReport: Sendable, CustomStringConvertible {
     /// One line per problem: the page, the tree and the reason.
     public var problems: [String] = []
@@ -20,7 +20,7 @@ public struct CheckReport: Sendable, CustomStringConvertible {
     }
 }
 
-/// Shape of one tree, as ``Database/check()`` measured it.
+/// Shape of one tree, as ``Database/check(progress:)`` measured it.
 public struct TreeStatistics: Sendable, Equatable {
     public var name: String
     public var entries: Int
