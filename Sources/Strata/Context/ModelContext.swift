@@ -309,8 +309,14 @@ public final class ModelContext {
             if let previous = registry[entity.ordinal][row], previous !== model { reload(previous) }
             registry[entity.ordinal][row] = model
         }
-        var reported: Set<PersistentIdentifier> = upsertedRows
-        let insertedIDs = inserted.map(\.persistentModelID).filter { reported.insert($0).inserted }
+        // Inserts that took a stored row are updates; inserts that took
+        // another insert's row are reported once. Without upserts neither
+        // can happen, and no set of identifiers is needed.
+        var insertedIDs = inserted.map(\.persistentModelID)
+        if !upserted.isEmpty {
+            var reported: Set<PersistentIdentifier> = upsertedRows
+            insertedIDs = insertedIDs.filter { reported.insert($0).inserted }
+        }
         let updatedIDs = changed.values.map(\.persistentModelID) + Array(upsertedRows)
         let deletedIDs =
             deleted.values.map(\.persistentModelID)

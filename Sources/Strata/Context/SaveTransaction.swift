@@ -39,6 +39,20 @@ struct SaveTransaction {
         self.schema = schema
     }
 
+    /// Each entity's record tree once looked up, by ordinal (a write
+    /// per model would otherwise hash the tree's name each time).
+    private var recordTrees: [Tree?] = []
+
+    mutating func recordTree(_ entity: Schema.Entity) throws -> Tree {
+        if entity.ordinal < recordTrees.count, let known = recordTrees[entity.ordinal] { return known }
+        let tree = try tx.tree(entity.recordTree)
+        if recordTrees.count <= entity.ordinal {
+            recordTrees += Array(repeating: nil, count: entity.ordinal + 1 - recordTrees.count)
+        }
+        recordTrees[entity.ordinal] = tree
+        return tree
+    }
+
     mutating func tree(_ name: String) throws -> Tree {
         if let known = trees[name] { return known }
         let tree = try tx.tree(name)
@@ -55,7 +69,7 @@ struct SaveTransaction {
 
     /// The record of `row`, if stored.
     mutating func record(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
-        try tx.get(RowKey.encode(row), in: tree(Store.treeName(entity)))
+        try tx.get(RowKey.encode(row), in: recordTree(entity))
     }
 
     /// `bytes` decoded into a new, unregistered instance.
@@ -255,7 +269,7 @@ struct SaveTransaction {
                 break  // written by the other side
             }
         }
-        try tx.put(RowKey.encode(row), bytes, in: tree(Store.treeName(entity)))
+        try tx.put(RowKey.encode(row), bytes, in: recordTree(entity))
         if history != nil {
             if let old {
                 let fields = try HistoryRecorder.changedFields(old, bytes, entity, row: row) + changedOutside

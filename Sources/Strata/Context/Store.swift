@@ -25,7 +25,8 @@ final class Store: @unchecked Sendable {
     /// a migration stage's saves record none).
     let recordsHistory: Bool
     let schema: Schema
-    private let nextRows: Mutex<[String: Int64]>
+    /// Each entity's last row id, by the entity's ordinal in ``schema``.
+    private let nextRows: Mutex<[Int64]>
 
     static let schemaTree = StoredSchema.tree
 
@@ -112,26 +113,25 @@ final class Store: @unchecked Sendable {
         }
     }
 
-    /// Each entity's last row id.
-    private static func lastRows(_ tx: ReadTransaction, schema: Schema) throws -> [String: Int64] {
-        var rows: [String: Int64] = [:]
+    /// Each entity's last row id, by ordinal.
+    private static func lastRows(_ tx: ReadTransaction, schema: Schema) throws -> [Int64] {
+        var rows = [Int64](repeating: 0, count: schema.entities.count)
         for entity in schema.entities {
             var last: Int64 = 0
             if let tree = try tx.treeIfPresent(treeName(entity)) {
                 let cursor = try tx.cursor(tree)
                 if try cursor.last() { last = try RowKey.decode(try cursor.key()) }
             }
-            rows[entity.name] = last
+            rows[entity.ordinal] = last
         }
         return rows
     }
 
-    /// A new row id for `entity`.
+    /// A new row id for `entity` (an entity of this store's schema).
     func allocateRow(_ entity: Schema.Entity) -> Int64 {
         nextRows.withLock { rows in
-            let next = (rows[entity.name] ?? 0) + 1
-            rows[entity.name] = next
-            return next
+            rows[entity.ordinal] += 1
+            return rows[entity.ordinal]
         }
     }
 
