@@ -153,6 +153,17 @@ final class HistoryTests: StoreTestCase {
         XCTAssertEqual(try count(Memo.self, in: reopened), 1)
     }
 
+    func testDeletingHistoryOfAReadOnlyStoreIsRefused() throws {
+        _ = try threeSaves(try makeContainer())
+        let readOnly = try ModelContainer(
+            for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL(), allowsSave: false)])
+        XCTAssertThrowsError(try ModelContext(readOnly).deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())) {
+            error in
+            XCTAssertEqual(error as? SwiftDataError, .readOnlyStore)
+        }
+        XCTAssertEqual(try history(readOnly).count, 3)
+    }
+
     func testHistoryCanBeSwitchedOff() throws {
         let container = try makeContainer(history: false)
         _ = try threeSaves(container)

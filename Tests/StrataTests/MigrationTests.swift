@@ -172,6 +172,25 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(container.store.database.statistics.commits, 0)
     }
 
+    /// A save that fails inside a stage fails the migration even when the
+    /// stage's code swallows the error: the save may have written part of
+    /// itself into the migration's transaction.
+    func testASwallowedFailedSaveStillFailsTheMigration() throws {
+        try makeV1(count: 20)
+        XCTAssertThrowsError(
+            try ModelContainer(
+                for: Schema(versionedSchema: LibraryV1UniqueCode.self), migrationPlan: LibrarySwallowingPlan.self,
+                configurations: [configuration()])
+        ) { error in
+            XCTAssertEqual(error as? SwiftDataError, .uniqueConstraintViolation, "\(error)")
+        }
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        XCTAssertEqual(container.store.database.statistics.commits, 0, "the store is still V1")
+        let codes = try ModelContext(container).fetch(FetchDescriptor<LibraryV1.Book>()).map(\.code)
+        XCTAssertEqual(codes.sorted(), Array(0..<20))
+    }
+
     func testBackwardMigrationIsRefused() throws {
         try makeV1(count: 10)
         _ = try ModelContainer(

@@ -28,8 +28,6 @@ final class Store: @unchecked Sendable {
     /// Each entity's last row id, by the entity's ordinal in ``schema``.
     private let nextRows: Mutex<[Int64]>
 
-    static let schemaTree = StoredSchema.tree
-
     static func treeName(_ entity: Schema.Entity) -> String { entity.recordTree }
 
     /// The tree of the entity named `entityName` (a model class's name).

@@ -83,21 +83,17 @@ package enum StoreInspector {
                 more = try cursor.next()
                 let row = try RowKey.decode(key)
                 var pairs: [(String, DumpValue)] = []
-                let fields: [(field: Int, slot: _RecordReader.Slot, valueStart: Int)]
                 do {
-                    fields = try value.withUnsafeBytes { raw in
+                    try value.withUnsafeBytes { raw in
                         var reader = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
-                        return try reader.fields()
+                        for field in try reader.fields() {
+                            let property = field.field < entity.properties.count ? entity.properties[field.field] : nil
+                            let shown = try DumpValue(&reader, field.slot, field: field.field, property: property)
+                            pairs.append((property?.name ?? "_field\(field.field)", shown))
+                        }
                     }
                 } catch {
-                    pairs.append(("_error", .text("undecodable record")))
-                    fields = []
-                }
-                for field in fields {
-                    let property = field.field < entity.properties.count ? entity.properties[field.field] : nil
-                    let payload = Array(value[field.slot.start..<field.slot.end])
-                    pairs.append(
-                        (property?.name ?? "_field\(field.field)", DumpValue(payload, wire: field.slot.wire, property: property)))
+                    pairs = [("_error", .text("undecodable record"))]
                 }
                 if json {
                     let body = ([("entity", DumpValue.text(name)), ("row", .number("\(row)"))] + pairs)
@@ -140,7 +136,7 @@ package enum StoreInspector {
             }
             var targets: [Int: Tree] = [:]
             for property in entity.properties where property.kind == "to-one" {
-                let destination = destinationName(property.type)
+                let destination = StoredEntity.baseType(property.type, array: true)
                 if let target = try tx.treeIfPresent(Store.treeName(entityName: destination)) {
                     targets[property.field] = target
                 } else {
@@ -217,7 +213,7 @@ package enum StoreInspector {
                     let field = entity.property(named: storage.property)?.field ?? -1
                     _ = try expect(storage.tree, toOnes[field] ?? 0, "one per non-nil \(storage.property)")
                 case .join:
-                    let mirror = "m." + storage.tree.dropFirst(2)
+                    let mirror = StoredStorage.mirror(ofJoin: storage.tree)
                     if let join = try tx.treeIfPresent(storage.tree) {
                         _ = try expect(mirror, try tx.count(join), "the mirror of \(storage.tree)")
                     } else {
@@ -230,18 +226,10 @@ package enum StoreInspector {
         return problems
     }
 
-    private static func destinationName(_ type: String) -> String {
-        for wrapper in ["Optional<", "Array<"] where type.hasPrefix(wrapper) && type.hasSuffix(">") {
-            return String(type.dropFirst(wrapper.count).dropLast())
-        }
-        return type
-    }
-
     /// The wire types a stored type string may use (nil: any, for types
     /// the tool cannot tell from their name).
     private static func wires(_ type: String) -> Set<UInt8>? {
-        let base = destinationName(type)
-        switch base {
+        switch StoredEntity.baseType(type) {
         case "Bool", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64":
             return [RecordFormat.varint]
         case "Double", "Date": return [RecordFormat.fixed64]
@@ -256,40 +244,32 @@ package enum StoreInspector {
         toOnes: inout [Int: Int]
     ) throws -> [String] {
         var problems: [String] = []
-        let fields: [(field: Int, slot: _RecordReader.Slot, valueStart: Int)] = try bytes.withUnsafeBytes { raw in
+        try bytes.withUnsafeBytes { raw in
             var reader = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
-            return try reader.fields()
-        }
-        for field in fields {
-            guard field.field < entity.properties.count else {
-                problems.append("e.\(name) row \(row): field \(field.field) is not a property of \(name)")
-                continue
-            }
-            let property = entity.properties[field.field]
-            if field.slot.wire == RecordFormat.null {
-                if !property.type.hasPrefix("Optional<") {
-                    problems.append("e.\(name) row \(row): \(property.name) is nil but \(property.type) is not optional")
+            for field in try reader.fields() {
+                guard field.field < entity.properties.count else {
+                    problems.append("e.\(name) row \(row): field \(field.field) is not a property of \(name)")
+                    continue
                 }
-                continue
-            }
-            if property.kind == "to-one" {
-                toOnes[field.field, default: 0] += 1
-                guard field.slot.wire == RecordFormat.varint, let target = targets[field.field] else { continue }
-                var index = field.slot.start
-                var value: UInt64 = 0
-                var shift: UInt64 = 0
-                while index < field.slot.end {
-                    value |= UInt64(bytes[index] & 0x7F) << shift
-                    shift += 7
-                    index += 1
+                let property = entity.properties[field.field]
+                if field.slot.wire == RecordFormat.null {
+                    if !property.type.hasPrefix("Optional<") {
+                        problems.append("e.\(name) row \(row): \(property.name) is nil but \(property.type) is not optional")
+                    }
+                    continue
                 }
-                if try !tx.contains(RowKey.encode(Int64(bitPattern: value)), in: target) {
-                    problems.append("e.\(name) row \(row): \(property.name) points at missing row \(value)")
+                if property.kind == "to-one" {
+                    toOnes[field.field, default: 0] += 1
+                    guard let target = targets[field.field] else { continue }
+                    let value = try reader.payloadVarint(field.slot, field: field.field)
+                    if try !tx.contains(RowKey.encode(Int64(bitPattern: value)), in: target) {
+                        problems.append("e.\(name) row \(row): \(property.name) points at missing row \(value)")
+                    }
+                } else if let allowed = wires(property.type), !allowed.contains(field.slot.wire) {
+                    problems.append(
+                        "e.\(name) row \(row): \(property.name) has wire type \(field.slot.wire), which \(property.type) does not use"
+                    )
                 }
-            } else if let allowed = wires(property.type), !allowed.contains(field.slot.wire) {
-                problems.append(
-                    "e.\(name) row \(row): \(property.name) has wire type \(field.slot.wire), which \(property.type) does not use"
-                )
             }
         }
         return problems
@@ -309,53 +289,41 @@ enum DumpValue {
     case text(String)
     case bytes([UInt8])
 
-    init(_ payload: [UInt8], wire: UInt8, property: StoredEntity.Property?) {
-        let type = property.map { type in
-            type.type.hasPrefix("Optional<") && type.type.hasSuffix(">")
-                ? String(type.type.dropFirst(9).dropLast()) : type.type
-        }
-        switch wire {
+    /// The value of `slot`, read through `reader` (which checks every
+    /// payload), as the stored type says to show it.
+    init(_ reader: inout _RecordReader, _ slot: _RecordReader.Slot, field: Int, property: StoredEntity.Property?) throws {
+        let type = property.map { StoredEntity.baseType($0.type) }
+        switch slot.wire {
         case RecordFormat.null: self = .null
         case RecordFormat.varint:
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            for byte in payload where shift < 64 {
-                value |= UInt64(byte & 0x7F) << shift
-                shift += 7
-            }
+            let value = try reader.payloadVarint(slot, field: field)
             switch type {
             case "Bool": self = .number(value == 0 ? "false" : "true")
             case "Int", "Int8", "Int16", "Int32", "Int64":
                 self = .number("\(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1))))")
             default: self = .number("\(value)")
             }
-        case RecordFormat.fixed64 where payload.count == 8:
-            let bits = payload.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            let double = Double(bitPattern: bits)
+        case RecordFormat.fixed64:
+            let double = Double(bitPattern: try reader.payloadFixed64(slot, field: field))
             if type == "Date" {
-                self = .text(ISO8601DateFormatter().string(from: Date(timeIntervalSinceReferenceDate: double)))
+                self = .text(Date(timeIntervalSinceReferenceDate: double).formatted(.iso8601))
             } else {
                 self = double.isFinite ? .number("\(double)") : .text("\(double)")
             }
-        case RecordFormat.fixed32 where payload.count == 4:
-            let float = Float(bitPattern: payload.reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        case RecordFormat.fixed32:
+            let float = Float(bitPattern: try reader.payloadFixed32(slot, field: field))
             self = float.isFinite ? .number("\(float)") : .text("\(float)")
-        case RecordFormat.lengthDelimited:
-            if type == "UUID", payload.count == 16 {
-                self = .text(
-                    UUID(
-                        uuid: (
-                            payload[0], payload[1], payload[2], payload[3], payload[4], payload[5],
-                            payload[6], payload[7], payload[8], payload[9], payload[10], payload[11], payload[12],
-                            payload[13], payload[14], payload[15]
-                        )
-                    ).uuidString)
-            } else if type != "Data", let text = String(validating: payload, as: UTF8.self) {
+        default:
+            if type == "UUID", let uuid = try? UUID._decode(slot, from: &reader, field: field) {
+                self = .text(uuid.uuidString)
+                return
+            }
+            let payload = Array(try reader.payloadBytes(slot, field: field))
+            if type != "Data", let text = String(validating: payload, as: UTF8.self) {
                 self = .text(text)
             } else {
                 self = .bytes(payload)
             }
-        default: self = .bytes(payload)
         }
     }
 

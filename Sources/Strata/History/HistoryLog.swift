@@ -85,27 +85,39 @@ struct HistoryRecorder {
     /// The fields whose encoded values differ between two records of
     /// `entity` (either may lack a field).
     static func changedFields(_ old: [UInt8], _ new: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> [Int] {
-        // A field's wire type and encoded value; nil and absent are alike.
-        func slices(_ bytes: [UInt8]) throws -> [Int: [UInt8]] {
-            try bytes.withUnsafeBytes { raw in
-                var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
-                var result: [Int: [UInt8]] = [:]
-                for field in try reader.fields() where field.slot.wire != RecordFormat.null {
-                    result[field.field] = [field.slot.wire] + bytes[field.valueStart..<field.slot.end]
+        try old.withUnsafeBytes { a in
+            try new.withUnsafeBytes { b in
+                // Both records list their fields in ascending order: walk them
+                // together. Nil and absent are alike.
+                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+                let before = try readerA.fields().filter { $0.slot.wire != RecordFormat.null }
+                let after = try readerB.fields().filter { $0.slot.wire != RecordFormat.null }
+                var changed: [Int] = []
+                var i = 0
+                var j = 0
+                while i < before.count || j < after.count {
+                    if j == after.count || (i < before.count && before[i].field < after[j].field) {
+                        changed.append(before[i].field)
+                        i += 1
+                    } else if i == before.count || after[j].field < before[i].field {
+                        changed.append(after[j].field)
+                        j += 1
+                    } else {
+                        let x = before[i]
+                        let y = after[j]
+                        if x.slot.wire != y.slot.wire
+                            || !a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
+                        {
+                            changed.append(x.field)
+                        }
+                        i += 1
+                        j += 1
+                    }
                 }
-                return result
+                return changed
             }
         }
-        let before = try slices(old)
-        let after = try slices(new)
-        return Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
-    }
-}
-
-extension Schema.Entity {
-    /// Fields of `.preserveValueOnDeletion` attributes.
-    var preservedFields: Set<Int> {
-        Set(attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
     }
 }
 

@@ -64,14 +64,6 @@ struct LightweightMigration {
         }
     }
 
-    /// `Optional<T>` → `T`, `Array<T>` → `T` (for relationships).
-    private static func base(_ type: String, array: Bool = false) -> String {
-        for wrapper in array ? ["Optional<", "Array<"] : ["Optional<"] where type.hasPrefix(wrapper) && type.hasSuffix(">") {
-            return String(type.dropFirst(wrapper.count).dropLast())
-        }
-        return type
-    }
-
     private static func isRecordHeld(_ property: StoredEntity.Property, in old: StoredEntity) -> Bool {
         switch property.kind {
         case "attribute": return old.storage(of: property.name)?.kind != .external
@@ -117,7 +109,7 @@ struct LightweightMigration {
             if source.name != property.name { changes.append("\(name).\(source.name): renamed \(property.name)") }
             switch (source.kind, kind) {
             case ("attribute", "attribute"):
-                if Self.base(source.type) != Self.base(type) {
+                if StoredEntity.baseType(source.type) != StoredEntity.baseType(type) {
                     problems.append("\(place): its type changed from \(source.type) to \(type)")
                 } else if (old.storage(of: source.name)?.kind == .external) != (entity.externalTrees[property.field] != nil) {
                     problems.append("\(place): moving into or out of external storage needs a custom stage")
@@ -132,7 +124,7 @@ struct LightweightMigration {
                     }
                 }
             case ("to-one", "to-one"), ("to-many", "to-many"), ("to-one", "to-many"):
-                if Self.base(source.type, array: true) != Self.base(type, array: true) {
+                if StoredEntity.baseType(source.type, array: true) != StoredEntity.baseType(type, array: true) {
                     problems.append("\(place): its destination changed from \(source.type) to \(type)")
                 } else if source.kind != kind {
                     changes.append("\(place): to-one → to-many")
@@ -252,7 +244,7 @@ struct LightweightMigration {
         }
         for (name, pairs) in joins where !pairs.isEmpty {
             let tree = try tx.tree(name)
-            let mirror = try tx.tree("m." + name.dropFirst(2))
+            let mirror = try tx.tree(StoredStorage.mirror(ofJoin: name))
             for pair in pairs.sorted() { try tx.put(PairKey.encode(pair.first, pair.second), [], in: tree) }
             for pair in pairs.map({ Pair($0.second, $0.first) }).sorted() {
                 try tx.put(PairKey.encode(pair.first, pair.second), [], in: mirror)

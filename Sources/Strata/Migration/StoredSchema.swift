@@ -140,8 +140,13 @@ struct StoredEntity: Equatable {
         (properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type) [\($0.detail)]" } + keys).joined(separator: "\n")
     }
 
-    var summary: String {
-        "(" + (properties.map { "\($0.name): \($0.type)" } + keys).joined(separator: ", ") + ")"
+    /// A stored type without its `Optional<…>` (and, with `array`, its
+    /// `Array<…>`, for a relationship's destination).
+    static func baseType(_ type: String, array: Bool = false) -> String {
+        for wrapper in array ? ["Optional<", "Array<"] : ["Optional<"] where type.hasPrefix(wrapper) && type.hasSuffix(">") {
+            return String(type.dropFirst(wrapper.count).dropLast())
+        }
+        return type
     }
 
     func property(named name: String) -> Property? { properties.first { $0.name == name } }
@@ -181,10 +186,13 @@ struct StoredStorage {
     var ownedTrees: [String] {
         switch kind {
         case .toOne, .external: return [tree]
-        case .join: return [tree, "m." + tree.dropFirst(2)]
+        case .join: return [tree, Self.mirror(ofJoin: tree)]
         case .viaInverse, .mirror: return []
         }
     }
+
+    /// The mirror of join tree `j.<Entity>.<field>`: `m.<Entity>.<field>`.
+    static func mirror(ofJoin tree: String) -> String { "m." + tree.dropFirst(2) }
 
     init?(_ line: String) {
         guard line.hasPrefix("storage ") else { return nil }

@@ -166,6 +166,8 @@ extension Schema {
                 }
             }
             self.externalTrees = external
+            self.preservedFields = Set(
+                attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
             self.recordTree = Store.treeName(entityName: name)
             self.problems = problems
             self.inverseSides = InverseGraph.info(type).inverses
@@ -186,6 +188,10 @@ extension Schema {
 
         /// The trees of `.externalStorage` attributes, by field.
         let externalTrees: [Int: String]
+
+        /// Fields of `.preserveValueOnDeletion` attributes (their values go
+        /// into history tombstones).
+        let preservedFields: Set<Int>
 
         /// Where each relationship lives, by field.
         @exclusivity(unchecked) private(set) var relationshipStorage: [Int: RelationshipStorage]

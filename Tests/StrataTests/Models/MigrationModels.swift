@@ -277,3 +277,21 @@ enum LibraryFailingPlan: SchemaMigrationPlan {
         ]
     }
 }
+
+/// A stage whose `didMigrate` swallows the error of a save that breaks the
+/// new unique constraint: the migration must fail anyway.
+enum LibrarySwallowingPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [LibraryV1.self, LibraryV1UniqueCode.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: LibraryV1.self, toVersion: LibraryV1UniqueCode.self, willMigrate: nil,
+                didMigrate: { context in
+                    let books = try context.fetch(
+                        FetchDescriptor<LibraryV1UniqueCode.Book>(sortBy: [SortDescriptor(\.code)]))
+                    books[1].code = books[0].code
+                    try? context.save()
+                })
+        ]
+    }
+}
