@@ -54,6 +54,80 @@ final class RecordDamageTests: XCTestCase {
         try readEverything(in: ModelContext(container))
     }
 
+    /// The reader skips the fields before the one it looks for from their
+    /// first bytes (`skipFields`), and falls back to the checked walk for
+    /// anything unusual. Over valid records with every wire type, field
+    /// numbers past 15 (two-byte tags), lengths past 127 and ten-byte
+    /// varints, and over damaged copies of them, every lookup (in order,
+    /// and out of order from a moved position) must give what the checked
+    /// walk gives: the same slot, the same nil, or an error where it throws.
+    func testFastFieldSkipAgreesWithTheCheckedWalk() throws {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "FastFieldSkip"))
+        let entity = Schema.Entity(Everything.self)
+        var records: [[UInt8]] = []
+        for _ in 0..<400 {
+            var writer = _RecordWriter()
+            var field = 0
+            for _ in 0..<Int.random(in: 0...8, using: &random) {
+                field += Int.random(in: 1...(Bool.random(using: &random) ? 3 : 12), using: &random)
+                switch Int.random(in: 0..<5, using: &random) {
+                case 0:
+                    writer.tag(field, RecordFormat.varint)
+                    writer.appendVarint([0, 1, 127, 128, 300, 1 << 35, UInt64.max][Int.random(in: 0..<7, using: &random)])
+                case 1:
+                    writer.tag(field, RecordFormat.fixed64)
+                    writer.appendFixed64(random.next())
+                case 2:
+                    writer.tag(field, RecordFormat.fixed32)
+                    writer.appendFixed32(UInt32(truncatingIfNeeded: random.next()))
+                case 3:
+                    writer.null(field)
+                default:
+                    writer.tag(field, RecordFormat.lengthDelimited)
+                    let length = [0, 1, 5, 127, 128, 300][Int.random(in: 0..<6, using: &random)]
+                    writer.appendLengthDelimited((0..<length).map { UInt8(truncatingIfNeeded: $0) })
+                }
+            }
+            records.append(writer.bytes)
+        }
+        var compared = 0
+        var agreedOnErrors = 0
+        for round in 0..<4_000 {
+            let original = records[round % records.count]
+            let bytes =
+                round < records.count
+                ? original
+                : Self.damage(original, donor: records[Int.random(in: 0..<records.count, using: &random)], using: &random)
+            guard bytes.first == RecordFormat.version else { continue }
+            try bytes.withUnsafeBytes { raw in
+                var fast = try _RecordReader(borrowing: raw, entity: entity, row: 1)
+                var checked = try _RecordReader(borrowing: raw, entity: entity, row: 1)
+                // Ascending lookups, then a few out of order.
+                let fields = Array(1...40) + (0..<6).map { _ in Int.random(in: 1...40, using: &random) }
+                for field in fields {
+                    let a = Result { try fast.find(field) }
+                    let b = Result { try checked.find(field, skipping: false) }
+                    switch (a, b) {
+                    case (.success(let x), .success(let y)):
+                        XCTAssertEqual(
+                            x.map { [Int($0.wire), $0.start, $0.end] }, y.map { [Int($0.wire), $0.start, $0.end] },
+                            "field \(field) of \(bytes)")
+                        XCTAssertEqual(fast.position, checked.position)
+                    case (.failure, .failure):
+                        agreedOnErrors += 1
+                        return
+                    default:
+                        XCTFail("field \(field) of \(bytes): fast \(a), checked \(b)")
+                        return
+                    }
+                    compared += 1
+                }
+            }
+        }
+        XCTAssertGreaterThan(compared, 50_000)
+        XCTAssertGreaterThan(agreedOnErrors, 100, "damaged records should reach the error paths")
+    }
+
     /// Fetches every model and touches every property, relationships too.
     private func readEverything(in context: ModelContext) throws {
         for model in try context.fetch(FetchDescriptor<Everything>()) {

@@ -162,7 +162,8 @@ try pool.write { db in
         t.column("flag", .boolean).notNull()
         t.column("note", .text).notNull()
     }
-    for i in 0..<count {
+    // A profile of Strata's side (`--profile`) needs no GRDB rows.
+    for i in 0..<(CommandLine.arguments.contains("--profile") ? 0 : count) {
         let f = fields(i)
         var record = ItemRecord(
             id: nil, code: f.code, category: f.category, tag: f.tag, score: f.score, flag: f.flag, note: f.note)

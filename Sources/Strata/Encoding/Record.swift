@@ -152,13 +152,18 @@ public struct _RecordReader {
     /// Fields kept outside the record (`.externalStorage`), with their tree.
     var externalTrees: [Int: String] { entity.externalTrees }
 
-    init(borrowing bytes: UnsafeRawBufferPointer, entity: Schema.Entity, row: Int64) throws {
+    /// Inlined, and taking `entity` borrowed: a scan makes a reader for
+    /// every row, and an owned argument cost a retain and a release each.
+    @inline(__always)
+    init(borrowing bytes: UnsafeRawBufferPointer, entity: __shared Schema.Entity, row: Int64) throws {
         self.bytes = bytes
         self.entity = entity
         self.row = row
-        guard bytes.first == RecordFormat.version else {
-            throw corrupt(field: nil, bytes.isEmpty ? "empty record" : "unknown record format \(bytes[0])")
-        }
+        guard bytes.first == RecordFormat.version else { throw badFormat() }
+    }
+
+    @inline(never) private func badFormat() -> SwiftDataError {
+        corrupt(field: nil, bytes.isEmpty ? "empty record" : "unknown record format \(bytes[0])")
     }
 
     /// Runs `body` with a reader over `bytes`.
@@ -204,12 +209,19 @@ public struct _RecordReader {
 
     /// The slot of `field`, or nil when the record has no such field.
     @usableFromInline mutating func find(_ field: Int) throws -> Slot? {
-        if let slot = try walk(from: position, to: field) { return slot }
-        return position == 1 ? nil : try walk(from: 1, to: field)
+        try find(field, skipping: true)
     }
 
-    private mutating func walk(from start: Int, to field: Int) throws -> Slot? {
-        var index = start
+    /// ``find(_:)``; with `skipping` false, every field on the way is read
+    /// through the checked path (the reference the tests hold the fast
+    /// skip to).
+    mutating func find(_ field: Int, skipping: Bool) throws -> Slot? {
+        if let slot = try walk(from: position, to: field, skipping: skipping) { return slot }
+        return position == 1 ? nil : try walk(from: 1, to: field, skipping: skipping)
+    }
+
+    private mutating func walk(from start: Int, to field: Int, skipping: Bool) throws -> Slot? {
+        var index = skipping ? skipFields(from: start, before: field) : start
         while index < bytes.count {
             let (current, slot, _) = try nextField(at: &index)
             if current == field {
@@ -219,6 +231,53 @@ public struct _RecordReader {
             if current > field { return nil }
         }
         return nil
+    }
+
+    /// The index of the first field at or after `start` whose number is not
+    /// below `field`, skipping the fields before it without building their
+    /// slots: the common case of a walk, which a scan with a filter runs on
+    /// every row (`score > x` passes over `code`, `category` and `tag`).
+    ///
+    /// Only the shapes that can be skipped from their first bytes are taken
+    /// here: one-byte tags (fields 1–15), varints of at most ten bytes,
+    /// fixed widths, nils, and lengths below 128. Anything else — a longer
+    /// tag or length, an unknown wire type, a payload that would run past
+    /// the end — stops the skip where it is, and the checked walk goes on
+    /// from there, so damaged bytes still get its errors.
+    @inline(__always) private func skipFields(from start: Int, before field: Int) -> Int {
+        guard let base = bytes.baseAddress else { return start }
+        let count = bytes.count
+        var index = start
+        while index < count {
+            let tag = base.load(fromByteOffset: index, as: UInt8.self)
+            guard tag < 0x80, Int(tag >> 3) < field else { return index }
+            var next = index + 1
+            // Literal cases: a case naming `RecordFormat`'s constants is
+            // an expression pattern, matched through `~=` one case at a time.
+            switch tag & 7 {
+            case 0:  // varint
+                let limit = min(count, next + 10)
+                while next < limit && base.load(fromByteOffset: next, as: UInt8.self) >= 0x80 { next += 1 }
+                guard next < limit else { return index }
+                next += 1
+            case 1:  // fixed64
+                next += 8
+            case 5:  // fixed32
+                next += 4
+            case 3:  // nil
+                break
+            case 2:  // length-delimited
+                guard next < count else { return index }
+                let length = base.load(fromByteOffset: next, as: UInt8.self)
+                guard length < 0x80 else { return index }
+                next += 1 + Int(length)
+            default:
+                return index
+            }
+            guard next <= count else { return index }
+            index = next
+        }
+        return index
     }
 
     /// Every field of the record in order, with where each one's encoded
@@ -257,7 +316,7 @@ public struct _RecordReader {
         let payloadStart: Int
         let end: Int
         switch wire {
-        case RecordFormat.varint:
+        case 0:  // RecordFormat.varint (literal cases: see skipFields)
             // Skipped, not decoded: find the byte that ends it.
             var probe = index
             while probe < count && bytes[probe] >= 0x80 && probe - index < 9 { probe += 1 }
@@ -269,13 +328,13 @@ public struct _RecordReader {
             }
             payloadStart = index
             end = probe
-        case RecordFormat.fixed64:
+        case 1:  // fixed64
             payloadStart = index
             end = index + 8
-        case RecordFormat.fixed32:
+        case 5:  // fixed32
             payloadStart = index
             end = index + 4
-        case RecordFormat.lengthDelimited:
+        case 2:  // length-delimited
             var probe = index
             let length: UInt64
             if probe < count, bytes[probe] < 0x80 {
@@ -287,7 +346,7 @@ public struct _RecordReader {
             guard length <= UInt64(count - probe) else { throw corrupt(field: current, "length past the end") }
             payloadStart = probe
             end = probe + Int(length)
-        case RecordFormat.null:
+        case 3:  // nil
             payloadStart = index
             end = index
         default:

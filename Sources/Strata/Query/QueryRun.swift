@@ -149,20 +149,32 @@ final class QueryRun<T: PersistentModel> {
     func forEachMatch(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
         let filter = plan.filter
         let onModels = plan.needsModel || plan.foundationCheck
-        let compiled = onModels ? nil : filter.map { CompiledFilter.compile($0, entity: self.entity) }
-        // Read once here: a property read inside the per-row closure costs
-        // a retain and a release per row.
-        let (entity, evaluator, hasExcluded) = (self.entity, self.evaluator, self.hasExcluded)
-        try forEachCandidate { row, record in
-            if hasExcluded && excluded.contains(row) { return true }
-            if onModels {
+        // Everything the per-row closure needs is read into locals here: a
+        // property of `self` read inside it costs a retain and a release per
+        // row.
+        let excludedRows: RowSet? = hasExcluded ? excluded : nil
+        let (entity, evaluator) = (self.entity, self.evaluator)
+        guard !onModels else {
+            try forEachCandidate { row, record in
+                if let excludedRows, excludedRows.contains(row) { return true }
                 let model = try self.model(row: row, record: record)
                 if let filter, try !evaluator.test(filter, model: model) { return true }
                 if plan.foundationCheck, let predicate = descriptor.predicate, try !predicate.evaluate(model) { return true }
-            } else if let compiled {
-                var reader = try _RecordReader(borrowing: record, entity: entity, row: row)
-                guard try compiled.test(&reader, evaluator) else { return true }
+                return try body(row, record)
             }
+            return
+        }
+        guard let compiled = filter.map({ CompiledFilter.compile($0, entity: entity) }) else {
+            try forEachCandidate { row, record in
+                if let excludedRows, excludedRows.contains(row) { return true }
+                return try body(row, record)
+            }
+            return
+        }
+        try forEachCandidate { row, record in
+            if let excludedRows, excludedRows.contains(row) { return true }
+            var reader = try _RecordReader(borrowing: record, entity: entity, row: row)
+            guard try compiled.test(&reader, evaluator) else { return true }
             return try body(row, record)
         }
     }

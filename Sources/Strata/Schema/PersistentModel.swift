@@ -122,6 +122,12 @@ public final class _ContextLink {
     }
 }
 
+/// Holds a model's observation registrar (see ``_ModelState``).
+public final class _RegistrarBox {
+    @usableFromInline let registrar = ObservationRegistrar()
+    @usableFromInline init() {}
+}
+
 /// A model's bookkeeping: its row, its context, whether it is inserted,
 /// changed or deleted, and the relationships not loaded yet. Generated
 /// accessors call it; it is not for direct use.
@@ -158,29 +164,33 @@ public final class _ModelState {
     /// fetched model that is never read or observed costs no registrar
     /// (creating one allocates several objects). Until one exists nothing
     /// can be observing the model, so a mutation has nobody to notify.
-    private var registrar: ObservationRegistrar?
+    ///
+    /// It is kept in a box of its own: `ObservationRegistrar` is a
+    /// resilient type, so an optional of it stored here was copied,
+    /// tested and destroyed through value witnesses on every getter call,
+    /// which cost more than making the registrar; a box reference is
+    /// tested with one comparison and borrowed without a copy.
+    @exclusivity(unchecked) @usableFromInline var registrarBox: _RegistrarBox?
 
     public init() {}
 
     /// Records a read of `keyPath` for Observation (called by generated getters).
     @inlinable public func access<M: Observable, Value>(_ model: M, keyPath: KeyPath<M, Value>) {
-        observationRegistrar.access(model, keyPath: keyPath)
+        registrar.registrar.access(model, keyPath: keyPath)
     }
 
     /// Runs a generated setter's mutation, notifying observers of `keyPath`.
     @inlinable public func withMutation<M: Observable, Value, R>(
         of model: M, keyPath: KeyPath<M, Value>, _ mutation: () throws -> R
     ) rethrows -> R {
-        guard let registrar = existingRegistrar else { return try mutation() }
-        return try registrar.withMutation(of: model, keyPath: keyPath, mutation)
+        guard let box = registrarBox else { return try mutation() }
+        return try box.registrar.withMutation(of: model, keyPath: keyPath, mutation)
     }
 
-    @usableFromInline var existingRegistrar: ObservationRegistrar? { registrar }
-
-    @usableFromInline var observationRegistrar: ObservationRegistrar {
-        if let registrar { return registrar }
-        let created = ObservationRegistrar()
-        registrar = created
+    @usableFromInline var registrar: _RegistrarBox {
+        if let registrarBox { return registrarBox }
+        let created = _RegistrarBox()
+        registrarBox = created
         return created
     }
 
