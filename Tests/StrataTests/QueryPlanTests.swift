@@ -135,6 +135,48 @@ final class QueryPlanTests: StoreTestCase {
             plan: "index i.Gadget.name: name starts with \"n4\"\nfilter: $0.name.starts(with: \"n4\")")
     }
 
+    /// Without a sort, a limit or an offset, the rows an index range finds
+    /// are read in row order (sorted before their records are looked up);
+    /// with a limit they stay in index order, so the scan can stop early,
+    /// and pages fetched with an offset and a limit agree with each other.
+    func testUnsortedIndexScanReadsRecordsInRowOrder() throws {
+        let predicate = #Predicate<Gadget> { $0.name.starts(with: "n1") }
+        let fetched = try context.fetch(FetchDescriptor(predicate: predicate)).map(\.uid)
+        XCTAssertEqual(fetched.count, 20 * 11)
+        XCTAssertEqual(fetched, fetched.sorted(), "row order (uids were inserted ascending)")
+
+        var limited = FetchDescriptor(predicate: predicate)
+        limited.fetchLimit = 5
+        XCTAssertEqual(try context.fetch(limited).map(\.uid), [1001, 1051, 1101, 1151, 1201], "index order: \"n1\" first")
+
+        var pages: [Int] = []
+        for page in 0..<12 {
+            var descriptor = FetchDescriptor(predicate: predicate)
+            (descriptor.fetchOffset, descriptor.fetchLimit) = (page * 20, 20)
+            pages += try context.fetch(descriptor).map(\.uid)
+        }
+        XCTAssertEqual(pages.count, fetched.count)
+        XCTAssertEqual(Set(pages), Set(fetched))
+    }
+
+    /// A model the context has registered comes back from an index scan
+    /// without its record being read; a row another context deleted or
+    /// moved out of the range since does not come back.
+    func testRegisteredModelsComeBackAndRowsGoneFromTheIndexDoNot() throws {
+        let descriptor = FetchDescriptor(predicate: #Predicate<Gadget> { $0.name == "n3" })
+        let first = try context.fetch(descriptor)
+        XCTAssertEqual(first.count, 20)
+        let other = ModelContext(container)
+        let theirs = try other.fetch(descriptor)
+        other.delete(theirs[0])
+        theirs[1].name = "moved"
+        try other.save()
+        let again = try context.fetch(descriptor)
+        XCTAssertEqual(again.count, 18)
+        XCTAssertTrue(again.allSatisfy { model in first.contains { $0 === model } }, "the registered models")
+        XCTAssertFalse(again.contains { $0.uid == theirs[0].uid || $0.uid == theirs[1].uid })
+    }
+
     func testDisjunctionOfIndexedConditionsIsAUnion() throws {
         try check(
             FetchDescriptor(predicate: #Predicate<Gadget> { $0.uid == 1001 || $0.name == "n9" }),

@@ -40,7 +40,8 @@ struct QueryPlan {
 
     /// How results are ordered.
     enum Order {
-        /// No sort: the order of the access path.
+        /// No sort: the order of the access path (row order for an index
+        /// scan without a limit or an offset; see `QueryRun`).
         case none
         /// The access path's index order is the sort order.
         case index(reverse: Bool)

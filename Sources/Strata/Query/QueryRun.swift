@@ -146,7 +146,15 @@ final class QueryRun<T: PersistentModel> {
 
     /// Calls `body` with each stored row that matches, with its record, in
     /// the access path's order, until `body` returns false.
-    func forEachMatch(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
+    ///
+    /// With `registeredWithoutRecord`, a row found through an index whose
+    /// model the context has registered comes with an empty record when no
+    /// filter needs it (the caller takes the registered model): its record
+    /// is not looked up. The index entry itself shows the row exists in
+    /// this snapshot.
+    func forEachMatch(registeredWithoutRecord: Bool = false, _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool)
+        throws
+    {
         let filter = plan.filter
         let onModels = plan.needsModel || plan.foundationCheck
         // Everything the per-row closure needs is read into locals here: a
@@ -165,7 +173,7 @@ final class QueryRun<T: PersistentModel> {
             return
         }
         guard let compiled = filter.map({ CompiledFilter.compile($0, entity: entity) }) else {
-            try forEachCandidate { row, record in
+            try forEachCandidate(skippingRegistered: registeredWithoutRecord) { row, record in
                 if let excludedRows, excludedRows.contains(row) { return true }
                 return try body(row, record)
             }
@@ -221,20 +229,69 @@ final class QueryRun<T: PersistentModel> {
         }
     }
 
-    private func forEachCandidate(_ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
+    private func forEachCandidate(
+        skippingRegistered: Bool = false, _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         guard let records = try snapshot.tree(entity.recordTree) else { return }
+        let (context, entity) = (self.context, self.entity)
+        /// Looks up the record of `row`, unless its registered model is all
+        /// the caller needs.
+        func visit(_ row: Int64, _ lookup: RecordLookup) throws -> Bool {
+            if skippingRegistered && context.registered(entity, row: row) != nil {
+                return try body(row, UnsafeRawBufferPointer(start: nil, count: 0))
+            }
+            return try lookup.withRecord(row, body)
+        }
         switch plan.access {
         case .scan:
             let cursor = try snapshot.tx.cursor(records)
             guard try resumeAfter.map({ try cursor.seek(RowKey.encode($0 &+ 1)) }) ?? cursor.first() else { return }
             try cursor.forEachEntry { key, value in try body(try RowKey.decode(key), value) }
+        case .index(let scan) where rowOrderSuffices:
+            // The rows of an index range lie all over the record tree (rows
+            // of one tag, say, were inserted far apart): looked up in index
+            // order, each one is a descent from the root into another leaf.
+            // Sorted first, consecutive lookups mostly stay in one leaf and
+            // walk the tree once from left to right, the way a multi-range
+            // read does in other engines.
+            var rows: [Int64] = []
+            try forEachIndexRow(scan) { row in
+                rows.append(row)
+                return true
+            }
+            if !Self.isAscending(rows) { rows.sort() }
+            let lookup = try RecordLookup(snapshot.tx.cursor(records))
+            for row in rows where try !visit(row, lookup) { return }
         case .index(let scan):
             let lookup = try RecordLookup(snapshot.tx.cursor(records))
-            try forEachIndexRow(scan) { row in try lookup.withRecord(row, body) }
+            try forEachIndexRow(scan) { row in try visit(row, lookup) }
         case .rows, .union, .intersection:
             let lookup = try RecordLookup(snapshot.tx.cursor(records))
-            for row in try rows(of: plan.access) where try !lookup.withRecord(row, body) { return }
+            for row in try rows(of: plan.access) where try !visit(row, lookup) { return }
         }
+    }
+
+    /// True when whoever consumes the stored rows does not depend on the
+    /// order they come in, so that an index scan may hand them over in row
+    /// order: results with no sort, no limit and no offset (a fetch without
+    /// sort descriptors promises no order, but pages of one fetched with an
+    /// offset and a limit must agree with each other), and results sorted
+    /// afterwards by stored keys, whose ties are broken by row.
+    private var rowOrderSuffices: Bool {
+        switch plan.order {
+        case .none: return descriptor.fetchLimit == nil && (descriptor.fetchOffset ?? 0) <= 0
+        case .keys: return true
+        case .index, .models: return false
+        }
+    }
+
+    private static func isAscending(_ rows: [Int64]) -> Bool {
+        var previous = Int64.min
+        for row in rows {
+            if row < previous { return false }
+            previous = row
+        }
+        return true
     }
 
     /// The rows an access path finds, ascending and without duplicates.
@@ -388,7 +445,7 @@ final class QueryRun<T: PersistentModel> {
             // code would look up `Array<T>`'s metadata for every row.
             var found: [any PersistentModel] = []
             if wanted != 0 {
-                try forEachMatch { row, record in
+                try forEachMatch(registeredWithoutRecord: materialize) { row, record in
                     seen += 1
                     if seen > offset {
                         rows.append(row)
