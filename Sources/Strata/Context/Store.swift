@@ -159,10 +159,13 @@ enum RowKey {
         return Int64(bitPattern: value)
     }
 
-    static func decode(_ key: UnsafeRawBufferPointer) throws -> Int64 {
-        guard key.count == 8 else { throw SwiftDataError(.corruptRecord, "a row key of \(key.count) bytes") }
-        var value: UInt64 = 0
-        for byte in key { value = value << 8 | UInt64(byte) }
-        return Int64(bitPattern: value)
+    /// Inlined: a scan decodes the key of every row it passes.
+    @inline(__always) static func decode(_ key: UnsafeRawBufferPointer) throws -> Int64 {
+        guard key.count == 8, let base = key.baseAddress else { throw badKey(key.count) }
+        return Int64(bitPattern: UInt64(bigEndian: base.loadUnaligned(as: UInt64.self)))
+    }
+
+    @inline(never) private static func badKey(_ count: Int) -> SwiftDataError {
+        SwiftDataError(.corruptRecord, "a row key of \(count) bytes")
     }
 }

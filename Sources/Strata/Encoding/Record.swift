@@ -221,7 +221,14 @@ public struct _RecordReader {
     }
 
     private mutating func walk(from start: Int, to field: Int, skipping: Bool) throws -> Slot? {
-        var index = skipping ? skipFields(from: start, before: field) : start
+        var index = start
+        if skipping {
+            index = skipFields(from: start, before: field)
+            if let slot = simpleSlot(at: index, of: field) {
+                position = slot.end
+                return slot
+            }
+        }
         while index < bytes.count {
             let (current, slot, _) = try nextField(at: &index)
             if current == field {
@@ -278,6 +285,42 @@ public struct _RecordReader {
             index = next
         }
         return index
+    }
+
+    /// The slot of the field at `index` when it is `field` and has one of
+    /// the shapes ``skipFields(from:before:)`` takes; nil otherwise (the
+    /// checked walk then reads it).
+    @inline(__always) private func simpleSlot(at index: Int, of field: Int) -> Slot? {
+        guard let base = bytes.baseAddress, index < bytes.count else { return nil }
+        let count = bytes.count
+        let tag = base.load(fromByteOffset: index, as: UInt8.self)
+        guard tag < 0x80, Int(tag >> 3) == field else { return nil }
+        let start = index + 1
+        var end = start
+        switch tag & 7 {
+        case 0:  // varint
+            let limit = min(count, start + 10)
+            while end < limit && base.load(fromByteOffset: end, as: UInt8.self) >= 0x80 { end += 1 }
+            guard end < limit else { return nil }
+            end += 1
+        case 1:  // fixed64
+            end += 8
+        case 5:  // fixed32
+            end += 4
+        case 3:  // nil
+            break
+        case 2:  // length-delimited
+            guard start < count else { return nil }
+            let length = base.load(fromByteOffset: start, as: UInt8.self)
+            guard length < 0x80 else { return nil }
+            end = start + 1 + Int(length)
+            guard end <= count else { return nil }
+            return Slot(wire: 2, start: start + 1, end: end)
+        default:
+            return nil
+        }
+        guard end <= count else { return nil }
+        return Slot(wire: tag & 7, start: start, end: end)
     }
 
     /// Every field of the record in order, with where each one's encoded

@@ -160,10 +160,11 @@ public final class _ModelState {
     /// True while ``faults`` is not empty (checked by every getter).
     @exclusivity(unchecked) public private(set) var hasFaults = false
 
-    /// The model's observation registrar, created on first access: a
-    /// fetched model that is never read or observed costs no registrar
-    /// (creating one allocates several objects). Until one exists nothing
-    /// can be observing the model, so a mutation has nobody to notify.
+    /// The model's observation registrar, created on the first read inside
+    /// an Observation tracking (see ``_ObservationProbe``): a fetched model
+    /// that is read but never observed costs no registrar (creating one
+    /// allocates several objects). Until one exists nothing can be
+    /// observing the model, so a mutation has nobody to notify.
     ///
     /// It is kept in a box of its own: `ObservationRegistrar` is a
     /// resilient type, so an optional of it stored here was copied,
@@ -176,7 +177,11 @@ public final class _ModelState {
 
     /// Records a read of `keyPath` for Observation (called by generated getters).
     @inlinable public func access<M: Observable, Value>(_ model: M, keyPath: KeyPath<M, Value>) {
-        registrar.registrar.access(model, keyPath: keyPath)
+        if let box = registrarBox {
+            box.registrar.access(model, keyPath: keyPath)
+        } else if _ObservationProbe.trackingMayBeActive() {
+            registrar.registrar.access(model, keyPath: keyPath)
+        }
     }
 
     /// Runs a generated setter's mutation, notifying observers of `keyPath`.
