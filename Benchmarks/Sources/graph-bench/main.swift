@@ -125,6 +125,14 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
     return (strataUpsert, grdbUpsert)
 }
 
+/// Strata's timed cascade, a function of its own so that a profiler can
+/// collect just it (`valgrind --tool=callgrind --toggle-collect=…strataCascadeDelete…`).
+@inline(never) @MainActor func strataCascadeDelete(_ container: ModelContainer) throws {
+    let context = ModelContext(container)
+    try context.delete(model: Owner.self)
+    try context.save()
+}
+
 @MainActor func cascadeWorkload(round: Int) throws -> (Double, Double) {
     // MARK: Cascade delete
 
@@ -141,11 +149,7 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
         try context.save()
     }
     let strataPartsBefore = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
-    let strataCascade = try seconds {
-        let context = ModelContext(graphContainer)
-        try context.delete(model: Owner.self)
-        try context.save()
-    }
+    let strataCascade = try seconds { try strataCascadeDelete(graphContainer) }
     let strataPartsAfter = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
 
     let graphPool = try DatabasePool(

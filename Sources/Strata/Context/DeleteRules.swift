@@ -350,15 +350,24 @@ extension ModelContext {
                 valid = try cursor.seek(KeyEncoding.encode([.int(row)]))
                 current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
             }
-            while let pair = current, pair.0 == row {
+            guard let pair = current, pair.0 == row else { continue }
+            // The run, walked in the leaves' cells (not `next()` and a
+            // generic `withEntry` per pair); the cursor stops on the first
+            // pair past it, or goes invalid at the end of the tree.
+            current = nil
+            try cursor.forEachEntry { key, _ in
+                guard let pair = PairKey.decode(key), pair.0 == row else {
+                    current = PairKey.decode(key)
+                    return false
+                }
                 found.append(DoomedRow(row: pair.1, hintField: hintField, hintTarget: row))
                 if found.count == 4_096 {
                     body(found)
                     found.removeAll(keepingCapacity: true)
                 }
-                valid = try cursor.next()
-                current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
+                return true
             }
+            valid = current != nil
         }
     }
 

@@ -34,16 +34,33 @@ struct HistoryRecorder {
     }
 
     private(set) var groups: [Group] = []
-    private var groupIndex: [String: Int] = [:]
+    /// Group by kind and entity. Entities are compared by identity (one
+    /// schema per save), so no name is built or hashed per change.
+    private var groupIndex: [GroupKey: Int] = [:]
+    /// The last group asked for: a save's changes come in runs of one kind
+    /// and entity (a cascade deletes thousands of rows of one entity).
+    private var lastGroup: (key: GroupKey, index: Int)?
+
+    private struct GroupKey: Hashable {
+        let kind: Kind
+        let entity: ObjectIdentifier
+    }
 
     var isEmpty: Bool { groups.isEmpty }
 
     private mutating func group(_ kind: Kind, _ entity: Schema.Entity) -> Int {
-        let key = "\(kind.rawValue)\(entity.name)"
-        if let index = groupIndex[key] { return index }
-        groups.append(Group(kind: kind, entity: entity.name))
-        groupIndex[key] = groups.count - 1
-        return groups.count - 1
+        let key = GroupKey(kind: kind, entity: ObjectIdentifier(entity))
+        if let lastGroup, lastGroup.key == key { return lastGroup.index }
+        let index: Int
+        if let known = groupIndex[key] {
+            index = known
+        } else {
+            groups.append(Group(kind: kind, entity: entity.name))
+            index = groups.count - 1
+            groupIndex[key] = index
+        }
+        lastGroup = (key, index)
+        return index
     }
 
     mutating func insert(_ entity: Schema.Entity, row: Int64) {

@@ -34,10 +34,13 @@ public struct KeyBatch: Sendable {
 
     /// Appends one key of `count` bytes written by `body` into
     /// uninitialized space.
+    /// (Written into scratch space on the stack, then copied in: growing
+    /// the array by a run of zeros first went element by element.)
     @inlinable public mutating func append(count: Int, _ body: (UnsafeMutableRawBufferPointer) -> Void) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: count))
-        bytes.withUnsafeMutableBytes { body(UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + count])) }
+        withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { scratch in
+            body(scratch)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(scratch))
+        }
         ends.append(bytes.count)
     }
 
