@@ -345,6 +345,24 @@ extension WriteTransaction {
             let (parentNumber, ci) = path.removeLast()
             let parent = Node(page: try writable(parentNumber))
             guard parent.count > 0 else { return }
+            if node.isLeaf && node.count == 0 {
+                // An emptied leaf leaves the tree with its separator: its
+                // key range joins its right neighbour's (or, for the last
+                // child, its left neighbour's). Merging it with a neighbour
+                // instead copied that neighbour's cells into it, and a bulk
+                // delete in key order, which empties leaf after leaf, copied
+                // every following leaf once per leaf it emptied.
+                if ci < parent.count {
+                    parent.removeCell(at: ci)
+                } else {
+                    parent.setRightChild(parent.child(parent.count - 1))
+                    parent.removeCell(at: parent.count - 1)
+                }
+                free(current)
+                modifications += 1
+                current = parentNumber
+                continue
+            }
             let sepIndex = ci > 0 ? ci - 1 : ci
             let leftNumber = parent.child(sepIndex)
             let rightNumber = parent.child(sepIndex + 1)
