@@ -263,10 +263,8 @@ public struct _RecordReader {
             // an expression pattern, matched through `~=` one case at a time.
             switch tag & 7 {
             case 0:  // varint
-                let limit = min(count, next + 10)
-                while next < limit && base.load(fromByteOffset: next, as: UInt8.self) >= 0x80 { next += 1 }
-                guard next < limit else { return index }
-                next += 1
+                guard let end = Self.varintEnd(base, next, count) else { return index }
+                next = end
             case 1:  // fixed64
                 next += 8
             case 5:  // fixed32
@@ -287,6 +285,22 @@ public struct _RecordReader {
         return index
     }
 
+    /// The index just past the varint that starts at `start`: its first
+    /// byte without the continuation bit, among the first ten before
+    /// `count`; nil when there is none. Eight bytes are looked at in one
+    /// word when the record has them.
+    @inline(__always) private static func varintEnd(_ base: UnsafeRawPointer, _ start: Int, _ count: Int) -> Int? {
+        if start + 8 <= count {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start, as: UInt64.self))
+            let last = ~word & 0x8080_8080_8080_8080
+            if last != 0 { return start + last.trailingZeroBitCount / 8 + 1 }
+        }
+        let limit = min(count, start + 10)
+        var end = start
+        while end < limit && base.load(fromByteOffset: end, as: UInt8.self) >= 0x80 { end += 1 }
+        return end < limit ? end + 1 : nil
+    }
+
     /// The slot of the field at `index` when it is `field` and has one of
     /// the shapes ``skipFields(from:before:)`` takes; nil otherwise (the
     /// checked walk then reads it).
@@ -299,10 +313,8 @@ public struct _RecordReader {
         var end = start
         switch tag & 7 {
         case 0:  // varint
-            let limit = min(count, start + 10)
-            while end < limit && base.load(fromByteOffset: end, as: UInt8.self) >= 0x80 { end += 1 }
-            guard end < limit else { return nil }
-            end += 1
+            guard let varintEnd = Self.varintEnd(base, start, count) else { return nil }
+            end = varintEnd
         case 1:  // fixed64
             end += 8
         case 5:  // fixed32

@@ -179,12 +179,33 @@ final class QueryRun<T: PersistentModel> {
             }
             return
         }
+        if case .scan = plan.access {
+            // A scan's rows come straight from the cursor's walk: one
+            // closure per row fewer than through `forEachCandidate`.
+            try forEachStoredRecord { key, record in
+                let row = try RowKey.decode(key)
+                if let excludedRows, excludedRows.contains(row) { return true }
+                var reader = try _RecordReader(borrowing: record, entity: entity, row: row)
+                guard try compiled.test(&reader, evaluator) else { return true }
+                return try body(row, record)
+            }
+            return
+        }
         try forEachCandidate { row, record in
             if let excludedRows, excludedRows.contains(row) { return true }
             var reader = try _RecordReader(borrowing: record, entity: entity, row: row)
             guard try compiled.test(&reader, evaluator) else { return true }
             return try body(row, record)
         }
+    }
+
+    /// Calls `body` with the key and record of each stored row in row
+    /// order (after ``resumeAfter`` when set), until it returns false.
+    private func forEachStoredRecord(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard let records = try snapshot.tree(entity.recordTree) else { return }
+        let cursor = try snapshot.tx.cursor(records)
+        guard try resumeAfter.map({ try cursor.seek(RowKey.encode($0 &+ 1)) }) ?? cursor.first() else { return }
+        try cursor.forEachEntry(body)
     }
 
     /// The number of stored rows that match.
@@ -244,9 +265,7 @@ final class QueryRun<T: PersistentModel> {
         }
         switch plan.access {
         case .scan:
-            let cursor = try snapshot.tx.cursor(records)
-            guard try resumeAfter.map({ try cursor.seek(RowKey.encode($0 &+ 1)) }) ?? cursor.first() else { return }
-            try cursor.forEachEntry { key, value in try body(try RowKey.decode(key), value) }
+            try forEachStoredRecord { key, value in try body(try RowKey.decode(key), value) }
         case .index(let scan) where rowOrderSuffices:
             // The rows of an index range lie all over the record tree (rows
             // of one tag, say, were inserted far apart): looked up in index
