@@ -209,12 +209,17 @@ public final class Cursor {
             level -= 1
         }
         guard level >= 0 else { return try seek(pointer, key.count).exact }
-        path.removeSubrange((level + 1)...)
-        var number = path[level].node.child(path[level].node.childIndex(pointer, key.count))
-        path[level].index = path[level].node.childIndex(pointer, key.count)
+        let taken = path[level].node.childIndex(pointer, key.count)
+        path[level].index = taken
+        var number = path[level].node.child(taken)
+        // The levels below are overwritten in place (the path keeps its
+        // length in a tree whose leaves are all at one depth), not removed
+        // and appended again.
+        var depth = level + 1
         while true {
             let next = try tx.treeNode(number)
             if next.isLeaf {
+                if path.count > depth { path.removeSubrange(depth...) }
                 let (i, found) = next.lowerBound(pointer, key.count)
                 leaf = next
                 index = i
@@ -222,8 +227,13 @@ public final class Cursor {
                 return valid && found
             }
             let child = next.childIndex(pointer, key.count)
-            path.append((next, child))
-            guard path.count <= Cursor.maxDepth else {
+            if depth < path.count {
+                path[depth] = (next, child)
+            } else {
+                path.append((next, child))
+            }
+            depth += 1
+            guard depth <= Cursor.maxDepth else {
                 throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
             }
             number = next.child(child)
