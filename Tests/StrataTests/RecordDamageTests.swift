@@ -55,7 +55,7 @@ final class RecordDamageTests: XCTestCase {
     }
 
     /// The reader skips the fields before the one it looks for from their
-    /// first bytes (`skipFields`), and falls back to the checked walk for
+    /// first bytes (`simpleField(at:)`), and falls back to the checked walk for
     /// anything unusual. Over valid records with every wire type, field
     /// numbers past 15 (two-byte tags), lengths past 127 and ten-byte
     /// varints, and over damaged copies of them, every lookup (in order,

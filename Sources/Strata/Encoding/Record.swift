@@ -223,10 +223,17 @@ public struct _RecordReader {
     private mutating func walk(from start: Int, to field: Int, skipping: Bool) throws -> Slot? {
         var index = start
         if skipping {
-            index = skipFields(from: start, before: field)
-            if let slot = simpleSlot(at: index, of: field) {
-                position = slot.end
-                return slot
+            // Fields before the wanted one are skipped from their first
+            // bytes, and the wanted one read the same way, while they have
+            // a simple shape (see `simpleField(at:)`); the checked walk
+            // goes on from wherever that stops.
+            while let (current, slot) = simpleField(at: index) {
+                if current >= field {
+                    guard current == field else { return nil }
+                    position = slot.end
+                    return slot
+                }
+                index = slot.end
             }
         }
         while index < bytes.count {
@@ -240,49 +247,44 @@ public struct _RecordReader {
         return nil
     }
 
-    /// The index of the first field at or after `start` whose number is not
-    /// below `field`, skipping the fields before it without building their
-    /// slots: the common case of a walk, which a scan with a filter runs on
-    /// every row (`score > x` passes over `code`, `category` and `tag`).
-    ///
-    /// Only the shapes that can be skipped from their first bytes are taken
-    /// here: one-byte tags (fields 1–15), varints of at most ten bytes,
-    /// fixed widths, nils, and lengths below 128. Anything else — a longer
-    /// tag or length, an unknown wire type, a payload that would run past
-    /// the end — stops the skip where it is, and the checked walk goes on
-    /// from there, so damaged bytes still get its errors.
-    @inline(__always) private func skipFields(from start: Int, before field: Int) -> Int {
-        guard let base = bytes.baseAddress else { return start }
+    /// The field at `index`, when it has a shape that can be read from its
+    /// first bytes without checks that can fail: a one-byte tag (fields
+    /// 1–15), then a varint of at most ten bytes, a fixed width, nil, or a
+    /// length below 128 — all within the record. Nil for anything else (a
+    /// longer tag or length, an unknown wire type, a payload past the
+    /// end): the checked walk reads it, so damaged bytes still get its
+    /// errors. This is what a scan with a filter runs on every row
+    /// (`score > x` passes over `code`, `category` and `tag`).
+    @inline(__always) private func simpleField(at index: Int) -> (field: Int, slot: Slot)? {
+        guard let base = bytes.baseAddress, index < bytes.count else { return nil }
         let count = bytes.count
-        var index = start
-        while index < count {
-            let tag = base.load(fromByteOffset: index, as: UInt8.self)
-            guard tag < 0x80, Int(tag >> 3) < field else { return index }
-            var next = index + 1
-            // Literal cases: a case naming `RecordFormat`'s constants is
-            // an expression pattern, matched through `~=` one case at a time.
-            switch tag & 7 {
-            case 0:  // varint
-                guard let end = Self.varintEnd(base, next, count) else { return index }
-                next = end
-            case 1:  // fixed64
-                next += 8
-            case 5:  // fixed32
-                next += 4
-            case 3:  // nil
-                break
-            case 2:  // length-delimited
-                guard next < count else { return index }
-                let length = base.load(fromByteOffset: next, as: UInt8.self)
-                guard length < 0x80 else { return index }
-                next += 1 + Int(length)
-            default:
-                return index
-            }
-            guard next <= count else { return index }
-            index = next
+        let tag = base.load(fromByteOffset: index, as: UInt8.self)
+        guard tag < 0x80 else { return nil }
+        var start = index + 1
+        var end = start
+        // Literal cases: a case naming `RecordFormat`'s constants is an
+        // expression pattern, matched through `~=` one case at a time.
+        switch tag & 7 {
+        case 0:  // varint
+            guard let varintEnd = Self.varintEnd(base, start, count) else { return nil }
+            end = varintEnd
+        case 1:  // fixed64
+            end += 8
+        case 5:  // fixed32
+            end += 4
+        case 3:  // nil
+            break
+        case 2:  // length-delimited
+            guard start < count else { return nil }
+            let length = base.load(fromByteOffset: start, as: UInt8.self)
+            guard length < 0x80 else { return nil }
+            start += 1
+            end = start + Int(length)
+        default:
+            return nil
         }
-        return index
+        guard end <= count else { return nil }
+        return (Int(tag >> 3), Slot(wire: tag & 7, start: start, end: end))
     }
 
     /// The index just past the varint that starts at `start`: its first
@@ -299,40 +301,6 @@ public struct _RecordReader {
         var end = start
         while end < limit && base.load(fromByteOffset: end, as: UInt8.self) >= 0x80 { end += 1 }
         return end < limit ? end + 1 : nil
-    }
-
-    /// The slot of the field at `index` when it is `field` and has one of
-    /// the shapes ``skipFields(from:before:)`` takes; nil otherwise (the
-    /// checked walk then reads it).
-    @inline(__always) private func simpleSlot(at index: Int, of field: Int) -> Slot? {
-        guard let base = bytes.baseAddress, index < bytes.count else { return nil }
-        let count = bytes.count
-        let tag = base.load(fromByteOffset: index, as: UInt8.self)
-        guard tag < 0x80, Int(tag >> 3) == field else { return nil }
-        let start = index + 1
-        var end = start
-        switch tag & 7 {
-        case 0:  // varint
-            guard let varintEnd = Self.varintEnd(base, start, count) else { return nil }
-            end = varintEnd
-        case 1:  // fixed64
-            end += 8
-        case 5:  // fixed32
-            end += 4
-        case 3:  // nil
-            break
-        case 2:  // length-delimited
-            guard start < count else { return nil }
-            let length = base.load(fromByteOffset: start, as: UInt8.self)
-            guard length < 0x80 else { return nil }
-            end = start + 1 + Int(length)
-            guard end <= count else { return nil }
-            return Slot(wire: 2, start: start + 1, end: end)
-        default:
-            return nil
-        }
-        guard end <= count else { return nil }
-        return Slot(wire: tag & 7, start: start, end: end)
     }
 
     /// Every field of the record in order, with where each one's encoded
@@ -371,7 +339,7 @@ public struct _RecordReader {
         let payloadStart: Int
         let end: Int
         switch wire {
-        case 0:  // RecordFormat.varint (literal cases: see skipFields)
+        case 0:  // RecordFormat.varint (literal cases: see simpleField(at:))
             // Skipped, not decoded: find the byte that ends it.
             var probe = index
             while probe < count && bytes[probe] >= 0x80 && probe - index < 9 { probe += 1 }

@@ -278,7 +278,7 @@ final class QueryRun<T: PersistentModel> {
                 rows.append(row)
                 return true
             }
-            if !Self.isAscending(rows) { rows.sort() }
+            rows.sort()  // Adaptive: rows of one value come ascending, one run.
             let lookup = try RecordLookup(snapshot.tx.cursor(records))
             for row in rows where try !visit(row, lookup) { return }
         case .index(let scan):
@@ -302,15 +302,6 @@ final class QueryRun<T: PersistentModel> {
         case .keys: return true
         case .index, .models: return false
         }
-    }
-
-    private static func isAscending(_ rows: [Int64]) -> Bool {
-        var previous = Int64.min
-        for row in rows {
-            if row < previous { return false }
-            previous = row
-        }
-        return true
     }
 
     /// The rows an access path finds, ascending and without duplicates.
