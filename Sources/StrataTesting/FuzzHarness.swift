@@ -1,4 +1,3 @@
-import CZlib
 import StrataEngine
 
 #if canImport(Glibc)
@@ -211,7 +210,7 @@ public enum FuzzHarness {
     private static func crc(_ seed: UInt32, _ bytes: ArraySlice<UInt8>) -> UInt32 {
         bytes.withUnsafeBytes { raw in
             guard let base = raw.baseAddress else { return seed }
-            return UInt32(truncatingIfNeeded: crc32(UInt(seed), base.assumingMemoryBound(to: Bytef.self), UInt32(raw.count)))
+            return crc32c(seed, base, raw.count)
         }
     }
 

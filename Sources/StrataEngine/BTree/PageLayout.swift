@@ -5,7 +5,7 @@
 ///
 /// ```
 /// OFFSET SIZE DESCRIPTION
-///      0    4 CRC-32 (see Page.computeChecksum)
+///      0    4 CRC-32C (see Page.computeChecksum)
 ///      4    1 page type: 2 branch, 3 leaf
 ///      5    1 reserved, zero
 ///      6    2 cell count N

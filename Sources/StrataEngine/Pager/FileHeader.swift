@@ -2,11 +2,12 @@
 ///
 /// ```
 /// OFFSET SIZE DESCRIPTION
-///      0    4 CRC-32 of the page number (0) and bytes 4..<pageSize
+///      0    4 CRC-32C of the page number (0) and bytes 4..<pageSize
 ///      4    1 page type: 1 (header)
 ///      5    3 reserved, zero
 ///      8    8 magic: "StrataDB"
-///     16    4 format version: 1
+///     16    4 format version: 2 (version 1 had the same layout with zlib
+///             CRC-32 checksums; this build refuses it)
 ///     20    4 page size in bytes: a power of two, 4096...65536
 ///     24    4 page count: pages 0..<pageCount belong to the store
 ///     28    4 first freelist trunk page, 0 when the freelist is empty
@@ -23,7 +24,7 @@
 /// main file, once, so that page size and magic are always readable there.
 struct FileHeader: Equatable {
     static let magic: UInt64 = 0x5374_7261_7461_4442  // "StrataDB"
-    static let formatVersion: UInt32 = 1
+    static let formatVersion: UInt32 = 2
     static let catalogRoot: UInt32 = 1
     static let minPageSize = 4096
     static let maxPageSize = 65536

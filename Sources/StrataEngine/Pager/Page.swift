@@ -1,4 +1,4 @@
-import CZlib
+import CStrataCRC32C
 
 /// One page image in memory: `pageSize` bytes, owned by this object.
 ///
@@ -42,7 +42,7 @@ final class Page: ManagedBuffer<Int, UInt8> {
     @inline(__always) func setU32(_ offset: Int, _ v: UInt32) { storeBE32(bytes + offset, v) }
     @inline(__always) func setU64(_ offset: Int, _ v: UInt64) { storeBE64(bytes + offset, v) }
 
-    /// The page checksum: CRC-32 of the page number followed by bytes
+    /// The page checksum: CRC-32C of the page number followed by bytes
     /// `4..<size`. Binding the page number in means a page image written to
     /// the wrong place is caught as well as a damaged one.
     func computeChecksum(pageNumber: UInt32) -> UInt32 {
@@ -52,8 +52,8 @@ final class Page: ManagedBuffer<Int, UInt8> {
     /// The checksum of a page image at `bytes`.
     static func checksum(_ bytes: UnsafeRawPointer, size: Int, pageNumber: UInt32) -> UInt32 {
         var seed = pageNumber.bigEndian
-        let crc = withUnsafeBytes(of: &seed) { raw in crc32Bytes(0, raw.baseAddress!, 4) }
-        return crc32Bytes(crc, bytes + 4, size - 4)
+        let crc = withUnsafeBytes(of: &seed) { raw in crc32c(0, raw.baseAddress!, 4) }
+        return crc32c(crc, bytes + 4, size - 4)
     }
 
     func sealChecksum(pageNumber: UInt32) {
@@ -84,9 +84,19 @@ final class Page: ManagedBuffer<Int, UInt8> {
     p.storeBytes(of: v.bigEndian, as: UInt64.self)
 }
 
-/// CRC-32 (zlib) of a byte range, continuing from `seed`.
-@inline(__always) func crc32Bytes(_ seed: UInt32, _ p: UnsafeRawPointer, _ count: Int) -> UInt32 {
-    UInt32(truncatingIfNeeded: crc32(UInt(seed), p.assumingMemoryBound(to: Bytef.self), UInt32(count)))
+/// CRC-32C (Castagnoli) of a byte range, continuing from `seed` (0 to
+/// start): the checksum of every page, of the WAL header and of the WAL's
+/// frame chain.
+///
+/// CRC-32C rather than zlib's CRC-32 because processors compute it in
+/// hardware (SSE4.2, ARMv8 CRC): a 4 KiB page costs about 0.2 µs against
+/// zlib's 1.25 µs on this project's machine, and a page read from disk pays
+/// it every time. It detects the same errors (every burst up to 32 bits,
+/// every odd number of flipped bits) with a polynomial chosen for longer
+/// messages. `CStrataCRC32C` picks the instruction at run time and falls
+/// back to a table, with the same result.
+@inline(__always) package func crc32c(_ seed: UInt32, _ p: UnsafeRawPointer, _ count: Int) -> UInt32 {
+    strata_crc32c(seed, p, count)
 }
 
 /// memcmp order of two byte strings; shorter first on a common prefix.

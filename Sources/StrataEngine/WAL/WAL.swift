@@ -52,7 +52,7 @@ final class WAL: @unchecked Sendable {
                 loadBE32(p + 24)
             )
         }
-        let expected = header.withUnsafeBytes { crc32Bytes(0, $0.baseAddress!, 24) }
+        let expected = header.withUnsafeBytes { crc32c(0, $0.baseAddress!, 24) }
         // A header that fails these checks is what a crash during a restart
         // or a foreign file leaves: treat the log as empty.
         guard magic == WALFormat.magic, version == WALFormat.version, crc == expected else { return [] }
@@ -113,7 +113,7 @@ final class WAL: @unchecked Sendable {
         guard got == WALFormat.headerSize else { return nil }
         return header.withUnsafeBytes { raw -> Int? in
             let p = raw.baseAddress!
-            guard loadBE32(p) == WALFormat.magic, loadBE32(p + 24) == crc32Bytes(0, p, 24) else { return nil }
+            guard loadBE32(p) == WALFormat.magic, loadBE32(p + 24) == crc32c(0, p, 24) else { return nil }
             let size = Int(loadBE32(p + 8))
             return FileHeader.isValidPageSize(size) ? size : nil
         }
@@ -134,7 +134,7 @@ final class WAL: @unchecked Sendable {
             storeBE32(p + 12, generation)
             storeBE32(p + 16, salt1)
             storeBE32(p + 20, salt2)
-            storeBE32(p + 24, crc32Bytes(0, p, 24))
+            storeBE32(p + 24, crc32c(0, p, 24))
         }
         headerValid = false
         try header.withUnsafeBytes { try file.write($0.baseAddress!, count: WALFormat.headerSize, at: 0) }
@@ -179,11 +179,11 @@ final class WAL: @unchecked Sendable {
         return first
     }
 
-    /// The chained checksum of the frame at `frame`: CRC-32 continued from
+    /// The chained checksum of the frame at `frame`: CRC-32C continued from
     /// `previous` over the 16 header bytes and the page's own checksum.
     static func frameChecksum(_ previous: UInt32, _ frame: UnsafeRawPointer) -> UInt32 {
-        let c = crc32Bytes(previous, frame, 16)
-        return crc32Bytes(c, frame + WALFormat.frameHeaderSize, 4)
+        let c = crc32c(previous, frame, 16)
+        return crc32c(c, frame + WALFormat.frameHeaderSize, 4)
     }
 
     /// Adopts the frames of the last `appendCommit` once they are durable as

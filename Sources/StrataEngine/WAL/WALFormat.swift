@@ -6,12 +6,13 @@
 /// ```
 /// OFFSET SIZE DESCRIPTION
 ///      0    4 magic 0x5357414C ("SWAL")
-///      4    4 format version: 1
+///      4    4 format version: 2 (CRC-32C checksums; a log of another
+///             version is ignored, as a foreign file is)
 ///      8    4 page size: equal to the main file's
 ///     12    4 generation: incremented by every WAL restart
 ///     16    4 salt 1: incremented by every restart
 ///     20    4 salt 2: random at every restart
-///     24    4 CRC-32 of bytes 0..<24
+///     24    4 CRC-32C of bytes 0..<24
 ///     28    4 reserved, zero
 /// ```
 ///
@@ -24,7 +25,7 @@
 ///             other frames: 0
 ///      8    4 salt 1, copied from the WAL header
 ///     12    4 salt 2, copied from the WAL header
-///     16    4 checksum: CRC-32 continued from the previous frame's checksum
+///     16    4 checksum: CRC-32C continued from the previous frame's checksum
 ///             (the header's for frame 0) over bytes 0..<16 of this header
 ///             and the page image's own checksum (its first 4 bytes)
 ///     20    4 reserved, zero
@@ -48,7 +49,7 @@
 /// only partly overwritten.
 enum WALFormat {
     static let magic: UInt32 = 0x5357_414C
-    static let version: UInt32 = 1
+    static let version: UInt32 = 2
     static let headerSize = 32
     static let frameHeaderSize = 24
 
