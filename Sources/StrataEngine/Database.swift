@@ -74,6 +74,26 @@ public final class Database: @unchecked Sendable {
     /// Counters for tools and tests (guarded by `stateLock`).
     @exclusivity(unchecked) var counters = Statistics()
 
+    /// The main file mapped for reading, or nil when pages are read with
+    /// `read` (a read-only handle, a file system that cannot map, or
+    /// ``DatabaseOptions/memoryMappedReads`` off). Replaced by a larger
+    /// mapping when the file outgrows it; pages viewing the old one keep it
+    /// alive.
+    ///
+    /// Mapping is safe because of the checkpoint's reader rule: the main
+    /// file's image of a page changes only when no reader can still read its
+    /// old image from there, so a view never changes under a reader.
+    @exclusivity(unchecked) var mapping: MappedRegion?
+    /// Whole pages the main file holds, as of this handle's last write,
+    /// truncation or measurement of it. A mapped page at or past it is
+    /// never touched (mapped memory past the end of a file is not readable).
+    @exclusivity(unchecked) var mainFilePages: UInt32 = 0
+    /// One bit per main-file page: its mapped bytes passed the checksum and
+    /// the node check (or were written by this handle) since it was last
+    /// written. A page of the page cache that is evicted comes back as a
+    /// view without being checked again.
+    @exclusivity(unchecked) var verifiedPages: [UInt64] = []
+
     /// Writer-owned (guarded by `gate`): the committed free-page set.
     @exclusivity(unchecked) var committedFreelist = Freelist()
 
@@ -174,6 +194,10 @@ public final class Database: @unchecked Sendable {
             path: path, options: options, fileSystem: fileSystem, main: main, wal: wal,
             pageSize: pageSize, header: mainHeader ?? FileHeader(pageSize: pageSize))
         if mainHeader != nil { db.cache.put(PageCache.mainKey(0), headerPage) }
+        db.mainFilePages = UInt32(clamping: size / Int64(pageSize))
+        if !options.readOnly && options.memoryMappedReads {
+            db.mapping = main.mapForReading(length: mappingLength(forFileSize: size))
+        }
         var seq: UInt64 = 0
         for commit in commits {
             seq += 1
@@ -284,7 +308,8 @@ public final class Database: @unchecked Sendable {
         while true {
             var frame = -1
             var generation: UInt32 = 0
-            let cached: Page? = stateLock.withLock {
+            var view: Page?
+            let cached: Page? = try stateLock.withLock {
                 if !walIndex.isEmpty, let versions = walIndex[number] {
                     var i = versions.count - 1
                     while i >= 0 {
@@ -296,20 +321,29 @@ public final class Database: @unchecked Sendable {
                     }
                 }
                 generation = wal.generation
-                return cache.get(
-                    frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number))
+                let key = frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number)
+                if let page = cache.get(key) { return page }
+                guard frame < 0, let mapping else { return nil }
+                guard number < mainFilePages else { throw Self.beyondEndOfFile(number) }
+                let page = Page.view(mapping.base + Int(number) * pageSize, size: pageSize, region: mapping)
+                guard isVerified(number) else {
+                    view = page
+                    return nil
+                }
+                cache.put(key, page)
+                return page
             }
             if let cached { return cached }
-            let page = Page.uninitialized(pageSize)
-            if frame >= 0 {
+            let page = view ?? Page.uninitialized(pageSize)
+            if view != nil {
+                // Checked below, outside the lock, like a page just read.
+            } else if frame >= 0 {
                 guard try wal.readFrame(frame, into: page) else {
                     throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) lies beyond the end of the log")
                 }
             } else {
                 let n = try main.read(into: page.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))
-                guard n == pageSize else {
-                    throw StorageError.corrupt(page: number, reason: "page lies beyond the end of the file: truncated")
-                }
+                guard n == pageSize else { throw Self.beyondEndOfFile(number) }
             }
             // The log restarted while we read a frame: the frame may already
             // be overwritten, and the page is now current in the main file.
@@ -324,6 +358,8 @@ public final class Database: @unchecked Sendable {
                 try Node(page: page).validate(pageNumber: number)
             }
             stateLock.withLock {
+                if view != nil { markVerified(number) }
+                counters.pagesChecked += 1
                 if frame < 0 || wal.generation == generation {
                     cache.put(
                         frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number), page)
@@ -332,6 +368,57 @@ public final class Database: @unchecked Sendable {
             return page
         }
     }
+
+    static func beyondEndOfFile(_ number: UInt32) -> StorageError {
+        StorageError.corrupt(page: number, reason: "page lies beyond the end of the file: truncated")
+    }
+
+    // MARK: - Mapped reads (callers hold `stateLock`)
+
+    @inline(__always) func isVerified(_ number: UInt32) -> Bool {
+        let word = Int(number >> 6)
+        return word < verifiedPages.count && verifiedPages[word] & (1 << UInt64(number & 63)) != 0
+    }
+
+    func markVerified(_ number: UInt32) {
+        let word = Int(number >> 6)
+        if word >= verifiedPages.count {
+            verifiedPages.append(contentsOf: repeatElement(0, count: word + 1 - verifiedPages.count))
+        }
+        verifiedPages[word] |= 1 << UInt64(number & 63)
+    }
+
+    func clearVerified(_ number: UInt32) {
+        let word = Int(number >> 6)
+        if word < verifiedPages.count { verifiedPages[word] &= ~(1 << UInt64(number & 63)) }
+    }
+
+    /// Records that the main file is `size` bytes now, and maps it anew when
+    /// it outgrew the mapping. Pages past the end lose their verified mark
+    /// and their cached views (a view past the end would fault).
+    func mainFileResized(to size: Int64) {
+        let pages = UInt32(clamping: size / Int64(pageSize))
+        if pages < mainFilePages {
+            for number in pages..<mainFilePages {
+                clearVerified(number)
+                cache.remove(PageCache.mainKey(number))
+            }
+        }
+        mainFilePages = pages
+        if let current = mapping, Int(pages) * pageSize > current.length {
+            mapping = main.mapForReading(length: Self.mappingLength(forFileSize: size))
+        }
+    }
+
+    /// Address space reserved for a main file of `size` bytes: twice its
+    /// size and at least ``minimumMappingLength``, so that a growing file is
+    /// mapped again only each time it doubles.
+    static func mappingLength(forFileSize size: Int64) -> Int {
+        max(minimumMappingLength, Int(size) * 2)
+    }
+
+    /// 64 MiB; tests lower it to make a small store outgrow its mapping.
+    package nonisolated(unsafe) static var minimumMappingLength = 64 << 20
 
     // MARK: - Transactions
 
@@ -435,6 +522,8 @@ public final class Database: @unchecked Sendable {
             isClosed = true
             cache.removeAll()
             walIndex.removeAll()
+            // Pages still held by transactions keep the mapping alive.
+            mapping = nil
         }
         wal.file.close()
         main.close()
@@ -493,6 +582,9 @@ public final class Database: @unchecked Sendable {
             // The log must be durable before the main file changes: a crash in
             // the middle of the copy is repaired by replaying it.
             if options.durability == .normal { try syncFile(wal.file) }
+            // Mapped views of these pages stop counting as checked until the
+            // copy has succeeded (a failed write may leave them half new).
+            stateLock.withLock { for (number, _) in plan.copies { clearVerified(number) } }
             var written: [(UInt32, Page)] = []
             written.reserveCapacity(plan.copies.count)
             let sorted = plan.copies.sorted { $0.0 < $1.0 }
@@ -519,9 +611,14 @@ public final class Database: @unchecked Sendable {
                 if size > wanted { try main.truncate(to: wanted) }
             }
             if sync { try syncFile(main) }
+            let mainSize = try main.size()
             stateLock.withLock {
                 backfilledSeq = plan.target
-                for (number, page) in written { cache.put(PageCache.mainKey(number), page) }
+                mainFileResized(to: mainSize)
+                for (number, page) in written {
+                    cache.put(PageCache.mainKey(number), page)
+                    markVerified(number)
+                }
                 counters.checkpoints += 1
                 if !plan.full { counters.partialCheckpoints += 1 }
                 if plan.full && committed.seq == plan.target {
@@ -616,6 +713,13 @@ public struct Statistics: Sendable, Equatable {
     public var pageCount = 0
     /// Free pages at the last commit.
     public var freePages = 0
+    /// Pages read from the files and checked (checksum and structure). A
+    /// mapped page is checked once, and again only after this handle
+    /// rewrote it; a page read with `pread` is checked at each read.
+    public var pagesChecked = 0
+    /// Bytes of address space the main file is mapped into; 0 when its
+    /// pages are read with `pread` (see ``DatabaseOptions/memoryMappedReads``).
+    public var mappedBytes = 0
 }
 
 extension Database {
@@ -624,6 +728,7 @@ extension Database {
         stateLock.withLock {
             var s = counters
             s.walFrames = wal.frameCount
+            s.mappedBytes = mapping?.length ?? 0
             s.pageCount = Int(committed.header.pageCount)
             s.freePages = Int(committed.header.freeCount)
             return s

@@ -31,6 +31,22 @@ public struct DatabaseOptions: Sendable {
     public var readOnly: Bool = false
     /// Create the store when the file does not exist (default true).
     public var createIfMissing: Bool = true
+    /// Read the main file through a read-only memory mapping (default true),
+    /// as LMDB does, instead of a `pread` into a cache buffer per page.
+    ///
+    /// A page read through the mapping is still checked (checksum and
+    /// structure) the first time it is read, and again after this handle
+    /// rewrites it; the page cache then holds views of the mapping, so the
+    /// OS page cache holds the bytes once. WAL frames are still read with
+    /// `pread`. Only a handle that holds the store's lock maps it (never a
+    /// read-only one, whose file another process may truncate).
+    ///
+    /// The price of mapping, as for every mapped database: a disk that fails
+    /// to deliver a mapped page (an I/O error), or another program truncating
+    /// the file while it is open, ends the process with `SIGBUS` instead of
+    /// a thrown ``StorageError/io(operation:path:errno:)``. Turn it off where
+    /// that matters more than read speed.
+    public var memoryMappedReads: Bool = true
 
     public init(
         pageSize: Int = 4096,
@@ -38,7 +54,8 @@ public struct DatabaseOptions: Sendable {
         cacheSizeBytes: Int = 64 << 20,
         checkpointThresholdFrames: Int = 1000,
         readOnly: Bool = false,
-        createIfMissing: Bool = true
+        createIfMissing: Bool = true,
+        memoryMappedReads: Bool = true
     ) {
         self.pageSize = pageSize
         self.durability = durability
@@ -46,5 +63,6 @@ public struct DatabaseOptions: Sendable {
         self.checkpointThresholdFrames = checkpointThresholdFrames
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
+        self.memoryMappedReads = memoryMappedReads
     }
 }

@@ -22,6 +22,36 @@ public protocol StorageFile: AnyObject, Sendable {
     func tryLock(exclusive: Bool) throws -> Bool
     /// Releases the descriptor (and the lock).
     func close()
+    /// Maps the first `length` bytes of the file read-only and shared with
+    /// the file, so that later `write`s show through; nil when this file
+    /// cannot be mapped (the engine then reads with `read`). `length` may
+    /// exceed the file's size: the engine reads only pages the file holds.
+    /// The default implementation maps nothing.
+    func mapForReading(length: Int) -> MappedRegion?
+}
+
+extension StorageFile {
+    public func mapForReading(length: Int) -> MappedRegion? { nil }
+}
+
+/// A read-only memory mapping of a file, unmapped when the last reference
+/// goes: pages read through it keep it alive, so a transaction that outlives
+/// its database still reads mapped memory, never freed address space.
+public final class MappedRegion: @unchecked Sendable {
+    /// The address of the file's byte 0.
+    public let base: UnsafeRawPointer
+    /// Bytes of address space reserved for the file.
+    public let length: Int
+    private let unmap: @Sendable (UnsafeRawPointer, Int) -> Void
+
+    /// A region at `base` of `length` bytes; `unmap` releases it.
+    public init(base: UnsafeRawPointer, length: Int, unmap: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
+        self.base = base
+        self.length = length
+        self.unmap = unmap
+    }
+
+    deinit { unmap(base, length) }
 }
 
 /// Opens, removes and syncs files by path.

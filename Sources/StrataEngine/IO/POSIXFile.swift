@@ -125,6 +125,19 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         return Int64(st.st_size)
     }
 
+    /// `mmap(PROT_READ, MAP_SHARED)`. Reading mapped memory of a file that
+    /// another process truncated, or that the disk cannot deliver, raises
+    /// `SIGBUS` instead of returning an error: the engine maps only stores
+    /// it holds the exclusive lock on (see ``DatabaseOptions/memoryMappedReads``).
+    public func mapForReading(length: Int) -> MappedRegion? {
+        guard length > 0, let address = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), address != MAP_FAILED else {
+            return nil
+        }
+        return MappedRegion(base: UnsafeRawPointer(address), length: length) { base, length in
+            _ = munmap(UnsafeMutableRawPointer(mutating: base), length)
+        }
+    }
+
     public func truncate(to size: Int64) throws {
         while ftruncate(fd, off_t(size)) != 0 {
             if errno == EINTR { continue }

@@ -1,14 +1,31 @@
 import CStrataCRC32C
 
-/// One page image in memory: `pageSize` bytes, owned by this object.
+/// One page image in memory: `pageSize` bytes.
 ///
 /// Pages that come from the cache are shared by readers and never mutated;
 /// the writer mutates only its own private copies (see `WriteTransaction`).
 ///
-/// The bytes are allocated inline with the object (one allocation, one
-/// cache line less to miss per page visited), after an `Int` header holding
-/// the size.
-final class Page: ManagedBuffer<Int, UInt8> {
+/// Usually the bytes are allocated inline with the object (one allocation,
+/// one cache line less to miss per page visited), after a small header. A
+/// page of the memory-mapped main file is a *view*: its bytes are the
+/// mapping's, read-only, and the page keeps the mapping alive.
+final class Page: ManagedBuffer<Page.Header, UInt8> {
+    struct Header {
+        let size: Int
+        let bytes: UnsafeMutableRawPointer
+        /// The mapping a view reads; nil for a page that owns its bytes.
+        let region: MappedRegion?
+    }
+
+    /// A read-only view of `size` mapped bytes at `bytes`. Only readers get
+    /// views; the writer copies a page before changing it.
+    static func view(_ bytes: UnsafeRawPointer, size: Int, region: MappedRegion) -> Page {
+        let page = Page.create(minimumCapacity: 0) { _ in
+            Header(size: size, bytes: UnsafeMutableRawPointer(mutating: bytes), region: region)
+        }
+        return unsafeDowncast(page, to: Page.self)
+    }
+
     /// A page of `size` zero bytes.
     static func zeroed(_ size: Int) -> Page {
         let page = uninitialized(size)
@@ -18,7 +35,10 @@ final class Page: ManagedBuffer<Int, UInt8> {
 
     /// A page whose bytes are about to be overwritten by a read.
     static func uninitialized(_ size: Int) -> Page {
-        unsafeDowncast(Page.create(minimumCapacity: size) { _ in size }, to: Page.self)
+        let page = Page.create(minimumCapacity: size) { buffer in
+            Header(size: size, bytes: buffer.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }, region: nil)
+        }
+        return unsafeDowncast(page, to: Page.self)
     }
 
     /// A private copy of `other`.
@@ -28,10 +48,12 @@ final class Page: ManagedBuffer<Int, UInt8> {
         return page
     }
 
-    @inline(__always) var size: Int { header }
-    @inline(__always) var bytes: UnsafeMutableRawPointer {
-        withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
-    }
+    // Field by field through the header's address: reading `header` whole
+    // would copy it, retaining and releasing the region.
+    @inline(__always) var size: Int { withUnsafeMutablePointerToHeader { $0.pointee.size } }
+    @inline(__always) var bytes: UnsafeMutableRawPointer { withUnsafeMutablePointerToHeader { $0.pointee.bytes } }
+    /// True for a view of the mapped main file.
+    var isView: Bool { withUnsafeMutablePointerToHeader { $0.pointee.region != nil } }
 
     @inline(__always) func u8(_ offset: Int) -> UInt8 { bytes.load(fromByteOffset: offset, as: UInt8.self) }
     @inline(__always) func u16(_ offset: Int) -> Int { Int(loadBE16(bytes + offset)) }

@@ -1,0 +1,140 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+/// Reads of the main file through its memory mapping: who maps, what is
+/// checked and when, a file that outgrows its mapping or shrinks, and pages
+/// that outlive their database.
+final class MappedReadTests: EngineTestCase {
+    private func key(_ i: Int) -> [UInt8] { bytes("key \(String(i, radix: 16))") }
+    private func value(_ i: Int, round: Int = 0) -> [UInt8] {
+        bytes("value \(i) of round \(round) " + String(repeating: "x", count: i % 90))
+    }
+
+    private func fill(_ db: Database, _ range: Range<Int>, round: Int = 0) throws {
+        try db.write { tx in
+            let tree = try tx.treeIfPresent("t") ?? tx.createTree("t")
+            for i in range { try tx.put(key(i), value(i, round: round), in: tree) }
+        }
+    }
+
+    private func assertHolds(
+        _ db: Database, _ range: Range<Int>, round: Int = 0, file: StaticString = #filePath, line: UInt = #line
+    )
+        throws
+    {
+        try db.read { tx in
+            let tree = try tx.tree("t")
+            for i in range {
+                XCTAssertEqual(try tx.get(key(i), in: tree), value(i, round: round), "key \(i)", file: file, line: line)
+            }
+        }
+    }
+
+    func testOnlyAHandleHoldingTheLockMaps() throws {
+        let db = try open("mapped.strata", DatabaseOptions(durability: .none))
+        try fill(db, 0..<2000)
+        try db.checkpoint()
+        XCTAssertEqual(db.statistics.mappedBytes, 64 << 20)
+        try assertHolds(db, 0..<2000)
+
+        let reader = try Database.open(path: directory.file("mapped.strata"), options: DatabaseOptions(readOnly: true))
+        XCTAssertEqual(reader.statistics.mappedBytes, 0, "a read-only handle must not map: the owner may truncate the file")
+        try assertHolds(reader, 0..<2000)
+        try reader.close()
+        try db.close()
+        forget(db)
+
+        let unmapped = try open("mapped.strata", DatabaseOptions(memoryMappedReads: false))
+        XCTAssertEqual(unmapped.statistics.mappedBytes, 0)
+        try assertHolds(unmapped, 0..<2000)
+
+        let memory = try open("/mem/store", options: DatabaseOptions(durability: .none), fileSystem: MemoryFileSystem())
+        XCTAssertEqual(memory.statistics.mappedBytes, 0, "the simulated file system maps nothing")
+    }
+
+    /// With a page cache of 16 pages, every pass over a store of hundreds
+    /// of pages evicts nearly everything. Mapped pages come back as views
+    /// without being checked again; read with `pread`, each is checked at
+    /// each read.
+    func testEvictedMappedPagesAreNotCheckedAgain() throws {
+        for mapped in [true, false] {
+            let name = "evict-\(mapped).strata"
+            let db = try open(name, DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096, memoryMappedReads: mapped))
+            try fill(db, 0..<20_000)
+            try db.checkpoint()
+            let pages = db.statistics.pageCount
+            XCTAssertGreaterThan(pages, 300)
+            try assertHolds(db, 0..<20_000)
+            let afterFirst = db.statistics.pagesChecked
+            try assertHolds(db, 0..<20_000)
+            let second = db.statistics.pagesChecked - afterFirst
+            if mapped {
+                XCTAssertLessThanOrEqual(afterFirst, pages, "each mapped page is checked at most once")
+                XCTAssertEqual(second, 0, "an evicted view comes back unchecked: it was checked already")
+            } else {
+                XCTAssertGreaterThan(second, pages, "pread pages are checked at every read from disk")
+            }
+        }
+    }
+
+    /// A file growing far past its first mapping is mapped again; a reader
+    /// that began before keeps reading its snapshot through the old
+    /// mapping. Then most of it is deleted (the checkpoint truncates the
+    /// file) and it grows again over the truncated pages.
+    func testAFileOutgrowingItsMappingAndShrinkingReadsRight() throws {
+        let saved = Database.minimumMappingLength
+        Database.minimumMappingLength = 0
+        defer { Database.minimumMappingLength = saved }
+        let db = try open(
+            "grow.strata", DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096, checkpointThresholdFrames: 50))
+        try fill(db, 0..<500)
+        try db.checkpoint()
+        let firstMapping = db.statistics.mappedBytes
+        XCTAssertGreaterThan(firstMapping, 0)
+
+        let early = try db.beginRead()
+        let earlyTree = try early.tree("t")
+        XCTAssertEqual(try early.get(key(7), in: earlyTree), value(7))
+        for round in 1...8 {
+            try fill(db, 0..<(500 * (round + 1)), round: round)
+            try assertHolds(db, 0..<(500 * (round + 1)), round: round)
+        }
+        for i in stride(from: 0, to: 500, by: 37) {
+            XCTAssertEqual(try early.get(key(i), in: earlyTree), value(i), "the early reader's snapshot")
+        }
+        early.end()
+        try db.checkpoint()
+        XCTAssertGreaterThan(db.statistics.mappedBytes, firstMapping, "the grown file was mapped again")
+        try assertHolds(db, 0..<4500, round: 8)
+
+        try db.write { tx in
+            let tree = try tx.tree("t")
+            for i in 100..<4500 { try tx.delete(key(i), in: tree) }
+        }
+        try db.checkpoint()
+        let shrunk = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: directory.file("grow.strata"))[.size] as? Int)
+        XCTAssertEqual(shrunk, db.statistics.pageCount * 4096, "the checkpoint truncated the free tail")
+        try assertHolds(db, 0..<100, round: 8)
+        try fill(db, 100..<3000, round: 9)
+        try db.checkpoint()
+        try assertHolds(db, 0..<100, round: 8)
+        try assertHolds(db, 100..<3000, round: 9)
+        XCTAssertTrue(try db.check().isHealthy)
+    }
+
+    /// A transaction's pages keep the mapping alive after the database
+    /// closed: reading them is reading mapped memory, not freed address
+    /// space; reading a page it does not hold fails with an error.
+    func testPagesOutlivingTheirDatabaseStayReadable() throws {
+        let db = try open("outlive.strata", DatabaseOptions(durability: .none))
+        try fill(db, 0..<3000)
+        try db.checkpoint()
+        let tx = try db.beginRead()
+        let tree = try tx.tree("t")
+        XCTAssertEqual(try tx.get(key(42), in: tree), value(42))
+        try db.close()
+        XCTAssertEqual(try tx.get(key(42), in: tree), value(42))
+        tx.end()
+    }
+}
