@@ -56,19 +56,27 @@ final class CursorBulkTests: EngineTestCase {
     func testSeekForwardLandsWhereSeekDoes() throws {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "CursorBulkTests.seekForward"))
         let db = try open("forward.strata", DatabaseOptions(durability: .none))
-        try db.write { tx in
-            let tree = try tx.createTree("t")
-            for i in stride(from: 0, to: 30_000, by: 3) {
-                try tx.put(bytes(String(format: "k%06d", i)), bytes("v\(i)"), in: tree)
+        // A tree of two levels, and one of three (where the climb stops at
+        // a branch below the root, or reaches the root).
+        for (name, end) in [("t", 30_000), ("deep", 400_000)] {
+            try db.write { tx in
+                let tree = try tx.createTree(name)
+                for i in stride(from: 0, to: end, by: 3) {
+                    try tx.put(bytes(String(format: "k%06d", i)), bytes("v\(i)"), in: tree)
+                }
             }
+            try checkSeekForward(db, tree: name, end: end, random: &random)
         }
+    }
+
+    private func checkSeekForward(_ db: Database, tree name: String, end: Int, random: inout SeededRandom) throws {
         try db.read { tx in
-            let tree = try tx.tree("t")
+            let tree = try tx.tree(name)
             let forward = try tx.cursor(tree)
             let reference = try tx.cursor(tree)
             for _ in 0..<50 {
                 // An ascending run with gaps of every size, then a step back.
-                var position = Int.random(in: -5..<30_000, using: &random)
+                var position = Int.random(in: -5..<end, using: &random)
                 for _ in 0..<200 {
                     position += [0, 1, 2, 3, 50, 700, 9_000][Int.random(in: 0..<7, using: &random)]
                     if Int.random(in: 0..<40, using: &random) == 0 { position -= 5_000 }

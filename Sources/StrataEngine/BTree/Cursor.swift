@@ -198,9 +198,14 @@ public final class Cursor {
             return found
         }
         // Climb to the deepest branch whose chosen child is bounded above
-        // by a separator greater than the key, and descend from there.
+        // by a separator greater than the key, and descend from there. The
+        // root bounds every key: a key past all its separators is in its
+        // last child, found from the root without rebuilding the path (a
+        // fifth of the lookups of an index range, in a root of five
+        // children, used to start over with a full seek).
+        guard !path.isEmpty else { return try seek(pointer, key.count).exact }
         var level = path.count - 1
-        while level >= 0 {
+        while level > 0 {
             let (branch, taken) = path[level]
             if taken < branch.count {
                 let (sp, sn) = branch.key(taken)
@@ -208,7 +213,6 @@ public final class Cursor {
             }
             level -= 1
         }
-        guard level >= 0 else { return try seek(pointer, key.count).exact }
         let taken = path[level].node.childIndex(pointer, key.count)
         path[level].index = taken
         var number = path[level].node.child(taken)
