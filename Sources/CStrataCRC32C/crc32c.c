@@ -3,7 +3,7 @@
 // The register is kept reflected and inverted at the ends, as every
 // CRC-32C user does, so "123456789" gives 0xE3069283.
 //
-// Long inputs on x86-64 run three independent instruction streams over
+// Long inputs, with the instruction (x86-64 or AArch64), run three streams over
 // three consecutive blocks (the instruction has a latency of three cycles
 // and a throughput of one), then fold the three registers together: the
 // register of A‖B is the register of A advanced over |B| zero bytes, xored
@@ -20,9 +20,6 @@
 #define BLOCK 1360
 
 static uint32_t table[8][256];
-/// shift[k][b]: the register 0 with byte b at position k, advanced over
-/// BLOCK zero bytes.
-static uint32_t shift[4][256];
 static int hardware;
 
 static uint32_t portable_raw(uint32_t reg, const unsigned char *p, size_t n) {
@@ -50,55 +47,33 @@ static uint32_t portable_raw(uint32_t reg, const unsigned char *p, size_t n) {
     return reg;
 }
 
+// The instruction, per architecture; one loop below uses either.
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#define HARDWARE_TARGET __attribute__((target("sse4.2")))
+#define CRC_BYTE(reg, byte) _mm_crc32_u8((reg), (byte))
+#define CRC_WORD(reg, word) ((uint32_t)_mm_crc32_u64((reg), (word)))
+#define HAVE_HARDWARE_RAW 1
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
+#include <arm_acle.h>
+#define HARDWARE_TARGET
+#define CRC_BYTE(reg, byte) __crc32cb((reg), (byte))
+#define CRC_WORD(reg, word) __crc32cd((reg), (word))
+#define HAVE_HARDWARE_RAW 1
+#endif
+
+#if defined(HAVE_HARDWARE_RAW)
+/// shift[k][b]: the register 0 with byte b at position k, advanced over
+/// BLOCK zero bytes.
+static uint32_t shift[4][256];
+
 static uint32_t advance(uint32_t reg) {
     return shift[0][reg & 0xff] ^ shift[1][(reg >> 8) & 0xff] ^ shift[2][(reg >> 16) & 0xff] ^ shift[3][reg >> 24];
 }
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-
-__attribute__((target("sse4.2"))) static uint32_t hardware_raw(uint32_t reg, const unsigned char *p, size_t n) {
-    uint64_t r = reg;
+HARDWARE_TARGET static uint32_t hardware_raw(uint32_t reg, const unsigned char *p, size_t n) {
     while (n > 0 && ((uintptr_t)p & 7) != 0) {
-        r = _mm_crc32_u8((uint32_t)r, *p++);
-        n--;
-    }
-    while (n >= 3 * BLOCK) {
-        uint64_t a = r, b = 0, c = 0;
-        const unsigned char *end = p + BLOCK;
-        while (p < end) {
-            uint64_t x, y, z;
-            memcpy(&x, p, 8);
-            memcpy(&y, p + BLOCK, 8);
-            memcpy(&z, p + 2 * BLOCK, 8);
-            a = _mm_crc32_u64(a, x);
-            b = _mm_crc32_u64(b, y);
-            c = _mm_crc32_u64(c, z);
-            p += 8;
-        }
-        r = advance(advance((uint32_t)a) ^ (uint32_t)b) ^ (uint32_t)c;
-        p += 2 * BLOCK;
-        n -= 3 * BLOCK;
-    }
-    while (n >= 8) {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        r = _mm_crc32_u64(r, x);
-        p += 8;
-        n -= 8;
-    }
-    while (n > 0) {
-        r = _mm_crc32_u8((uint32_t)r, *p++);
-        n--;
-    }
-    return (uint32_t)r;
-}
-#elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
-#include <arm_acle.h>
-
-static uint32_t hardware_raw(uint32_t reg, const unsigned char *p, size_t n) {
-    while (n > 0 && ((uintptr_t)p & 7) != 0) {
-        reg = __crc32cb(reg, *p++);
+        reg = CRC_BYTE(reg, *p++);
         n--;
     }
     while (n >= 3 * BLOCK) {
@@ -109,9 +84,9 @@ static uint32_t hardware_raw(uint32_t reg, const unsigned char *p, size_t n) {
             memcpy(&x, p, 8);
             memcpy(&y, p + BLOCK, 8);
             memcpy(&z, p + 2 * BLOCK, 8);
-            a = __crc32cd(a, x);
-            b = __crc32cd(b, y);
-            c = __crc32cd(c, z);
+            a = CRC_WORD(a, x);
+            b = CRC_WORD(b, y);
+            c = CRC_WORD(c, z);
             p += 8;
         }
         reg = advance(advance(a) ^ b) ^ c;
@@ -121,17 +96,16 @@ static uint32_t hardware_raw(uint32_t reg, const unsigned char *p, size_t n) {
     while (n >= 8) {
         uint64_t x;
         memcpy(&x, p, 8);
-        reg = __crc32cd(reg, x);
+        reg = CRC_WORD(reg, x);
         p += 8;
         n -= 8;
     }
     while (n > 0) {
-        reg = __crc32cb(reg, *p++);
+        reg = CRC_BYTE(reg, *p++);
         n--;
     }
     return reg;
 }
-#define HAVE_HARDWARE_RAW 1
 #endif
 
 /// Builds the tables before main runs, so that no caller races on them.
@@ -144,6 +118,7 @@ __attribute__((constructor)) static void strata_crc32c_init(void) {
     for (uint32_t b = 0; b < 256; b++) {
         for (int k = 1; k < 8; k++) table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xff];
     }
+#if defined(HAVE_HARDWARE_RAW)
     // Advancing a register over BLOCK zero bytes, for each single bit;
     // every other register is the xor of its bits' images.
     static const unsigned char zeros[BLOCK];
@@ -158,6 +133,7 @@ __attribute__((constructor)) static void strata_crc32c_init(void) {
             shift[k][b] = v;
         }
     }
+#endif
 #if defined(__x86_64__)
     __builtin_cpu_init();
     hardware = __builtin_cpu_supports("sse4.2") != 0;
@@ -171,7 +147,7 @@ uint32_t strata_crc32c_portable(uint32_t crc, const void *bytes, size_t count) {
 }
 
 uint32_t strata_crc32c(uint32_t crc, const void *bytes, size_t count) {
-#if defined(__x86_64__) || defined(HAVE_HARDWARE_RAW)
+#if defined(HAVE_HARDWARE_RAW)
     if (hardware) return ~hardware_raw(~crc, (const unsigned char *)bytes, count);
 #endif
     return ~portable_raw(~crc, (const unsigned char *)bytes, count);

@@ -123,6 +123,44 @@ final class MappedReadTests: EngineTestCase {
         XCTAssertTrue(try db.check().isHealthy)
     }
 
+    /// A main file cut short while its log still holds a commit opens (the
+    /// log may supply pages past the end), and reading a page the file no
+    /// longer holds is an error naming the page, on both read paths: never
+    /// a read of mapped memory past the end of the file (`SIGBUS`).
+    func testAPagePastTheEndOfACutMainFileIsAnError() throws {
+        for mapped in [true, false] {
+            let path = directory.file("cut-\(mapped).strata")
+            let first = try Database.open(path: path, options: DatabaseOptions(durability: .none))
+            try fill(first, 0..<20_000)
+            try first.close()
+            // One more commit, left in the log; both files copied while the
+            // store is open, as a crash would leave them.
+            let live = try Database.open(
+                path: path, options: DatabaseOptions(durability: .none, checkpointThresholdFrames: 1 << 20))
+            try live.write { tx in try tx.put(key(0), value(0, round: 1), in: try tx.tree("t")) }
+            let copy = directory.file("cut-\(mapped)-copy.strata")
+            var main = try XCTUnwrap(readFile(path))
+            try writeFile(copy + "-wal", try XCTUnwrap(readFile(path + "-wal")))
+            try live.close()
+            main.removeLast(main.count / 2)
+            try writeFile(copy, main)
+
+            let db = try Database.open(path: copy, options: DatabaseOptions(memoryMappedReads: mapped))
+            XCTAssertEqual(db.statistics.mappedBytes > 0, mapped)
+            let readAll = {
+                try db.read { tx in
+                    let tree = try tx.tree("t")
+                    for i in 1..<20_000 { _ = try tx.get(self.key(i), in: tree) }
+                }
+            }
+            XCTAssertThrowsError(try readAll(), "mapped: \(mapped)") { error in
+                guard case StorageError.corrupt(_, let reason) = error else { return XCTFail("\(error)") }
+                XCTAssertTrue(reason.contains("beyond the end of the file"), reason)
+            }
+            try db.close()
+        }
+    }
+
     /// A transaction's pages keep the mapping alive after the database
     /// closed: reading them is reading mapped memory, not freed address
     /// space; reading a page it does not hold fails with an error.

@@ -52,8 +52,6 @@ final class Page: ManagedBuffer<Page.Header, UInt8> {
     // would copy it, retaining and releasing the region.
     @inline(__always) var size: Int { withUnsafeMutablePointerToHeader { $0.pointee.size } }
     @inline(__always) var bytes: UnsafeMutableRawPointer { withUnsafeMutablePointerToHeader { $0.pointee.bytes } }
-    /// True for a view of the mapped main file.
-    var isView: Bool { withUnsafeMutablePointerToHeader { $0.pointee.region != nil } }
 
     @inline(__always) func u8(_ offset: Int) -> UInt8 { bytes.load(fromByteOffset: offset, as: UInt8.self) }
     @inline(__always) func u16(_ offset: Int) -> Int { Int(loadBE16(bytes + offset)) }
@@ -113,10 +111,10 @@ final class Page: ManagedBuffer<Page.Header, UInt8> {
 /// CRC-32C rather than zlib's CRC-32 because processors compute it in
 /// hardware (SSE4.2, ARMv8 CRC): a 4 KiB page costs about 0.2 µs against
 /// zlib's 1.25 µs on this project's machine, and a page read from disk pays
-/// it every time. It detects the same errors (every burst up to 32 bits,
-/// every odd number of flipped bits) with a polynomial chosen for longer
-/// messages. `CStrataCRC32C` picks the instruction at run time and falls
-/// back to a table, with the same result.
+/// it every time. Like CRC-32 it catches every error burst of up to 32
+/// bits; Castagnoli chose its polynomial for a larger Hamming distance at
+/// these message lengths. `CStrataCRC32C` picks the instruction at run time
+/// and falls back to a table, with the same result.
 @inline(__always) package func crc32c(_ seed: UInt32, _ p: UnsafeRawPointer, _ count: Int) -> UInt32 {
     strata_crc32c(seed, p, count)
 }
