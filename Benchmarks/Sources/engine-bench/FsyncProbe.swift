@@ -75,6 +75,74 @@ enum FsyncProbe {
         return elapsed / iterations
     }
 
+    /// The I/O any page-logging engine (SQLite's WAL, Strata's) must do for
+    /// one-put commits of random keys, without any engine around it: each
+    /// commit writes `bytes` of log at consecutive offsets and syncs the
+    /// log; every `commitsPerCheckpoint` commits, a checkpoint writes one
+    /// distinct random page per commit into a main file of `mainBytes`
+    /// (random keys land on distinct leaves), syncs it, and starts the log
+    /// over (a header write and a log sync). Returns the mean per commit.
+    ///
+    /// This is the floor under workload 4 for a design that logs page images
+    /// and copies them home later, as DESIGN.md prescribes: the pages a
+    /// commit changes are written twice, and the second write is random.
+    static func meanLogAndCheckpointIO(
+        path: String, mainBytes: Int, iterations: Int, bytes: Int, commitsPerCheckpoint: Int
+    ) throws -> Duration {
+        let logPath = path + "-log"
+        let log = open(logPath, O_CREAT | O_TRUNC | O_WRONLY, 0o644)
+        let main = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0o644)
+        guard log >= 0, main >= 0 else { throw BenchError("open \(path): errno \(errno)") }
+        defer {
+            close(log)
+            close(main)
+            unlink(logPath)
+            unlink(path)
+        }
+        var rng = SplitMix64(seed: 11)
+        let chunk = rng.bytes(1 << 20)
+        var offset = 0
+        while offset < mainBytes {
+            try write(main, chunk, at: Int64(offset))
+            offset += chunk.count
+        }
+        try sync(main)
+        offset = 0
+        while offset < bytes * commitsPerCheckpoint + 32 {
+            try write(log, chunk, at: Int64(offset))
+            offset += chunk.count
+        }
+        try sync(log)
+        var record = rng.bytes(bytes)
+        var page = rng.bytes(blockSize)
+        let header = rng.bytes(32)
+        let pages = max(1, mainBytes / blockSize)
+        let elapsed = try ContinuousClock().measure {
+            var sinceCheckpoint = 0
+            for i in 0..<iterations {
+                record[0] = UInt8(truncatingIfNeeded: i)
+                try write(log, record, at: Int64(32 + sinceCheckpoint * bytes))
+                try sync(log)
+                sinceCheckpoint += 1
+                if sinceCheckpoint == commitsPerCheckpoint {
+                    var targets = Set<Int>()
+                    while targets.count < commitsPerCheckpoint {
+                        targets.insert(Int(rng.next() % UInt64(pages)))
+                    }
+                    for target in targets.sorted() {
+                        page[0] = UInt8(truncatingIfNeeded: target)
+                        try write(main, page, at: Int64(target * blockSize))
+                    }
+                    try sync(main)
+                    try write(log, header, at: 0)
+                    try sync(log)
+                    sinceCheckpoint = 0
+                }
+            }
+        }
+        return elapsed / iterations
+    }
+
     private static func write(_ fd: Int32, _ block: [UInt8], at offset: Int64) throws {
         let written = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
         guard written == block.count else { throw BenchError("pwrite: errno \(errno)") }

@@ -81,7 +81,7 @@ final class Benchmark {
     /// Sizes of each engine's files after each step.
     private(set) var sizes: [(step: String, stores: [StoreSize])] = []
     /// Mean durable 4 KiB write on this file system: overwrite, append.
-    private(set) var fsync: (overwrite: Duration, append: Duration, log: Duration)?
+    private(set) var fsync: (overwrite: Duration, append: Duration, log: Duration, logAndCheckpoint: Duration)?
 
     init(options: Options, data: Dataset) throws {
         self.options = options
@@ -110,7 +110,10 @@ final class Benchmark {
         fsync = (
             try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: false),
             try FsyncProbe.meanSyncedWrite(path: probe, iterations: Dataset.commitCount, append: true),
-            try FsyncProbe.meanSyncedLogWrite(path: probe, iterations: Dataset.commitCount, bytes: 2 * (24 + 4096))
+            try FsyncProbe.meanSyncedLogWrite(path: probe, iterations: Dataset.commitCount, bytes: 2 * (24 + 4096)),
+            try FsyncProbe.meanLogAndCheckpointIO(
+                path: probe, mainBytes: Int(StoreSize(path: strata.path).main ?? 0), iterations: Dataset.commitCount,
+                bytes: 2 * (24 + 4096), commitsPerCheckpoint: 500)
         )
 
         try measure("5. random deletes, one transaction", ops: data.deleteOrder.count) { try $0.deletes(data) }
@@ -162,20 +165,25 @@ final class Benchmark {
             lines.append(
                 Format.header([
                     "operation", "time per op", "÷ fdatasync (overwrite)", "÷ fdatasync (append)",
-                    "÷ fdatasync (2-frame log write)",
+                    "÷ fdatasync (2-frame log write)", "÷ log write + checkpoint I/O",
                 ]))
             let overwrite = fsync.overwrite.seconds
             let append = fsync.append.seconds
             let log = fsync.log.seconds
+            let floor = fsync.logAndCheckpoint.seconds
             func row(_ label: String, _ seconds: Double) -> String {
                 Format.row([
                     label, Format.time(seconds), Format.ratio(seconds, overwrite), Format.ratio(seconds, append),
-                    Format.ratio(seconds, log),
+                    Format.ratio(seconds, log), Format.ratio(seconds, floor),
                 ])
             }
             lines.append(row("4 KiB pwrite + fdatasync, same block", overwrite))
             lines.append(row("4 KiB pwrite + fdatasync, appending", append))
             lines.append(row("8,240 B sequential pwrite into a preallocated log + fdatasync", log))
+            lines.append(
+                row(
+                    "the same, plus a checkpoint every 500 commits (one random 4 KiB page per commit "
+                        + "into a main file of Strata's size, fdatasync, log restart)", floor))
             for (name, time) in zip(names, commits.times) {
                 lines.append(row("\(name) commit of one put", time.seconds / Double(commits.ops)))
             }
