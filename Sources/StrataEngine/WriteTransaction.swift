@@ -8,7 +8,7 @@
 public final class WriteTransaction: ReadTransaction {
     override var isWriter: Bool { true }
     /// Private, modified page images by page number.
-    var dirty: [UInt32: Page] = [:]
+    var dirty = DirtyPages()
     var header: FileHeader
     var freelist: Freelist
     /// Trees whose entry count changed: root → name.
@@ -74,7 +74,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Returns a page to the freelist. Its content no longer matters, so it
     /// is not written at commit.
     func free(_ number: UInt32) {
-        dirty.removeValue(forKey: number)
+        dirty.remove(number)
         freelist.free(number)
     }
 
@@ -258,7 +258,7 @@ public final class WriteTransaction: ReadTransaction {
         }
         var pages: [(number: UInt32, page: Page)] = []
         pages.reserveCapacity(dirty.count)
-        for (number, page) in dirty { pages.append((number, page)) }
+        for (number, page) in zip(dirty.numbers, dirty.pages) { pages.append((number, page)) }
         pages.sort { $0.number < $1.number }
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
 
@@ -296,7 +296,7 @@ public final class WriteTransaction: ReadTransaction {
     private func persistFreelist() throws {
         guard freelist.changed else { return }
         header.pageCount = freelist.releaseTail(pageCount: header.pageCount)
-        for number in dirty.keys where number >= header.pageCount { dirty.removeValue(forKey: number) }
+        for number in dirty.numbers where number >= header.pageCount { dirty.remove(number) }
         let trunks = freelist.layout(pageSize: db.pageSize)
         for (i, trunk) in trunks.enumerated() {
             let page = Page.zeroed(db.pageSize)

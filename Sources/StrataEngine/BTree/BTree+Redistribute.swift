@@ -4,6 +4,23 @@
 /// leaves to about four fifths instead of the two thirds that plain
 /// splitting gives, which makes the file smaller and the cache go further.
 extension WriteTransaction {
+    /// The cells of a full leaf with a new cell in place at `index`, read
+    /// where they lie: only the cells that move are ever looked at.
+    struct CellsWithInsert {
+        let node: Node
+        let index: Int
+        let cell: UnsafeRawPointer
+        let size: Int
+
+        var count: Int { node.count + 1 }
+
+        subscript(i: Int) -> (UnsafeRawPointer, Int) {
+            if i == index { return (cell, size) }
+            let j = i < index ? i : i - 1
+            return (UnsafeRawPointer(node.page.bytes + node.slot(j)), node.cellSize(j))
+        }
+    }
+
     /// Tries to make room for `cell` (to go at `index` of the full leaf
     /// `number`) by moving cells to the right or left sibling. Returns false,
     /// having changed nothing, when neither sibling can take enough or the
@@ -13,19 +30,11 @@ extension WriteTransaction {
         let parent = Node(page: try page(parentNumber))
         let node = Node(page: try writable(number))
         let capacity = db.pageSize - Layout.nodeHeaderSize
-        // The node's cells with the new one in place, as (pointer, size).
-        let n = node.count + 1
-        var cells: [(UnsafeRawPointer, Int)] = []
-        cells.reserveCapacity(n)
-        for i in 0..<n {
-            if i == index {
-                cells.append((cell, size))
-            } else {
-                let j = i < index ? i : i - 1
-                cells.append((UnsafeRawPointer(node.page.bytes + node.slot(j)), node.cellSize(j)))
-            }
-        }
-        let total = cells.reduce(0) { $0 + $1.1 + 2 }
+        let cells = CellsWithInsert(node: node, index: index, cell: cell, size: size)
+        let n = cells.count
+        // Slots and cells, the new one included (a validated page's byte
+        // counts are exact: its cells and holes fill its heap).
+        let total = node.usedBytes + size + 2
 
         // Right sibling takes a suffix; failing that, the left one a prefix.
         for toRight in [true, false] {
@@ -48,7 +57,7 @@ extension WriteTransaction {
             }
             if m > 0 && total - moved <= capacity {
                 return try apply(
-                    cells: cells, keep: n - m, toRight: toRight, node: node, number: number,
+                    cells: cells, keep: n - m, toRight: toRight, number: number,
                     siblingNumber: siblingNumber, parentNumber: parentNumber, separatorIndex: toRight ? ci : ci - 1)
             }
         }
@@ -57,47 +66,68 @@ extension WriteTransaction {
 
     /// Moves the cells beyond the first `keep` (toward the right sibling) or
     /// the first `cells.count - keep` (toward the left one), then replaces
-    /// the separator between the two pages in the parent.
+    /// the separator between the two pages in the parent. `cells` is the
+    /// node's cells with the new one in place.
+    ///
+    /// The node is edited in place: the leaving cells are removed from it
+    /// (their bytes become free space) and the new cell is inserted where it
+    /// stays; the node is not rebuilt. A redistribution that moves a few
+    /// cells then costs about what moving them costs, not a page rewrite
+    /// (random inserts redistribute often: half the instructions of a bulk
+    /// load went to rebuilding pages before).
     private func apply(
-        cells: [(UnsafeRawPointer, Int)], keep: Int, toRight: Bool, node: Node, number: UInt32,
+        cells: CellsWithInsert, keep: Int, toRight: Bool, number: UInt32,
         siblingNumber: UInt32, parentNumber: UInt32, separatorIndex: Int
     ) throws -> Bool {
+        let node = cells.node
+        let index = cells.index
         let moving = cells.count - keep
-        // Copy every cell out first: the node is rebuilt in place.
+        let leaving = toRight ? keep..<cells.count : 0..<moving
+        // Both sides are non-empty by construction (the caller moves at least
+        // one cell and keeps at least one); refuse rather than trap if not.
+        guard moving > 0, keep > 0 else { return false }
+
+        // Check the parent can take the new separator before changing
+        // anything: build it from the two pages' boundary cells, which are
+        // still intact.
+        let parent = Node(page: try page(parentNumber))
+        let oldSize = parent.cellSize(separatorIndex)
+        let leftLast = toRight ? cells[keep - 1].0 : cells[moving - 1].0
+        let rightFirst = toRight ? cells[keep].0 : cells[moving].0
+        let leftChild = toRight ? number : siblingNumber
+        let sep = UnsafeMutableRawPointer.allocate(byteCount: Database.maxKeyLength + 16, alignment: 8)
+        defer { sep.deallocate() }
+        let sepSize = buildSeparatorCell(sep, child: leftChild, leftLastCell: leftLast, rightFirstCell: rightFirst)
+        guard sepSize - oldSize <= parent.freeBytes else { return false }
+
+        // Copy the leaving cells out: removing them from the node frees
+        // their bytes, and inserting the new cell may reuse them.
         let pageSize = db.pageSize
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2 * pageSize, alignment: 16)
         defer { scratch.deallocate() }
         var copies: [(UnsafeRawPointer, Int)] = []
-        copies.reserveCapacity(cells.count)
+        copies.reserveCapacity(moving)
         var at = 0
-        for (p, n) in cells {
+        for i in leaving {
+            let (p, n) = cells[i]
             (scratch + at).copyMemory(from: p, byteCount: n)
             copies.append((UnsafeRawPointer(scratch + at), n))
             at += n
         }
-        let staying = toRight ? copies[0..<keep] : copies[moving...]
-        let leaving = toRight ? copies[keep...] : copies[0..<moving]
-
-        // Check the parent can take the new separator before changing
-        // anything: build the two pages' boundary keys from the copies.
-        let parent = Node(page: try page(parentNumber))
-        let oldSize = parent.cellSize(separatorIndex)
-        // Both sides are non-empty by construction (the caller moves at least
-        // one cell and keeps at least one); refuse rather than trap if not.
-        guard let leftLast = toRight ? staying.last : leaving.last,
-            let rightFirst = toRight ? leaving.first : staying.first
-        else { return false }
-        let leftChild = toRight ? number : siblingNumber
-        let sep = UnsafeMutableRawPointer.allocate(byteCount: Database.maxKeyLength + 16, alignment: 8)
-        defer { sep.deallocate() }
-        let sepSize = buildSeparatorCell(sep, child: leftChild, leftLastCell: leftLast.0, rightFirstCell: rightFirst.0)
-        guard sepSize - oldSize <= parent.freeBytes else { return false }
+        // The node's own indices of the leaving cells (the new cell is not
+        // in the node yet).
+        var doomed: [Int] = []
+        doomed.reserveCapacity(moving)
+        for i in leaving where i != index { doomed.append(i < index ? i : i - 1) }
+        if !doomed.isEmpty { node.removeCells(sortedIndices: doomed) }
+        if !leaving.contains(index) {
+            let ok = node.insertCell(at: toRight ? index : index - moving, cells[index].0, cells[index].1)
+            precondition(ok, "the staying cells fit by construction")
+        }
 
         let sibling = Node(page: try writable(siblingNumber))
-        Node.format(node.page, leaf: true)
-        for (i, c) in staying.enumerated() { _ = node.insertCell(at: i, c.0, c.1) }
         let base = toRight ? 0 : sibling.count
-        for (i, c) in leaving.enumerated() {
+        for (i, c) in copies.enumerated() {
             let ok = sibling.insertCell(at: base + i, c.0, c.1)
             precondition(ok, "redistribution fitted by construction")
         }

@@ -1,0 +1,96 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+/// A full leaf first shifts cells into a sibling with room (editing both in
+/// place) and splits only when neither can take them.
+final class RedistributionTests: EngineTestCase {
+    /// Inserts `keys` (each with a 100-byte value derived from it) one
+    /// transaction per `batch` keys, then checks the tree against them.
+    private func load(_ db: Database, _ keys: [[UInt8]], batch: Int = 5_000) throws {
+        var i = 0
+        while i < keys.count {
+            try db.write { tx in
+                let t = try tx.createTree("t")
+                for key in keys[i..<min(i + batch, keys.count)] {
+                    try tx.put(key, value(for: key), in: t)
+                }
+            }
+            i += batch
+        }
+    }
+
+    private func value(for key: [UInt8]) -> [UInt8] {
+        (0..<100).map { UInt8(truncatingIfNeeded: Int(key[0]) &+ Int(key[key.count - 1]) &* 7 &+ $0) }
+    }
+
+    private func assertHolds(_ db: Database, _ keys: [[UInt8]]) throws {
+        let expected = Set(keys).sorted { $0.lexicographicallyPrecedes($1) }
+        try db.read { tx in
+            let t = try tx.tree("t")
+            XCTAssertEqual(try tx.count(t), expected.count)
+            let cursor = try tx.cursor(t)
+            var more = try cursor.first()
+            var i = 0
+            while more {
+                XCTAssertEqual(try cursor.key(), expected[i])
+                XCTAssertEqual(try cursor.value(), value(for: expected[i]))
+                i += 1
+                more = try cursor.next()
+            }
+            XCTAssertEqual(i, expected.count)
+        }
+        let report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+    }
+
+    /// Random inserts fill leaves to about four fifths (plain splitting
+    /// leaves them two thirds full), and every entry is where it belongs.
+    func testRandomInsertsFillLeavesToFourFifths() throws {
+        let db = try open("random.strata", DatabaseOptions(durability: .none))
+        var rng = SeededRandom(seed: 0x5EED_0001)
+        let keys = (0..<30_000).map { _ in (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        try load(db, keys)
+        try assertHolds(db, keys)
+        // A 16-byte key and a 100-byte value make a 118-byte cell and a
+        // 2-byte slot: 34 fit in a 4 KiB leaf, so 30,000 entries need 883
+        // full leaves; at two thirds full they would take 1,324.
+        let pages = db.statistics.pageCount
+        XCTAssertLessThan(pages, 1_180, "leaves are filled to \(30_000.0 / 34 / Double(pages)) on average")
+    }
+
+    /// Descending inserts always land at the front of the leftmost leaf,
+    /// so the new cell itself is among the cells that move; ascending
+    /// inserts with gaps filled later redistribute toward both siblings.
+    func testInsertOrdersThatMoveTheNewCell() throws {
+        let db = try open("orders.strata", DatabaseOptions(durability: .none))
+        let descending = (0..<8_000).reversed().map { i in Array("k\(String(format: "%06d", i * 2))".utf8) }
+        try load(db, descending, batch: 700)
+        try assertHolds(db, descending)
+        let gaps = (0..<8_000).map { i in Array("k\(String(format: "%06d", i * 2 + 1))".utf8) }
+        try load(db, gaps.shuffled(using: &rngForShuffle), batch: 900)
+        try assertHolds(db, descending + gaps)
+    }
+
+    /// Leaves with holes (fragmented free space after deletes) take moved
+    /// cells and new ones alike.
+    func testRedistributionIntoFragmentedLeaves() throws {
+        let db = try open("holes.strata", DatabaseOptions(durability: .none))
+        var rng = SeededRandom(seed: 0x5EED_0002)
+        var keys = (0..<12_000).map { _ in (0..<12).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        try load(db, keys)
+        // Delete every third key, then insert as many new ones.
+        let doomed = stride(from: 0, to: keys.count, by: 3).map { keys[$0] }
+        try db.write { tx in
+            let t = try tx.tree("t")
+            for key in doomed { XCTAssertTrue(try tx.delete(key, in: t)) }
+        }
+        let gone = Set(doomed)
+        keys.removeAll { gone.contains($0) }
+        let fresh = (0..<4_000).map { _ in (0..<12).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        try load(db, fresh, batch: 1_000)
+        try assertHolds(db, keys + fresh)
+    }
+
+    private var rngForShuffle = SeededRandom(seed: 0x5EED_0003)
+}
