@@ -99,6 +99,11 @@ extension WriteTransaction {
         defer { sep.deallocate() }
         let sepSize = buildSeparatorCell(sep, child: leftChild, leftLastCell: leftLast, rightFirstCell: rightFirst)
         guard sepSize - oldSize <= parent.freeBytes else { return false }
+        // Every page this changes is made writable before the first change:
+        // making one may load it from disk and fail, and a failure after the
+        // leaving cells left the node would lose them.
+        let sibling = Node(page: try writable(siblingNumber))
+        let writableParent = Node(page: try writable(parentNumber))
 
         // Copy the leaving cells out: removing them from the node frees
         // their bytes, and inserting the new cell may reuse them.
@@ -125,13 +130,11 @@ extension WriteTransaction {
             precondition(ok, "the staying cells fit by construction")
         }
 
-        let sibling = Node(page: try writable(siblingNumber))
         let base = toRight ? 0 : sibling.count
         for (i, c) in copies.enumerated() {
             let ok = sibling.insertCell(at: base + i, c.0, c.1)
             precondition(ok, "redistribution fitted by construction")
         }
-        let writableParent = Node(page: try writable(parentNumber))
         writableParent.removeCell(at: separatorIndex)
         let ok = writableParent.insertCell(at: separatorIndex, sep, sepSize)
         precondition(ok, "separator fitted by construction")
