@@ -59,16 +59,21 @@ final class RedistributionTests: EngineTestCase {
         XCTAssertLessThan(pages, 1_180, "leaves are filled to \(30_000.0 / 34 / Double(pages)) on average")
     }
 
-    /// Descending inserts always land at the front of the leftmost leaf,
-    /// so the new cell itself is among the cells that move; ascending
-    /// inserts with gaps filled later redistribute toward both siblings.
+    /// Descending inserts land at the front of the leftmost leaf, which
+    /// always hands its suffix to the right sibling. Filling the gaps in
+    /// random order then takes every path of the in-place edit: cells move
+    /// toward the right and the left sibling, with the new cell among the
+    /// cells that move or among those that stay (counted once for this
+    /// workload with a temporary counter: right 1,093 + 141 with the new
+    /// cell moving, left 348 + 35).
     func testInsertOrdersThatMoveTheNewCell() throws {
         let db = try open("orders.strata", DatabaseOptions(durability: .none))
         let descending = (0..<8_000).reversed().map { i in Array("k\(String(format: "%06d", i * 2))".utf8) }
         try load(db, descending, batch: 700)
         try assertHolds(db, descending)
+        var rng = SeededRandom(seed: 0x5EED_0003)
         let gaps = (0..<8_000).map { i in Array("k\(String(format: "%06d", i * 2 + 1))".utf8) }
-        try load(db, gaps.shuffled(using: &rngForShuffle), batch: 900)
+        try load(db, gaps.shuffled(using: &rng), batch: 900)
         try assertHolds(db, descending + gaps)
     }
 
@@ -91,6 +96,4 @@ final class RedistributionTests: EngineTestCase {
         try load(db, fresh, batch: 1_000)
         try assertHolds(db, keys + fresh)
     }
-
-    private var rngForShuffle = SeededRandom(seed: 0x5EED_0003)
 }

@@ -57,8 +57,8 @@ extension WriteTransaction {
             }
             if m > 0 && total - moved <= capacity {
                 return try apply(
-                    cells: cells, keep: n - m, toRight: toRight, number: number,
-                    siblingNumber: siblingNumber, parentNumber: parentNumber, separatorIndex: toRight ? ci : ci - 1)
+                    cells: cells, keep: n - m, toRight: toRight, number: number, siblingNumber: siblingNumber,
+                    parent: parent, parentNumber: parentNumber, separatorIndex: toRight ? ci : ci - 1)
             }
         }
         return false
@@ -76,8 +76,8 @@ extension WriteTransaction {
     /// (random inserts redistribute often: half the instructions of a bulk
     /// load went to rebuilding pages before).
     private func apply(
-        cells: CellsWithInsert, keep: Int, toRight: Bool, number: UInt32,
-        siblingNumber: UInt32, parentNumber: UInt32, separatorIndex: Int
+        cells: CellsWithInsert, keep: Int, toRight: Bool, number: UInt32, siblingNumber: UInt32,
+        parent: Node, parentNumber: UInt32, separatorIndex: Int
     ) throws -> Bool {
         let node = cells.node
         let index = cells.index
@@ -90,7 +90,6 @@ extension WriteTransaction {
         // Check the parent can take the new separator before changing
         // anything: build it from the two pages' boundary cells, which are
         // still intact.
-        let parent = Node(page: try page(parentNumber))
         let oldSize = parent.cellSize(separatorIndex)
         let leftLast = toRight ? cells[keep - 1].0 : cells[moving - 1].0
         let rightFirst = toRight ? cells[keep].0 : cells[moving].0
