@@ -155,7 +155,7 @@ extension ModelContext {
         while start < rows.count {
             let batch = rows[start..<min(start + size, rows.count)]
             start += batch.count
-            try finish(try models(of: entity, rows: batch).compactMap { $0.map { unsafeDowncast($0, to: T.self) } })
+            try finish(downcast(try models(of: entity, rows: batch), to: T.self))
         }
     }
 

@@ -468,7 +468,7 @@ final class QueryRun<T: PersistentModel> {
                     return wanted.map { seen < $0 } ?? true
                 }
             }
-            models = found.map { unsafeDowncast($0, to: T.self) }
+            models = downcast(found, to: T.self)
             if wanted.map({ seen < $0 }) ?? true {
                 for model in pending {
                     seen += 1
