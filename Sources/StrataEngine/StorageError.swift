@@ -32,6 +32,11 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidOptions(String)
     /// A transaction was used after it ended, or from the wrong place.
     case transactionEnded
+    /// An earlier change in this write transaction failed part-way (a page
+    /// could not be read, or was found damaged), so its pages may hold half
+    /// of that change. Every later use, `commit()` included, throws this;
+    /// only a rollback is possible. The string is the first failure.
+    case transactionFailed(String)
 
     public var description: String {
         switch self {
@@ -51,6 +56,8 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(operation) failed on \(path): errno \(errno) (\(String(cString: strerror(errno))))"
         case .invalidOptions(let why): return "invalid options: \(why)"
         case .transactionEnded: return "the transaction has already ended"
+        case .transactionFailed(let why):
+            return "the write transaction failed part-way through a change (\(why)) and can only be rolled back"
         }
     }
 }

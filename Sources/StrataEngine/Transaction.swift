@@ -66,8 +66,13 @@ public class ReadTransaction {
         return page
     }
 
+    /// Set in the writer by the first change that failed part-way (see
+    /// ``WriteTransaction``); always nil in a reader.
+    var failure: String?
+
     @inline(__always) func checkOpen() throws {
         if ended { throw StorageError.transactionEnded }
+        if let failure { throw StorageError.transactionFailed(failure) }
     }
 
     /// Pages this transaction can see: the snapshot's, or for the writer its

@@ -5,6 +5,15 @@
 ///
 /// Changed pages are private copies held in memory until commit, so a
 /// transaction's memory grows with the number of pages it touches.
+///
+/// A change that throws after it may have begun changing pages (a page it
+/// needed could not be read, or was damaged) leaves the transaction
+/// *failed*, as LMDB does: a split or merge cannot be half undone, so
+/// every later use throws ``StorageError/transactionFailed(_:)`` and
+/// ``commit()`` rolls back and throws it. A caller that catches such an
+/// error inside ``Database/write(_:)`` therefore cannot commit half of a
+/// change. Errors found before anything changes (a key too long, a bad
+/// tree name, a missing tree) leave the transaction usable.
 public final class WriteTransaction: ReadTransaction {
     override var isWriter: Bool { true }
     /// Private, modified page images by page number.
@@ -83,30 +92,40 @@ public final class WriteTransaction: ReadTransaction {
     /// Creates the tree called `name`, or returns it when it exists.
     @discardableResult public func createTree(_ name: String) throws -> Tree {
         try checkOpen()
-        if let existing = try treeIfPresent(name) { return existing }
-        let key = Array(name.utf8)
-        guard !key.isEmpty, key.count <= 255 else {
-            throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(name.debugDescription)")
+        do {
+            if let existing = try treeIfPresent(name) { return existing }
+            let key = Array(name.utf8)
+            guard !key.isEmpty, key.count <= 255 else {
+                throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(name.debugDescription)")
+            }
+            let (root, page) = try allocate()
+            Node.format(page, leaf: true)
+            counts[root] = 0
+            changedTrees[root] = name
+            try putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
+            return Tree(name: name, root: root)
+        } catch {
+            noteFailure(error)
+            throw error
         }
-        let (root, page) = try allocate()
-        Node.format(page, leaf: true)
-        counts[root] = 0
-        changedTrees[root] = name
-        try putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
-        return Tree(name: name, root: root)
     }
 
     /// Deletes the tree called `name` and frees all its pages. Returns false
     /// when there was no such tree.
     @discardableResult public func dropTree(_ name: String) throws -> Bool {
         try checkOpen()
-        guard let tree = try treeIfPresent(name) else { return false }
-        try freeSubtree(tree.root)
-        counts.removeValue(forKey: tree.root)
-        changedTrees.removeValue(forKey: tree.root)
-        lastTouched = nil
-        _ = try deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
-        return true
+        do {
+            guard let tree = try treeIfPresent(name) else { return false }
+            try freeSubtree(tree.root)
+            counts.removeValue(forKey: tree.root)
+            changedTrees.removeValue(forKey: tree.root)
+            lastTouched = nil
+            _ = try deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
+            return true
+        } catch {
+            noteFailure(error)
+            throw error
+        }
     }
 
     /// Renames tree `from` to `to`, which must not exist; its entries and
@@ -116,35 +135,45 @@ public final class WriteTransaction: ReadTransaction {
     /// table's new records in a fresh tree, in key order, then renames it).
     @discardableResult package func renameTree(_ from: String, to: String) throws -> Tree {
         try checkOpen()
-        guard let tree = try treeIfPresent(from) else { throw StorageError.noSuchTree(from) }
-        let key = Array(to.utf8)
-        guard !key.isEmpty, key.count <= 255 else {
-            throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(to.debugDescription)")
+        do {
+            guard let tree = try treeIfPresent(from) else { throw StorageError.noSuchTree(from) }
+            let key = Array(to.utf8)
+            guard !key.isEmpty, key.count <= 255 else {
+                throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(to.debugDescription)")
+            }
+            guard try treeIfPresent(to) == nil else { throw StorageError.invalidTreeName("a tree named \(to) exists") }
+            let value = catalogValue(root: tree.root, count: try count(tree))
+            _ = try deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
+            try putRaw(key, value, root: FileHeader.catalogRoot)
+            changedTrees[tree.root] = to
+            lastTouched = nil
+            return Tree(name: to, root: tree.root)
+        } catch {
+            noteFailure(error)
+            throw error
         }
-        guard try treeIfPresent(to) == nil else { throw StorageError.invalidTreeName("a tree named \(to) exists") }
-        let value = catalogValue(root: tree.root, count: try count(tree))
-        _ = try deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
-        try putRaw(key, value, root: FileHeader.catalogRoot)
-        changedTrees[tree.root] = to
-        lastTouched = nil
-        return Tree(name: to, root: tree.root)
     }
 
     /// Removes every entry of `tree`, keeping the tree.
     public func clear(_ tree: Tree) throws {
         try checkOpen()
-        let root = try treeNode(tree.root)
-        if !root.isLeaf {
-            for i in 0...root.count { try freeSubtree(root.child(i)) }
-        } else {
-            for i in 0..<root.count {
-                if case .overflow(let first, _) = root.leafValue(i) { try freeOverflow(first) }
+        do {
+            let root = try treeNode(tree.root)
+            if !root.isLeaf {
+                for i in 0...root.count { try freeSubtree(root.child(i)) }
+            } else {
+                for i in 0..<root.count {
+                    if case .overflow(let first, _) = root.leafValue(i) { try freeOverflow(first) }
+                }
             }
+            Node.format(try writable(tree.root), leaf: true)
+            counts[tree.root] = 0
+            changedTrees[tree.root] = tree.name
+            modifications += 1
+        } catch {
+            noteFailure(error)
+            throw error
         }
-        Node.format(try writable(tree.root), leaf: true)
-        counts[tree.root] = 0
-        changedTrees[tree.root] = tree.name
-        modifications += 1
     }
 
     private func freeSubtree(_ number: UInt32) throws {
@@ -183,28 +212,38 @@ public final class WriteTransaction: ReadTransaction {
     /// Stores `value` under `key`, replacing any previous value.
     public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
         try checkOpen()
-        // Consecutive puts into one tree skip the bookkeeping lookups but
-        // the count's increment.
-        if let last = lastTouched, last.root == tree.root, last.name == tree.name {
-            if try putRaw(key, value, root: tree.root) { counts[tree.root, default: 0] += 1 }
-            return
-        }
-        try ensureCounted(tree)
-        if try putRaw(key, value, root: tree.root) {
-            counts[tree.root, default: 0] += 1
-            changedTrees[tree.root] = tree.name
-            lastTouched = (tree.root, tree.name)
+        do {
+            // Consecutive puts into one tree skip the bookkeeping lookups but
+            // the count's increment.
+            if let last = lastTouched, last.root == tree.root, last.name == tree.name {
+                if try putRaw(key, value, root: tree.root) { counts[tree.root, default: 0] += 1 }
+                return
+            }
+            try ensureCounted(tree)
+            if try putRaw(key, value, root: tree.root) {
+                counts[tree.root, default: 0] += 1
+                changedTrees[tree.root] = tree.name
+                lastTouched = (tree.root, tree.name)
+            }
+        } catch {
+            noteFailure(error)
+            throw error
         }
     }
 
     /// Removes `key`; returns false when it was absent.
     @discardableResult public func delete(_ key: [UInt8], in tree: Tree) throws -> Bool {
         try checkOpen()
-        try ensureCounted(tree)
-        guard try deleteRaw(key, root: tree.root) else { return false }
-        counts[tree.root, default: 0] -= 1
-        changedTrees[tree.root] = tree.name
-        return true
+        do {
+            try ensureCounted(tree)
+            guard try deleteRaw(key, root: tree.root) else { return false }
+            counts[tree.root, default: 0] -= 1
+            changedTrees[tree.root] = tree.name
+            return true
+        } catch {
+            noteFailure(error)
+            throw error
+        }
     }
 
     /// Deletes every key of `keys` that `tree` holds and returns how many
@@ -220,12 +259,31 @@ public final class WriteTransaction: ReadTransaction {
     /// one buffer (no array per key).
     @discardableResult public func delete(sortedKeys keys: KeyBatch, in tree: Tree) throws -> Int {
         try checkOpen()
-        try ensureCounted(tree)
-        let removed = try deleteSortedRaw(keys, root: tree.root)
-        guard removed > 0 else { return 0 }
-        counts[tree.root, default: 0] -= removed
-        changedTrees[tree.root] = tree.name
-        return removed
+        do {
+            try ensureCounted(tree)
+            let removed = try deleteSortedRaw(keys, root: tree.root)
+            guard removed > 0 else { return 0 }
+            counts[tree.root, default: 0] -= removed
+            changedTrees[tree.root] = tree.name
+            return removed
+        } catch {
+            noteFailure(error)
+            throw error
+        }
+    }
+
+    /// Marks the transaction failed after a change threw, unless the error
+    /// is one found before anything changed.
+    private func noteFailure(_ error: any Error) {
+        if let error = error as? StorageError {
+            switch error {
+            case .keyTooLong, .valueTooLarge, .invalidTreeName, .noSuchTree, .transactionEnded, .transactionFailed:
+                return
+            default:
+                break
+            }
+        }
+        if failure == nil { failure = "\(error)" }
     }
 
     private func ensureCounted(_ tree: Tree) throws {
@@ -237,14 +295,17 @@ public final class WriteTransaction: ReadTransaction {
     /// Makes every change durable (per the store's ``Durability``) and
     /// visible to transactions that begin afterwards. On error nothing is
     /// visible and the store stays at the previous commit; the transaction
-    /// is over either way.
+    /// is over either way. A transaction that failed part-way through a
+    /// change (see the type's documentation) is rolled back and throws
+    /// ``StorageError/transactionFailed(_:)``.
     public func commit() throws {
-        try checkOpen()
+        if ended { throw StorageError.transactionEnded }
         defer {
             ended = true
             dirty.removeAll()
             db.gate.release()
         }
+        if let failure { throw StorageError.transactionFailed(failure) }
         guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
         for (root, name) in changedTrees.sorted(by: { $0.key < $1.key }) {
             try putRaw(Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)

@@ -46,7 +46,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
         }
     }
 
-    /// Decides, for each write, sync or truncate, whether it fails and with
+    /// Decides, for each read, write, sync or truncate, whether it fails and with
     /// which `errno` (nil: it succeeds). Set it to inject EIO or ENOSPC.
     public var faults: (@Sendable (FileOperation) -> Int32?)? {
         get { lock.withLock { faultHook } }
@@ -215,7 +215,8 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
     }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
-        file.lock.withLock {
+        try checkFault(.read, offset: offset, count: count)
+        return file.lock.withLock {
             let start = Int(offset)
             guard start < file.contents.count else { return 0 }
             let n = min(count, file.contents.count - start)
@@ -283,6 +284,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
 /// One operation offered to ``MemoryFileSystem/faults``.
 public struct FileOperation: Sendable {
     public enum Kind: String, Sendable {
+        case read = "pread"
         case write = "pwrite"
         case sync = "fdatasync"
         case truncate = "ftruncate"
