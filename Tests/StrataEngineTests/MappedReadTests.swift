@@ -53,6 +53,52 @@ final class MappedReadTests: EngineTestCase {
         XCTAssertEqual(memory.statistics.mappedBytes, 0, "the simulated file system maps nothing")
     }
 
+    #if os(Linux)
+        /// File-backed resident memory of this process, in bytes
+        /// (`RssFile` of /proc/self/status), or nil when it cannot be read.
+        private func residentFileBytes() -> Int? {
+            guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssFile:") }),
+                let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+            else { return nil }
+            return kilobytes * 1024
+        }
+
+        /// Mapped pages a scan touches count in the process's RSS, more
+        /// than it read (a fault maps neighbours too);
+        /// `discardMappedPages()` gives them back.
+        func testDiscardingMappedPagesShrinksTheResidentFile() throws {
+            let db = try open("resident.strata", DatabaseOptions(durability: .none, cacheSizeBytes: 1 << 20))
+            let big = [UInt8](repeating: 7, count: 2000)
+            try db.write { tx in
+                let tree = try tx.createTree("t")
+                for i in 0..<12_000 { try tx.put(key(i), big, in: tree) }
+            }
+            try db.checkpoint()
+            db.discardMappedPages()
+            let before = try XCTUnwrap(residentFileBytes(), "no RssFile in /proc/self/status")
+            var scanned = 0
+            try db.read { tx in
+                let cursor = try tx.cursor(try tx.tree("t"))
+                var valid = try cursor.first()
+                while valid {
+                    scanned += try cursor.value().count
+                    valid = try cursor.next()
+                }
+            }
+            XCTAssertEqual(scanned, 12_000 * 2000)
+            let afterScan = try XCTUnwrap(residentFileBytes())
+            XCTAssertGreaterThan(afterScan - before, 16 << 20, "the scan of \(scanned >> 20) MiB left little resident")
+            db.discardMappedPages()
+            let afterDiscard = try XCTUnwrap(residentFileBytes())
+            XCTAssertLessThan(
+                afterDiscard - before, 2 << 20,
+                "\((afterDiscard - before) >> 20) MiB of the file still resident after the discard")
+            // The views the cache holds still read (they fault back in).
+            try db.read { tx in XCTAssertEqual(try tx.get(key(5), in: try tx.tree("t")), big) }
+        }
+    #endif
+
     /// With a page cache of 16 pages, every pass over a store of hundreds
     /// of pages evicts nearly everything. Mapped pages come back as views
     /// without being checked again; read with `pread`, each is checked at

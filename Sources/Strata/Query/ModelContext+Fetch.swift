@@ -108,6 +108,10 @@ extension ModelContext {
                 )
             }
             for model in loaded { release(model, entity: entity) }
+            // The store's mapped pages this batch read leave the process's
+            // resident memory too (they are the OS's page cache, but count
+            // in the RSS): one madvise per batch.
+            store.database.discardMappedPages()
         }
         // A fetch in row order is read a batch at a time, each batch in its
         // own read transaction resuming after the last row of the previous

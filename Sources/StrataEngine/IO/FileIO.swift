@@ -43,13 +43,26 @@ public final class MappedRegion: @unchecked Sendable {
     /// Bytes of address space reserved for the file.
     public let length: Int
     private let unmap: @Sendable (UnsafeRawPointer, Int) -> Void
+    private let discard: (@Sendable (UnsafeRawPointer, Int) -> Void)?
 
-    /// A region at `base` of `length` bytes; `unmap` releases it.
-    public init(base: UnsafeRawPointer, length: Int, unmap: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
+    /// A region at `base` of `length` bytes; `unmap` releases it, and
+    /// `discard`, when given, drops its resident pages from this process
+    /// (they are read from the file again when next touched).
+    public init(
+        base: UnsafeRawPointer, length: Int, unmap: @escaping @Sendable (UnsafeRawPointer, Int) -> Void,
+        discard: (@Sendable (UnsafeRawPointer, Int) -> Void)? = nil
+    ) {
         self.base = base
         self.length = length
         self.unmap = unmap
+        self.discard = discard
     }
+
+    /// Drops the region's pages from this process's resident memory (POSIX:
+    /// `madvise(MADV_DONTNEED)`). Safe while views are read: the mapping is
+    /// read-only and shared, so a touched page faults back in with the
+    /// file's bytes, which are the bytes it held.
+    public func discardResidentPages() { discard?(base, length) }
 
     deinit { unmap(base, length) }
 }

@@ -133,9 +133,10 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         guard length > 0, let address = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), address != MAP_FAILED else {
             return nil
         }
-        return MappedRegion(base: UnsafeRawPointer(address), length: length) { base, length in
-            _ = munmap(UnsafeMutableRawPointer(mutating: base), length)
-        }
+        return MappedRegion(
+            base: UnsafeRawPointer(address), length: length,
+            unmap: { base, length in _ = munmap(UnsafeMutableRawPointer(mutating: base), length) },
+            discard: { base, length in _ = madvise(UnsafeMutableRawPointer(mutating: base), length, MADV_DONTNEED) })
     }
 
     public func truncate(to size: Int64) throws {
