@@ -536,7 +536,7 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    // MARK: - Checkpoint
+    // MARK: - Mapped memory
 
     /// Drops the pages of the main file's mapping from this process's
     /// resident memory (`madvise(MADV_DONTNEED)`); nothing else changes.
@@ -553,6 +553,8 @@ public final class Database: @unchecked Sendable {
         let region = stateLock.withLock { mapping }
         region?.discardResidentPages()
     }
+
+    // MARK: - Checkpoint
 
     /// Copies committed pages from the log into the main file, as far as
     /// active readers allow. Runs automatically; call it to bound the log

@@ -92,7 +92,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Creates the tree called `name`, or returns it when it exists.
     @discardableResult public func createTree(_ name: String) throws -> Tree {
         try checkOpen()
-        do {
+        return try changing {
             if let existing = try treeIfPresent(name) { return existing }
             let key = Array(name.utf8)
             guard !key.isEmpty, key.count <= 255 else {
@@ -104,9 +104,6 @@ public final class WriteTransaction: ReadTransaction {
             changedTrees[root] = name
             try putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
             return Tree(name: name, root: root)
-        } catch {
-            noteFailure(error)
-            throw error
         }
     }
 
@@ -114,7 +111,7 @@ public final class WriteTransaction: ReadTransaction {
     /// when there was no such tree.
     @discardableResult public func dropTree(_ name: String) throws -> Bool {
         try checkOpen()
-        do {
+        return try changing {
             guard let tree = try treeIfPresent(name) else { return false }
             try freeSubtree(tree.root)
             counts.removeValue(forKey: tree.root)
@@ -122,9 +119,6 @@ public final class WriteTransaction: ReadTransaction {
             lastTouched = nil
             _ = try deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
             return true
-        } catch {
-            noteFailure(error)
-            throw error
         }
     }
 
@@ -135,7 +129,7 @@ public final class WriteTransaction: ReadTransaction {
     /// table's new records in a fresh tree, in key order, then renames it).
     @discardableResult package func renameTree(_ from: String, to: String) throws -> Tree {
         try checkOpen()
-        do {
+        return try changing {
             guard let tree = try treeIfPresent(from) else { throw StorageError.noSuchTree(from) }
             let key = Array(to.utf8)
             guard !key.isEmpty, key.count <= 255 else {
@@ -148,16 +142,13 @@ public final class WriteTransaction: ReadTransaction {
             changedTrees[tree.root] = to
             lastTouched = nil
             return Tree(name: to, root: tree.root)
-        } catch {
-            noteFailure(error)
-            throw error
         }
     }
 
     /// Removes every entry of `tree`, keeping the tree.
     public func clear(_ tree: Tree) throws {
         try checkOpen()
-        do {
+        try changing {
             let root = try treeNode(tree.root)
             if !root.isLeaf {
                 for i in 0...root.count { try freeSubtree(root.child(i)) }
@@ -170,9 +161,6 @@ public final class WriteTransaction: ReadTransaction {
             counts[tree.root] = 0
             changedTrees[tree.root] = tree.name
             modifications += 1
-        } catch {
-            noteFailure(error)
-            throw error
         }
     }
 
@@ -212,7 +200,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Stores `value` under `key`, replacing any previous value.
     public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
         try checkOpen()
-        do {
+        try changing {
             // Consecutive puts into one tree skip the bookkeeping lookups but
             // the count's increment.
             if let last = lastTouched, last.root == tree.root, last.name == tree.name {
@@ -225,24 +213,18 @@ public final class WriteTransaction: ReadTransaction {
                 changedTrees[tree.root] = tree.name
                 lastTouched = (tree.root, tree.name)
             }
-        } catch {
-            noteFailure(error)
-            throw error
         }
     }
 
     /// Removes `key`; returns false when it was absent.
     @discardableResult public func delete(_ key: [UInt8], in tree: Tree) throws -> Bool {
         try checkOpen()
-        do {
+        return try changing {
             try ensureCounted(tree)
             guard try deleteRaw(key, root: tree.root) else { return false }
             counts[tree.root, default: 0] -= 1
             changedTrees[tree.root] = tree.name
             return true
-        } catch {
-            noteFailure(error)
-            throw error
         }
     }
 
@@ -259,13 +241,22 @@ public final class WriteTransaction: ReadTransaction {
     /// one buffer (no array per key).
     @discardableResult public func delete(sortedKeys keys: KeyBatch, in tree: Tree) throws -> Int {
         try checkOpen()
-        do {
+        return try changing {
             try ensureCounted(tree)
             let removed = try deleteSortedRaw(keys, root: tree.root)
             guard removed > 0 else { return 0 }
             counts[tree.root, default: 0] -= removed
             changedTrees[tree.root] = tree.name
             return removed
+        }
+    }
+
+    /// Runs one change (the body of every public mutation): an error it
+    /// throws marks the transaction failed, unless it is one found before
+    /// anything changed (see the type's documentation).
+    @inline(__always) private func changing<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
         } catch {
             noteFailure(error)
             throw error

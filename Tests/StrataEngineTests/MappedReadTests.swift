@@ -54,16 +54,6 @@ final class MappedReadTests: EngineTestCase {
     }
 
     #if os(Linux)
-        /// File-backed resident memory of this process, in bytes
-        /// (`RssFile` of /proc/self/status), or nil when it cannot be read.
-        private func residentFileBytes() -> Int? {
-            guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssFile:") }),
-                let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-            else { return nil }
-            return kilobytes * 1024
-        }
-
         /// Mapped pages a scan touches count in the process's RSS, more
         /// than it read (a fault maps neighbours too);
         /// `discardMappedPages()` gives them back.
@@ -76,7 +66,7 @@ final class MappedReadTests: EngineTestCase {
             }
             try db.checkpoint()
             db.discardMappedPages()
-            let before = try XCTUnwrap(residentFileBytes(), "no RssFile in /proc/self/status")
+            let before = try XCTUnwrap(ProcessMemory.residentFileBytes(), "no RssFile in /proc/self/status")
             var scanned = 0
             try db.read { tx in
                 let cursor = try tx.cursor(try tx.tree("t"))
@@ -87,10 +77,10 @@ final class MappedReadTests: EngineTestCase {
                 }
             }
             XCTAssertEqual(scanned, 12_000 * 2000)
-            let afterScan = try XCTUnwrap(residentFileBytes())
+            let afterScan = try XCTUnwrap(ProcessMemory.residentFileBytes())
             XCTAssertGreaterThan(afterScan - before, 16 << 20, "the scan of \(scanned >> 20) MiB left little resident")
             db.discardMappedPages()
-            let afterDiscard = try XCTUnwrap(residentFileBytes())
+            let afterDiscard = try XCTUnwrap(ProcessMemory.residentFileBytes())
             XCTAssertLessThan(
                 afterDiscard - before, 2 << 20,
                 "\((afterDiscard - before) >> 20) MiB of the file still resident after the discard")

@@ -1,4 +1,5 @@
 import Foundation
+import StrataTesting
 import XCTest
 
 @testable import Strata
@@ -18,13 +19,6 @@ final class Reading {
     /// `enumerate` keeps memory bounded by its batch size, mapped file pages
     /// included: they count in the process's RSS.
     final class EnumerateMemoryTests: StoreTestCase {
-        /// File-backed resident memory of this process, in bytes.
-        private func residentFileBytes() throws -> Int {
-            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-            let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("RssFile:") })
-            return try XCTUnwrap(line.split(separator: " ").dropFirst().first.flatMap { Int($0) }) * 1024
-        }
-
         /// Before each batch gave the store's mapped pages back, enumerating
         /// this 20 MiB store left all of it resident (the README's million
         /// objects: a peak RSS of 161 MiB instead of 29).
@@ -38,12 +32,12 @@ final class Reading {
             }
             // A new handle maps the store afresh: nothing of it is resident.
             let container = try container(for: [Reading.self])
-            let before = try residentFileBytes()
+            let before = try XCTUnwrap(ProcessMemory.residentFileBytes())
             var seen = 0
             var peak = 0
             try ModelContext(container).enumerate(FetchDescriptor<Reading>(), batchSize: 2000) { reading in
                 seen += 1
-                if seen % 2000 == 1999 { peak = max(peak, try residentFileBytes() - before) }
+                if seen % 2000 == 1999 { peak = max(peak, try XCTUnwrap(ProcessMemory.residentFileBytes()) - before) }
             }
             XCTAssertEqual(seen, 60_000)
             XCTAssertLessThan(peak, 8 << 20, "enumerating kept \(peak >> 20) MiB of the store resident")
