@@ -4,8 +4,8 @@ import XCTest
 
 @testable import Strata
 
-/// Random inserts, deletes and relationship edits against a plain model of
-/// the object graph. After every save: the integrity check passes, and a
+/// Random inserts, deletes (of models, and by predicate) and relationship
+/// edits against a plain model of the object graph. After every save: the integrity check passes, and a
 /// fresh context reads back exactly the reference graph (one-to-many with
 /// cascade, one-to-one with cascade, many-to-many with nullify). The seed
 /// is printed; replay with `STRATA_SEED`, lengthen with `STRATA_GRAPH_OPS`.
@@ -41,7 +41,7 @@ final class GraphRandomTests: StoreTestCase {
         func item(_ title: String) throws -> BucketListItem? { try fetch(BucketListItem.self).first { $0.title == title } }
 
         for step in 0..<operations {
-            switch Int.random(in: 0..<11, using: &random) {
+            switch Int.random(in: 0..<13, using: &random) {
             case 0:  // a new trip with items
                 let trip = Trip(name: name("t"), destination: "d")
                 let titles = (0..<Int.random(in: 0...3, using: &random)).map { _ in name("i") }
@@ -122,6 +122,24 @@ final class GraphRandomTests: StoreTestCase {
                 {
                     student.courses.removeAll { $0 === course }
                     reference.enrolment[student.name]?.remove(title)
+                }
+            case 10:  // delete a trip by predicate (by row id when it is not loaded)
+                guard let tripName = pick(reference.trips.keys) else { continue }
+                try context.delete(model: Trip.self, where: #Predicate { $0.name == tripName })
+                reference.trips[tripName] = nil
+                reference.stays[tripName] = nil
+            case 11:  // delete an item or a course by predicate (nullify)
+                if Bool.random(using: &random) {
+                    let all = reference.trips.values.flatMap { $0 } + reference.loose
+                    guard let title = pick(all) else { continue }
+                    try context.delete(model: BucketListItem.self, where: #Predicate { $0.title == title })
+                    for key in reference.trips.keys { reference.trips[key]?.remove(title) }
+                    reference.loose.remove(title)
+                } else {
+                    guard let title = pick(reference.courses) else { continue }
+                    try context.delete(model: Course.self, where: #Predicate { $0.title == title })
+                    reference.courses.remove(title)
+                    for key in reference.enrolment.keys { reference.enrolment[key]?.remove(title) }
                 }
             default:  // save, check, and continue in a fresh context
                 try context.save()

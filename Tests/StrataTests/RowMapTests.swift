@@ -47,7 +47,9 @@ final class RowMapTests: XCTestCase {
     }
 
     /// The cascade's row set against `Set`, with strided rows (which share
-    /// low bits), dense runs, negative rows and row 0.
+    /// low bits), dense runs, negative rows and row 0; inserts, then
+    /// inserts and removals mixed (backward-shift deletion must keep every
+    /// probe run whole), with iteration listing exactly the members.
     func testRowSetMatchesSet() {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "RowSetTests"))
         for round in 0..<6 {
@@ -68,6 +70,24 @@ final class RowMapTests: XCTestCase {
                 let row = Int64.random(in: -100...10_000_000, using: &random)
                 XCTAssertEqual(set.contains(row), reference.contains(row), "row \(row)")
             }
+            let members = Array(reference)
+            for step in 0..<30_000 {
+                if step % 3 == 0 {
+                    let row = Int64.random(in: -50...3_000, using: &random)
+                    XCTAssertEqual(set.insert(row), reference.insert(row).inserted, "insert \(row), round \(round)")
+                } else {
+                    let row =
+                        Bool.random(using: &random)
+                        ? members[Int.random(in: 0..<members.count, using: &random)]
+                        : Int64.random(in: -50...3_000, using: &random)
+                    XCTAssertEqual(set.remove(row), reference.remove(row) != nil, "remove \(row), round \(round)")
+                }
+            }
+            XCTAssertEqual(set.count, reference.count)
+            let listed = Array(set)
+            XCTAssertEqual(listed.count, reference.count)
+            XCTAssertEqual(Set(listed), reference)
+            for row in members { XCTAssertEqual(set.contains(row), reference.contains(row), "row \(row)") }
         }
     }
 }

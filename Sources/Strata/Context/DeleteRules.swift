@@ -123,7 +123,7 @@ extension ModelContext {
     /// and counts, then applies the other sides' changes. Returns, by
     /// entity ordinal, the rows to delete that no model stands for.
     func applyDeleteRules() throws -> [[DoomedRow]] {
-        guard !deleted.isEmpty else {
+        guard !deleted.isEmpty || markedRowCount > 0 else {
             try validateCounts()
             return []
         }
@@ -212,6 +212,14 @@ extension ModelContext {
         for model in deleted.values {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
             walk.doom(model: model, entity: entity)
+        }
+        // Rows delete(model:where:) marked start the walk as rows: none
+        // has a model here (loading one moves it to `deleted`).
+        if markedRowCount > 0 {
+            for entity in entities where markedRows[entity.ordinal].count > 0 {
+                walk.reserve(markedRows[entity.ordinal].count, entity: entity)
+                for row in markedRows[entity.ordinal] { walk.doom(row: DoomedRow(row: row), entity: entity) }
+            }
         }
         while true {
             while let victim = walk.modelQueue.popLast() {

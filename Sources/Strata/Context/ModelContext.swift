@@ -27,6 +27,17 @@ public final class ModelContext {
     @exclusivity(unchecked) var inserted: [any PersistentModel] = []
     @exclusivity(unchecked) var changed: [ObjectIdentifier: any PersistentModel] = [:]
     @exclusivity(unchecked) var deleted: [ObjectIdentifier: any PersistentModel] = [:]
+    /// Stored rows that ``delete(model:where:includeSubclasses:)`` marked
+    /// for deletion without building models for them, by entity ordinal
+    /// (empty until the first such delete). They are pending deletes like
+    /// ``deleted``'s: fetches leave them out, `hasChanges` counts them,
+    /// `rollback()` forgets them and `save()` deletes them with their
+    /// delete rules. A row of the set that gets loaded after all (a fetch
+    /// without pending changes, a relationship, `model(for:)`) leaves the
+    /// set and its model joins ``deleted``.
+    @exclusivity(unchecked) private(set) var markedRows: [RowSet] = []
+    /// The number of rows in ``markedRows``.
+    @exclusivity(unchecked) private(set) var markedRowCount = 0
     /// The read transaction delete rules run in, while they run.
     @exclusivity(unchecked) var snapshot: Snapshot?
     /// A model inserted whose type the container does not know: reported
@@ -46,14 +57,30 @@ public final class ModelContext {
     // MARK: - Pending changes
 
     /// True when there are inserts, changes or deletes not yet saved.
-    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty || markedRowCount > 0 }
     /// Models inserted since the last save, in insertion order.
     public var insertedModelsArray: [any PersistentModel] { inserted }
     /// Saved models changed since the last save.
     public var changedModelsArray: [any PersistentModel] { Array(changed.values) }
     /// Saved models deleted since the last save (delete rules add to them
     /// at save).
-    public var deletedModelsArray: [any PersistentModel] { Array(deleted.values) }
+    ///
+    /// Rows that ``delete(model:where:includeSubclasses:)`` marked without
+    /// building models are loaded here (once), so the array lists them
+    /// too; a row whose record cannot be read is left out of it (it is
+    /// still deleted at the next save).
+    public var deletedModelsArray: [any PersistentModel] {
+        if markedRowCount > 0 { loadMarkedRows() }
+        return Array(deleted.values)
+    }
+
+    /// Builds the models of ``markedRows``; each joins ``deleted`` as it
+    /// is materialized.
+    private func loadMarkedRows() {
+        for entity in container.schema.entities where markedRows[entity.ordinal].count > 0 {
+            for row in markedRows[entity.ordinal].sorted() { _ = try? loadExistential(entity.type, row: row) }
+        }
+    }
 
     /// Registers `model` and every model reachable from it through
     /// relationships; they are written at the next save.
@@ -169,11 +196,44 @@ public final class ModelContext {
     }
 
     /// Deletes every model of `model` matching `predicate` (all of them when
-    /// nil) at the next save.
+    /// nil) at the next save, with their delete rules.
+    ///
+    /// Matches are found as a fetch with pending changes finds them. Those
+    /// this context holds a model for (inserted, changed or loaded) are
+    /// deleted as ``delete(_:)`` does; the other stored rows are marked by
+    /// row id alone, without building models (``markedRows``), so
+    /// deleting a million rows costs their ids, not a million objects.
+    /// Until the save, fetches leave them out, as they leave out deleted
+    /// models.
+    ///
+    /// - Throws: what a fetch of the same predicate throws (an unknown
+    ///   model type, an unsupported predicate); nothing is marked then.
     public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true)
         throws
     {
-        for match in try fetch(FetchDescriptor<T>(predicate: predicate)) { delete(match) }
+        let entity = try entity(for: T.self)
+        var models: [any PersistentModel] = []
+        var rows: [Int64] = []
+        try withQuery(FetchDescriptor<T>(predicate: predicate)) { query in
+            for model in try query.pendingMatches() { models.append(model) }
+            try query.forEachMatch(registeredWithoutRecord: true) { row, _ in
+                if let model = registered(entity, row: row) { models.append(model) } else { rows.append(row) }
+                return true
+            }
+        }
+        for model in models { deleteExistential(model) }
+        guard !rows.isEmpty else { return }
+        if markedRows.isEmpty { markedRows = Array(repeating: RowSet(), count: container.schema.entities.count) }
+        markedRows[entity.ordinal].reserve(markedRows[entity.ordinal].count + rows.count)
+        for row in rows where markedRows[entity.ordinal].insert(row) { markedRowCount += 1 }
+        noteMutation()
+    }
+
+    /// Forgets ``markedRows`` (a save wrote them, or a rollback).
+    func clearMarkedRows() {
+        guard markedRowCount > 0 else { return }
+        markedRows = []
+        markedRowCount = 0
     }
 
     /// Discards every pending change: inserted models are dropped, deleted
@@ -190,6 +250,7 @@ public final class ModelContext {
         inserted = []
         changed = [:]
         deleted = [:]
+        clearMarkedRows()
         pendingError = nil
     }
 
@@ -332,6 +393,7 @@ public final class ModelContext {
         inserted = []
         changed = [:]
         deleted = [:]
+        clearMarkedRows()
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
@@ -375,6 +437,13 @@ public final class ModelContext {
         state.status = .saved
         state.link = link
         registry[entity.ordinal][row] = model
+        if markedRowCount > 0, markedRows[entity.ordinal].remove(row) {
+            // Marked by delete(model:where:): the model stands for the
+            // pending delete from now on.
+            markedRowCount -= 1
+            state.status = .deleted
+            deleted[ObjectIdentifier(model)] = model
+        }
         return model
     }
 

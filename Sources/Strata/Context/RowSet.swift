@@ -1,4 +1,5 @@
-/// A set of row ids that only grows: the rows a cascade has reached.
+/// A set of row ids: the rows a cascade has reached, the rows
+/// `delete(model:where:)` marked without building their models.
 ///
 /// Open addressing with linear probing and the hash of ``RowMap`` (a row's
 /// low bits plus a multiplicative hash of the bits above the table size),
@@ -58,6 +59,43 @@ struct RowSet {
         return true
     }
 
+    /// Takes `row` out; returns false when it was not there.
+    ///
+    /// Backward-shift deletion, so the table never holds tombstones: the
+    /// run after the freed slot is walked, and each key whose probe path
+    /// crosses the hole moves into it (the hole then moves to its slot).
+    @discardableResult mutating func remove(_ row: Int64) -> Bool {
+        if row == 0 {
+            defer { hasZero = false }
+            if hasZero { count -= 1 }
+            return hasZero
+        }
+        var hole = home(row)
+        while true {
+            let key = keys[hole]
+            if key == row { break }
+            if key == 0 { return false }
+            hole = (hole + 1) & mask
+        }
+        var index = hole
+        while true {
+            index = (index + 1) & mask
+            let key = keys[index]
+            if key == 0 { break }
+            // The key may fill the hole unless its home lies cyclically in
+            // (hole, index]: then its probe path never passes the hole.
+            let home = home(key)
+            let stays = hole <= index ? (hole < home && home <= index) : (hole < home || home <= index)
+            if !stays {
+                keys[hole] = key
+                hole = index
+            }
+        }
+        keys[hole] = 0
+        count -= 1
+        return true
+    }
+
     private mutating func grow() { rebuild(size: keys.count * 2) }
 
     private mutating func rebuild(size: Int) {
@@ -70,4 +108,31 @@ struct RowSet {
             keys[index] = row
         }
     }
+}
+
+extension RowSet: Sequence {
+    /// The rows of the set in table order (close to row order for the
+    /// dense rows a store allocates); row 0 first when present.
+    struct Iterator: IteratorProtocol {
+        fileprivate let keys: [Int64]
+        fileprivate var index: Int
+        fileprivate var zeroPending: Bool
+
+        mutating func next() -> Int64? {
+            if zeroPending {
+                zeroPending = false
+                return 0
+            }
+            while index < keys.count {
+                let key = keys[index]
+                index += 1
+                if key != 0 { return key }
+            }
+            return nil
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(keys: keys, index: 0, zeroPending: hasZero) }
+
+    var underestimatedCount: Int { count }
 }

@@ -4,7 +4,7 @@ import StrataEngine
 extension ModelContext {
     /// Runs `body` with a planned fetch of `descriptor` in one read
     /// transaction.
-    private func withQuery<T: PersistentModel, R>(_ descriptor: FetchDescriptor<T>, _ body: (QueryRun<T>) throws -> R)
+    func withQuery<T: PersistentModel, R>(_ descriptor: FetchDescriptor<T>, _ body: (QueryRun<T>) throws -> R)
         throws -> R
     {
         let entity = try entity(for: T.self)

@@ -20,7 +20,8 @@ final class QueryRun<T: PersistentModel> {
     private let expression: QueryExpr?
     private let isExact: Bool
     private let evaluator: QueryEvaluator
-    /// Rows whose stored values do not count (changed or deleted models).
+    /// Rows whose stored values do not count (changed or deleted models,
+    /// rows `delete(model:where:)` marked).
     @exclusivity(unchecked) private(set) var excluded = RowSet()
     @exclusivity(unchecked) private(set) var hasExcluded = false
     /// For a scan in row order: start after this row (enumerate resumes
@@ -115,6 +116,10 @@ final class QueryRun<T: PersistentModel> {
     // MARK: Pending changes
 
     private func noteExcludedRows() {
+        if context.markedRowCount > 0, context.markedRows[entity.ordinal].count > 0 {
+            excluded = context.markedRows[entity.ordinal]
+            hasExcluded = true
+        }
         for model in context.changed.values where model is T {
             excluded.insert(model._strataState.rowID)
             hasExcluded = true
