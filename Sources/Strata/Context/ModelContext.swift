@@ -379,11 +379,15 @@ public final class ModelContext {
             insertedIDs = insertedIDs.filter { reported.insert($0).inserted }
         }
         let updatedIDs = changed.values.map(\.persistentModelID) + Array(upsertedRows)
-        let deletedIDs =
-            deleted.values.map(\.persistentModelID)
-            + zip(container.schema.entities, deletedRows).flatMap { entity, rows in
-                rows.map { PersistentIdentifier(entityName: entity.name, rowID: $0.row) }
-            }
+        // Built in place: a cascade can name a hundred thousand rows, and
+        // joining per-entity arrays copied each identifier twice more.
+        var deletedIDs: [PersistentIdentifier] = []
+        deletedIDs.reserveCapacity(deleted.count + deletedRows.reduce(0) { $0 + $1.count })
+        for model in deleted.values { deletedIDs.append(model.persistentModelID) }
+        for (entity, rows) in zip(container.schema.entities, deletedRows) {
+            let name = entity.name
+            for row in rows { deletedIDs.append(PersistentIdentifier(entityName: name, rowID: row.row)) }
+        }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values { model._strataState.isChanged = false }
         for model in deleted.values {

@@ -118,7 +118,7 @@ extension WriteTransaction {
         var removed = 0
         var i = 0
         var doomed: [Int] = []
-        try keys.bytes.withUnsafeBytes { all in
+        try keys.withUnsafeBytes { all in
             let base = all.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
             @inline(__always) func key(_ index: Int) -> (UnsafeRawPointer, Int) {
                 let range = keys.range(index)
