@@ -6,14 +6,15 @@ import Strata
 // Query benchmark (issue 6): Strata's planned fetches against GRDB on the
 // same data, in one run on the same machine.
 //
-//     swift run -c release query-bench [--count N] [--only NAME]
+//     swift run -c release query-bench [--count N] [--only NAME] [--blocks N]
 //     swift run -c release query-bench --enumerate [--count N]
-//     swift run -c release query-bench --only NAME --profile   (Strata's side, 30 times)
+//     swift run -c release query-bench --only NAME --profile [--reps N]   (Strata's side only: fastest and median run)
 //
 // N objects (default 100,000) with an indexed Int (`category`, 1,000
 // values), an indexed String (`tag`) and a unique Int (`code`); GRDB has
-// the same table with the same indexes. Workloads, each the median of
-// five runs in a fresh context:
+// the same table with the same indexes. Workloads, each run in a fresh
+// context; a side's figure is the median of 15 runs, taken in three
+// blocks of five alternating with the other side's (`--blocks N`):
 // - 20k point queries on the unique attribute;
 // - 200 indexed equality queries (100 objects each);
 // - 200 indexed range counts (5% of the rows each);
@@ -182,18 +183,36 @@ print("| workload (\(count) objects) | Strata | GRDB | ratio (GRDB time / Strata
 print("|---|---|---|---|")
 var mismatches: [String] = []
 
+let blocks = max(1, argument("--blocks").flatMap { Int($0) } ?? 3)
+
 @MainActor func compare(_ name: String, strata: () throws -> Int, grdb: () throws -> Int) throws {
     guard runs(name) else { return }
     if CommandLine.arguments.contains("--profile") {
-        // Strata's side only, repeated, for perf or callgrind.
-        for _ in 0..<(argument("--reps").flatMap { Int($0) } ?? 30) { _ = try strata() }
+        // Strata's side only, repeated, for perf or callgrind; the fastest
+        // and the median run are printed (A/B trials of a change compare
+        // these, on a machine too noisy for one run).
+        var times: [Double] = []
+        for _ in 0..<(argument("--reps").flatMap { Int($0) } ?? 30) { times.append(try seconds { _ = try strata() }) }
+        times.sort()
+        if !times.isEmpty {
+            print(String(format: "%@: fastest %.2f ms, median %.2f ms", name, times[0] * 1e3, times[times.count / 2] * 1e3))
+        }
         return
     }
+    // Blocks of five runs, Strata's then GRDB's, `blocks` times over; each
+    // side's figure is the median of all its runs. A burst of load from
+    // the machine's neighbours (which can slow a run by half for a second
+    // or two) then spoils a block of one side rather than its whole
+    // figure, and runs within a block keep each side's caches warm.
     var strataResult = 0
     var grdbResult = 0
-    let strataTime = try median { strataResult = try strata() }
-    let grdbTime = try median { grdbResult = try grdb() }
-    ratioRow(name, strataTime, grdbTime)
+    var strataTimes: [Double] = []
+    var grdbTimes: [Double] = []
+    for _ in 0..<blocks {
+        for _ in 0..<5 { strataTimes.append(try seconds { strataResult = try strata() }) }
+        for _ in 0..<5 { grdbTimes.append(try seconds { grdbResult = try grdb() }) }
+    }
+    ratioRow(name, strataTimes.sorted()[strataTimes.count / 2], grdbTimes.sorted()[grdbTimes.count / 2])
     if strataResult != grdbResult { mismatches.append("\(name): \(strataResult) vs \(grdbResult)") }
 }
 
