@@ -60,7 +60,9 @@ final class RecordDamageTests: XCTestCase {
     /// numbers past 15 (two-byte tags), lengths past 127 and ten-byte
     /// varints, and over damaged copies of them, every lookup (in order,
     /// and out of order from a moved position) must give what the checked
-    /// walk gives: the same slot, the same nil, or an error where it throws.
+    /// walk gives: the same slot, the same nil, or an error where it throws
+    /// (and so must `findInOrder`, the initializers' lookup); a varint's
+    /// short decode must give what the general reader gives.
     func testFastFieldSkipAgreesWithTheCheckedWalk() throws {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "FastFieldSkip"))
         let entity = Schema.Entity(Everything.self)
@@ -73,7 +75,10 @@ final class RecordDamageTests: XCTestCase {
                 switch Int.random(in: 0..<5, using: &random) {
                 case 0:
                     writer.tag(field, RecordFormat.varint)
-                    writer.appendVarint([0, 1, 127, 128, 300, 1 << 35, UInt64.max][Int.random(in: 0..<7, using: &random)])
+                    // Every varint length, one to ten bytes.
+                    let bits = UInt64(Int.random(in: 0...64, using: &random))
+                    let value: UInt64 = bits == 64 ? random.next() : random.next() & ((1 << bits) - 1)
+                    writer.appendVarint(Bool.random(using: &random) ? value : [0, 127, 128, UInt64.max][Int(bits) % 4])
                 case 1:
                     writer.tag(field, RecordFormat.fixed64)
                     writer.appendFixed64(random.next())
@@ -101,18 +106,33 @@ final class RecordDamageTests: XCTestCase {
             guard bytes.first == RecordFormat.version else { continue }
             try bytes.withUnsafeBytes { raw in
                 var fast = try _RecordReader(borrowing: raw, entity: entity, row: 1)
+                var inOrder = try _RecordReader(borrowing: raw, entity: entity, row: 1)
                 var checked = try _RecordReader(borrowing: raw, entity: entity, row: 1)
                 // Ascending lookups, then a few out of order.
                 let fields = Array(1...40) + (0..<6).map { _ in Int.random(in: 1...40, using: &random) }
                 for field in fields {
                     let a = Result { try fast.find(field) }
+                    let c = Result { try inOrder.findInOrder(field) }
                     let b = Result { try checked.find(field, skipping: false) }
                     switch (a, b) {
                     case (.success(let x), .success(let y)):
                         XCTAssertEqual(
                             x.map { [Int($0.wire), $0.start, $0.end] }, y.map { [Int($0.wire), $0.start, $0.end] },
                             "field \(field) of \(bytes)")
+                        XCTAssertEqual(
+                            (try? c.get()).flatMap { $0 }.map { [Int($0.wire), $0.start, $0.end] },
+                            y.map { [Int($0.wire), $0.start, $0.end] }, "in order: field \(field) of \(bytes)")
                         XCTAssertEqual(fast.position, checked.position)
+                        XCTAssertEqual(inOrder.position, checked.position)
+                        // A varint's payload: the short decode against the
+                        // general reader.
+                        if let slot = y, slot.wire == RecordFormat.varint {
+                            var index = slot.start
+                            let expected = Result { try checked.varint(at: &index, limit: slot.end, field: field) }
+                            let decoded = Result { try fast.payloadVarint(slot, field: field) }
+                            XCTAssertEqual(try? decoded.get(), try? expected.get(), "varint of field \(field) of \(bytes)")
+                            XCTAssertEqual((try? decoded.get()) == nil, (try? expected.get()) == nil)
+                        }
                     case (.failure, .failure):
                         agreedOnErrors += 1
                         return

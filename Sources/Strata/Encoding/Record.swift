@@ -212,6 +212,18 @@ public struct _RecordReader {
         try find(field, skipping: true)
     }
 
+    /// ``find(_:)`` for a model's initializer, which reads fields in
+    /// field order: the wanted one is usually the very next, taken here
+    /// without the walk. (A filter, which reads a field or two further
+    /// on, calls `find` and skips this try.)
+    @usableFromInline mutating func findInOrder(_ field: Int) throws -> Slot? {
+        if let (current, slot) = simpleField(at: position), current == field {
+            position = slot.end
+            return slot
+        }
+        return try find(field, skipping: true)
+    }
+
     /// ``find(_:)``; with `skipping` false, every field on the way is read
     /// through the checked path (the reference the tests hold the fast
     /// skip to).
@@ -392,6 +404,19 @@ public struct _RecordReader {
 
     mutating func payloadVarint(_ slot: Slot, field: Int) throws -> UInt64 {
         try expect(slot, RecordFormat.varint, field: field)
+        // A varint slot ends just past the varint's last byte (the walk
+        // found that byte), so up to nine bytes — 63 bits, no overflow
+        // possible — decode without the general reader's checks.
+        let length = slot.end - slot.start
+        if length >= 1 && length <= 9, let base = bytes.baseAddress {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            for offset in slot.start..<slot.end {
+                result |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self) & 0x7F) << shift
+                shift += 7
+            }
+            return result
+        }
         var index = slot.start
         return try varint(at: &index, limit: slot.end, field: field)
     }
@@ -415,12 +440,12 @@ public struct _RecordReader {
     // MARK: Decoding overloads, chosen at compile time by the property's type
 
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
         return try T._decode(slot, from: &self, field: field)
     }
 
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try T._decode(slot, from: &self, field: field)
     }
 
@@ -439,12 +464,12 @@ public struct _RecordReader {
     }
 
     public mutating func decode<T: Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
         return try decodeCodable(T.self, slot, field: field)
     }
 
     public mutating func decode<T: Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try decodeCodable(T.self, slot, field: field)
     }
 
@@ -466,7 +491,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return Data()
         }
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
         return try Data._decode(slot, from: &self, field: field)
     }
 
@@ -475,7 +500,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return nil
         }
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try Data._decode(slot, from: &self, field: field)
     }
 
@@ -487,7 +512,7 @@ public struct _RecordReader {
 
     /// The row id a to-one field holds, or nil when it is absent or nil.
     mutating func toOneRow(field: Int) throws -> Int64? {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         let row = try payloadVarint(slot, field: field)
         guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
         return Int64(row)

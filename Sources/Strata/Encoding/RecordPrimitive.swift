@@ -160,9 +160,7 @@ extension String: _RecordPrimitive {
         let buffer = payload.assumingMemoryBound(to: UInt8.self)
         // ASCII (the common case) is valid UTF-8 as it is; the checked path
         // is only needed for the rest.
-        var combined: UInt8 = 0
-        for byte in buffer { combined |= byte }
-        let text = combined < 0x80 ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
+        let text = isASCII(payload) ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
         guard let text else { throw reader.corrupt(field: field, "invalid UTF-8 in a String") }
         return text
     }
@@ -211,4 +209,20 @@ extension Decimal: _RecordPrimitive {
         }
         return value
     }
+}
+
+/// Whether every byte of `bytes` is below 0x80, eight at a time.
+@inline(__always) func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    var combined: UInt64 = 0
+    var offset = 0
+    while offset + 8 <= bytes.count {
+        combined |= base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        offset += 8
+    }
+    while offset < bytes.count {
+        combined |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self))
+        offset += 1
+    }
+    return combined & 0x8080_8080_8080_8080 == 0
 }
