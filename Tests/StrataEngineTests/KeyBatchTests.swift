@@ -17,7 +17,7 @@ final class KeyBatchTests: XCTestCase {
                 if Bool.random(using: &random) {
                     batch.append(key)
                 } else {
-                    batch.append(count: key.count) { $0.copyMemory(from: UnsafeRawBufferPointer(start: key, count: key.count)) }
+                    key.withUnsafeBytes { source in batch.append(count: source.count) { $0.copyMemory(from: source) } }
                 }
                 reference.append(key)
             }

@@ -201,7 +201,7 @@ public final class ModelContext {
     /// Matches are found as a fetch with pending changes finds them. Those
     /// this context holds a model for (inserted, changed or loaded) are
     /// deleted as ``delete(_:)`` does; the other stored rows are marked by
-    /// row id alone, without building models (``markedRows``), so
+    /// row id alone, without building models, so
     /// deleting a million rows costs their ids, not a million objects.
     /// Until the save, fetches leave them out, as they leave out deleted
     /// models.
