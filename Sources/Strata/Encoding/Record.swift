@@ -512,7 +512,7 @@ public struct _RecordReader {
 
     /// The row id a to-one field holds, or nil when it is absent or nil.
     mutating func toOneRow(field: Int) throws -> Int64? {
-        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
+        guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
         let row = try payloadVarint(slot, field: field)
         guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
         return Int64(row)

@@ -18,14 +18,18 @@ public struct KeyBatch: Sendable {
     /// An empty batch with room for `capacity` keys of about `bytes`
     /// bytes each.
     public init(capacity: Int, bytes keyBytes: Int) {
-        storage = Storage(capacity: max(capacity, 0) * max(keyBytes, 0))
-        ends.reserveCapacity(capacity)
+        self.init(keys: capacity, totalBytes: max(capacity, 0) * max(keyBytes, 0))
+    }
+
+    /// An empty batch with room for `keys` keys of `totalBytes` in all.
+    private init(keys: Int, totalBytes: Int) {
+        storage = Storage(capacity: totalBytes)
+        ends.reserveCapacity(keys)
     }
 
     /// A batch holding `keys`, in their order.
     public init(_ keys: [[UInt8]]) {
-        storage = Storage(capacity: keys.reduce(0) { $0 + $1.count })
-        ends.reserveCapacity(keys.count)
+        self.init(keys: keys.count, totalBytes: keys.reduce(0) { $0 + $1.count })
         for key in keys { append(key) }
     }
 
@@ -64,8 +68,7 @@ public struct KeyBatch: Sendable {
         reserveBytes(other.storage.count)
         (storage.pointer + base).copyMemory(from: other.storage.pointer, byteCount: other.storage.count)
         storage.count = base + other.storage.count
-        ends.reserveCapacity(ends.count + other.count)
-        for end in other.ends { ends.append(end + base) }
+        ends.append(contentsOf: other.ends.lazy.map { $0 + base })
     }
 
     /// Key `index`'s byte range.
@@ -123,8 +126,7 @@ public struct KeyBatch: Sendable {
 
     /// The same keys in ascending `memcmp` order.
     public func sorted() -> KeyBatch {
-        var sorted = KeyBatch(capacity: count, bytes: 0)
-        sorted.storage = Storage(capacity: storage.count)
+        var sorted = KeyBatch(keys: count, totalBytes: storage.count)
         withUnsafeBytes { all in
             for index in (0..<count).sorted(by: { compare($0, $1) < 0 }) {
                 let key = UnsafeRawBufferPointer(rebasing: all[range(index)])
