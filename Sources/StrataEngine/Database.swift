@@ -74,25 +74,20 @@ public final class Database: @unchecked Sendable {
     /// Counters for tools and tests (guarded by `stateLock`).
     @exclusivity(unchecked) var counters = Statistics()
 
-    /// The main file mapped for reading, or nil when pages are read with
-    /// `read` (a read-only handle, a file system that cannot map, or
-    /// ``DatabaseOptions/memoryMappedReads`` off). Replaced by a larger
-    /// mapping when the file outgrows it; pages viewing the old one keep it
-    /// alive.
+    /// The main file mapped for reading, with its pages' verified marks, or
+    /// nil when pages are read with `read` (a read-only handle, a file
+    /// system that cannot map, or ``DatabaseOptions/memoryMappedReads``
+    /// off). Replaced by a larger mapping when the file outgrows it; pages
+    /// and transactions using the old one keep it alive.
     ///
     /// Mapping is safe because of the checkpoint's reader rule: the main
     /// file's image of a page changes only when no reader can still read its
     /// old image from there, so a view never changes under a reader.
-    @exclusivity(unchecked) var mapping: MappedRegion?
+    @exclusivity(unchecked) var mapped: MappedMainFile?
     /// Whole pages the main file holds, as of this handle's last write,
     /// truncation or measurement of it. A mapped page at or past it is
     /// never touched (mapped memory past the end of a file is not readable).
     @exclusivity(unchecked) var mainFilePages: UInt32 = 0
-    /// One bit per main-file page: its mapped bytes passed the checksum and
-    /// the node check (or were written by this handle) since it was last
-    /// written. A page of the page cache that is evicted comes back as a
-    /// view without being checked again.
-    @exclusivity(unchecked) var verifiedPages: [UInt64] = []
 
     /// Writer-owned (guarded by `gate`): the committed free-page set.
     @exclusivity(unchecked) var committedFreelist = Freelist()
@@ -196,7 +191,9 @@ public final class Database: @unchecked Sendable {
         if mainHeader != nil { db.cache.put(PageCache.mainKey(0), headerPage) }
         db.mainFilePages = UInt32(clamping: size / Int64(pageSize))
         if !options.readOnly && options.memoryMappedReads {
-            db.mapping = main.mapForReading(length: mappingLength(forFileSize: size))
+            db.mapped = main.mapForReading(length: mappingLength(forFileSize: size)).map {
+                MappedMainFile(region: $0, pageSize: pageSize)
+            }
         }
         var seq: UInt64 = 0
         for commit in commits {
@@ -323,10 +320,10 @@ public final class Database: @unchecked Sendable {
                 generation = wal.generation
                 let key = frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number)
                 if let page = cache.get(key) { return page }
-                guard frame < 0, let mapping else { return nil }
+                guard frame < 0, let mapped else { return nil }
                 guard number < mainFilePages else { throw Self.beyondEndOfFile(number) }
-                let page = Page.view(mapping.base + Int(number) * pageSize, size: pageSize, region: mapping)
-                guard isVerified(number) else {
+                let page = Page.view(mapped.address(of: number), size: pageSize, region: mapped.region)
+                guard mapped.isVerified(number) else {
                     view = page
                     return nil
                 }
@@ -358,7 +355,7 @@ public final class Database: @unchecked Sendable {
                 try Node(page: page).validate(pageNumber: number)
             }
             stateLock.withLock {
-                if view != nil { markVerified(number) }
+                if view != nil { mapped?.markVerified(number) }
                 counters.pagesChecked += 1
                 if frame < 0 || wal.generation == generation {
                     cache.put(
@@ -373,26 +370,6 @@ public final class Database: @unchecked Sendable {
         StorageError.corrupt(page: number, reason: "page lies beyond the end of the file: truncated")
     }
 
-    // MARK: - Mapped reads (callers hold `stateLock`)
-
-    @inline(__always) func isVerified(_ number: UInt32) -> Bool {
-        let word = Int(number >> 6)
-        return word < verifiedPages.count && verifiedPages[word] & (1 << UInt64(number & 63)) != 0
-    }
-
-    func markVerified(_ number: UInt32) {
-        let word = Int(number >> 6)
-        if word >= verifiedPages.count {
-            verifiedPages.append(contentsOf: repeatElement(0, count: word + 1 - verifiedPages.count))
-        }
-        verifiedPages[word] |= 1 << UInt64(number & 63)
-    }
-
-    func clearVerified(_ number: UInt32) {
-        let word = Int(number >> 6)
-        if word < verifiedPages.count { verifiedPages[word] &= ~(1 << UInt64(number & 63)) }
-    }
-
     /// Records that the main file is `size` bytes now, and maps it anew when
     /// it outgrew the mapping. Pages past the end lose their verified mark
     /// and their cached views (a view past the end would fault).
@@ -400,13 +377,15 @@ public final class Database: @unchecked Sendable {
         let pages = UInt32(clamping: size / Int64(pageSize))
         if pages < mainFilePages {
             for number in pages..<mainFilePages {
-                clearVerified(number)
+                mapped?.clearVerified(number)
                 cache.remove(PageCache.mainKey(number))
             }
         }
         mainFilePages = pages
-        if let current = mapping, Int(pages) * pageSize > current.length {
-            mapping = main.mapForReading(length: Self.mappingLength(forFileSize: size))
+        if let current = mapped, Int(pages) * pageSize > current.region.length {
+            mapped = main.mapForReading(length: Self.mappingLength(forFileSize: size)).map {
+                MappedMainFile(region: $0, pageSize: pageSize, copyingMarksOf: current)
+            }
         }
     }
 
@@ -424,13 +403,23 @@ public final class Database: @unchecked Sendable {
 
     /// Starts a read transaction on the latest commit. Call
     /// ``ReadTransaction/end()`` when done (it also ends on deinit).
+    ///
+    /// When the main file holds the latest commit (`backfilledSeq` is
+    /// `committed.seq`, as after a full checkpoint or on opening a store
+    /// with an empty log) and is mapped, the transaction gets the mapping
+    /// and reads the verified tree pages of its snapshot straight from it,
+    /// without the state lock or the page cache. That is safe for its whole
+    /// life: its snapshot has no page in the log, and no checkpoint can
+    /// rewrite or truncate the main file while it is active, because the
+    /// checkpoint's target (the oldest reader's sequence) is then already
+    /// backfilled. Pages not verified yet take the ordinary path once.
     public func beginRead() throws -> ReadTransaction {
-        let snapshot: Snapshot = try stateLock.withLock {
+        let (snapshot, direct): (Snapshot, MappedMainFile?) = try stateLock.withLock {
             if isClosed { throw StorageError.closed }
             readers[committed.seq, default: 0] += 1
-            return committed
+            return (committed, backfilledSeq == committed.seq ? mapped : nil)
         }
-        return ReadTransaction(db: self, snapshot: snapshot)
+        return ReadTransaction(db: self, snapshot: snapshot, direct: direct)
     }
 
     func endRead(_ seq: UInt64) {
@@ -522,8 +511,8 @@ public final class Database: @unchecked Sendable {
             isClosed = true
             cache.removeAll()
             walIndex.removeAll()
-            // Pages still held by transactions keep the mapping alive.
-            mapping = nil
+            // Pages and transactions still holding it keep the mapping alive.
+            mapped = nil
         }
         wal.file.close()
         main.close()
@@ -550,7 +539,7 @@ public final class Database: @unchecked Sendable {
     /// 140 MiB file resident without it. A no-op when the store is not
     /// mapped.
     public func discardMappedPages() {
-        let region = stateLock.withLock { mapping }
+        let region = stateLock.withLock { mapped?.region }
         region?.discardResidentPages()
     }
 
@@ -602,7 +591,7 @@ public final class Database: @unchecked Sendable {
             if options.durability == .normal { try syncFile(wal.file) }
             // Mapped views of these pages stop counting as checked until the
             // copy has succeeded (a failed write may leave them half new).
-            stateLock.withLock { for (number, _) in plan.copies { clearVerified(number) } }
+            stateLock.withLock { for (number, _) in plan.copies { mapped?.clearVerified(number) } }
             var written: [(UInt32, Page)] = []
             written.reserveCapacity(plan.copies.count)
             let sorted = plan.copies.sorted { $0.0 < $1.0 }
@@ -635,7 +624,7 @@ public final class Database: @unchecked Sendable {
                 mainFileResized(to: mainSize)
                 for (number, page) in written {
                     cache.put(PageCache.mainKey(number), page)
-                    markVerified(number)
+                    mapped?.markVerified(number)
                 }
                 counters.checkpoints += 1
                 if !plan.full { counters.partialCheckpoints += 1 }
@@ -746,7 +735,7 @@ extension Database {
         stateLock.withLock {
             var s = counters
             s.walFrames = wal.frameCount
-            s.mappedBytes = mapping?.length ?? 0
+            s.mappedBytes = mapped?.region.length ?? 0
             s.pageCount = Int(committed.header.pageCount)
             s.freePages = Int(committed.header.freeCount)
             return s

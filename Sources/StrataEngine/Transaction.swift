@@ -32,9 +32,20 @@ public class ReadTransaction {
     private let memoNumbers: UnsafeMutablePointer<UInt32>
     private static let memoSize = 64
 
-    init(db: Database, snapshot: Database.Snapshot) {
+    /// The main file's mapping, for a reader whose whole snapshot is in the
+    /// main file (see ``Database/beginRead()``): its verified tree pages are
+    /// read straight from the mapping. Nil otherwise, and in the writer.
+    /// Holding it keeps the mapping alive for nodes that point into it.
+    let direct: MappedMainFile?
+
+    /// True when this transaction reads verified tree pages straight from
+    /// the main file's mapping (for tests and tools).
+    package var readsMainFileDirectly: Bool { direct != nil }
+
+    init(db: Database, snapshot: Database.Snapshot, direct: MappedMainFile? = nil) {
         self.db = db
         self.snapshot = snapshot
+        self.direct = direct
         memoPages = .allocate(capacity: Self.memoSize)
         memoPages.initialize(repeating: nil, count: Self.memoSize)
         memoNumbers = .allocate(capacity: Self.memoSize)
@@ -162,7 +173,7 @@ public class ReadTransaction {
             guard found else { return nil }
             switch leaf.leafValue(index) {
             case .inline(let p, let n):
-                return try withExtendedLifetime(leaf.page) { try body(UnsafeRawBufferPointer(start: p, count: n)) }
+                return try withExtendedLifetime(leaf.owner) { try body(UnsafeRawBufferPointer(start: p, count: n)) }
             case .overflow(let first, let length):
                 let bytes = try readOverflow(first: first, length: length)
                 return try bytes.withUnsafeBytes { try body($0) }
@@ -289,6 +300,17 @@ public class ReadTransaction {
 
     /// A page that must be a branch or a leaf.
     @inline(__always) func treeNode(_ number: UInt32) throws -> Node {
+        if let direct, number < snapshot.header.pageCount, direct.isVerified(number) {
+            // Verified pages passed the node check; the type is checked
+            // again as on the ordinary path (a verified overflow or
+            // freelist page is not a tree page).
+            let bytes = direct.address(of: number)
+            let type = bytes.load(fromByteOffset: 4, as: UInt8.self)
+            guard type == PageType.leaf.rawValue || type == PageType.branch.rawValue else {
+                throw StorageError.corrupt(page: number, reason: "page type \(type) where a tree page was expected")
+            }
+            return Node(mapped: bytes, pageSize: direct.pageSize)
+        }
         let page = try self.page(number)
         let type = page.u8(4)
         guard type == PageType.leaf.rawValue || type == PageType.branch.rawValue else {

@@ -211,4 +211,68 @@ final class MappedReadTests: EngineTestCase {
         XCTAssertEqual(try tx.get(key(42), in: tree), value(42))
         tx.end()
     }
+
+    /// A reader whose snapshot is wholly in the main file reads tree pages
+    /// straight from the mapping: after a full checkpoint and on opening a
+    /// store with an empty log; not while the log holds commits the main
+    /// file lacks, not in a handle that does not map, never in the writer.
+    func testReadersOfABackfilledSnapshotReadTheMappingDirectly() throws {
+        let db = try open("direct.strata", DatabaseOptions(durability: .none, checkpointThresholdFrames: 1 << 20))
+        try fill(db, 0..<3000)
+        XCTAssertFalse(try db.read { $0.readsMainFileDirectly }, "the last commit is only in the log")
+        try db.checkpoint()
+        XCTAssertTrue(try db.read { $0.readsMainFileDirectly })
+        try db.write { tx in
+            XCTAssertFalse(tx.readsMainFileDirectly)
+            try tx.put(key(0), value(0), in: try tx.tree("t"))
+        }
+        XCTAssertFalse(try db.read { $0.readsMainFileDirectly }, "a commit since the checkpoint")
+        try db.checkpoint()
+        try assertHolds(db, 0..<3000)
+        try db.close()
+        forget(db)
+
+        let reopened = try open("direct.strata", DatabaseOptions(durability: .none))
+        XCTAssertTrue(try reopened.read { $0.readsMainFileDirectly }, "opened with an empty log")
+        try assertHolds(reopened, 0..<3000)
+        try reopened.close()
+        forget(reopened)
+        let unmapped = try open("direct.strata", DatabaseOptions(memoryMappedReads: false))
+        XCTAssertFalse(try unmapped.read { $0.readsMainFileDirectly })
+    }
+
+    /// While a reader reads the main file directly, no checkpoint may
+    /// change it: commits pile up in the log, the reader keeps seeing its
+    /// snapshot through pages it has read and pages it has not, and once it
+    /// ends the checkpoint catches up and the next readers read the new
+    /// main file directly.
+    func testADirectReaderHoldsCheckpointsBack() throws {
+        let saved = Database.minimumMappingLength
+        Database.minimumMappingLength = 0
+        defer { Database.minimumMappingLength = saved }
+        let db = try open(
+            "held.strata", DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096, checkpointThresholdFrames: 20))
+        try fill(db, 0..<4000)
+        try db.checkpoint()
+        let reader = try db.beginRead()
+        XCTAssertTrue(reader.readsMainFileDirectly)
+        let tree = try reader.tree("t")
+        // Half the keys read (their pages verified) before the writes.
+        for i in stride(from: 0, to: 4000, by: 2) { XCTAssertEqual(try reader.get(key(i), in: tree), value(i)) }
+        let checkpoints = db.statistics.checkpoints
+        for round in 1...3 {
+            // Rewrites every value and grows the store to twice its size.
+            try fill(db, 0..<(4000 * (round + 1)), round: round)
+            try db.checkpoint()
+        }
+        XCTAssertEqual(db.statistics.checkpoints, checkpoints, "nothing may reach the main file under a direct reader")
+        for i in 0..<4000 { XCTAssertEqual(try reader.get(key(i), in: tree), value(i), "key \(i) of the old snapshot") }
+        XCTAssertNil(try reader.get(key(4000), in: tree))
+        reader.end()
+        try db.checkpoint()
+        XCTAssertGreaterThan(db.statistics.checkpoints, checkpoints)
+        XCTAssertTrue(try db.read { $0.readsMainFileDirectly })
+        try assertHolds(db, 0..<16_000, round: 3)
+        XCTAssertTrue(try db.check().isHealthy)
+    }
 }

@@ -65,7 +65,7 @@ final class KeyEncodingTests: XCTestCase {
             order(KeyEncoding.encode([.double(.infinity)]), KeyEncoding.encode([.double(.nan)])), -1, "NaN after +infinity")
         XCTAssertEqual(try KeyEncoding.decode(negativeZero), [.double(-0.0)])
         XCTAssertEqual(try KeyEncoding.decode(KeyEncoding.encode([.double(.nan)])), [.double(.nan)])
-        try checkOrder([Float(-2.5), -0.5, 0, 1e-30, 3.5e38]) { .float($0) }
+        try checkOrder([Float(-2.5), -0.5, 0, 1e-30, 3.4e38, .infinity]) { .float($0) }
         let dates = [Date(timeIntervalSince1970: -1e9), Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 1.7e9)]
         try checkOrder(dates) { .date($0) }
     }

@@ -17,7 +17,7 @@ extension WriteTransaction {
         subscript(i: Int) -> (UnsafeRawPointer, Int) {
             if i == index { return (cell, size) }
             let j = i < index ? i : i - 1
-            return (UnsafeRawPointer(node.page.bytes + node.slot(j)), node.cellSize(j))
+            return (UnsafeRawPointer(node.bytes + node.slot(j)), node.cellSize(j))
         }
     }
 

@@ -235,7 +235,7 @@ extension WriteTransaction {
                 (src, len) = (cell, size)
             } else {
                 let j = i < index ? i : i - 1
-                (src, len) = (UnsafeRawPointer(node.page.bytes + node.slot(j)), node.cellSize(j))
+                (src, len) = (UnsafeRawPointer(node.bytes + node.slot(j)), node.cellSize(j))
             }
             (scratch + at).copyMemory(from: src, byteCount: len)
             offsets[i] = at
@@ -261,7 +261,7 @@ extension WriteTransaction {
         }
         let (rightNumber, rightPage) = try allocate()
         let right = Node(page: rightPage)
-        Node.format(node.page, leaf: isLeaf)
+        node.format(leaf: isLeaf)
         Node.format(rightPage, leaf: isLeaf)
         for i in 0..<k { _ = node.insertCell(at: i, scratch + offsets[i], sizes[i]) }
         // The separator goes into a new branch cell: child = left page.
@@ -270,8 +270,8 @@ extension WriteTransaction {
         if isLeaf {
             for i in k..<n { _ = right.insertCell(at: i - k, scratch + offsets[i], sizes[i]) }
             sepSize = buildSeparatorCell(
-                sep, child: target, leftLastCell: node.page.bytes + node.slot(k - 1),
-                rightFirstCell: right.page.bytes + right.slot(0))
+                sep, child: target, leftLastCell: node.bytes + node.slot(k - 1),
+                rightFirstCell: right.bytes + right.slot(0))
         } else {
             for i in (k + 1)..<n { _ = right.insertCell(at: i - k - 1, scratch + offsets[i], sizes[i]) }
             right.setRightChild(oldRight)
@@ -333,7 +333,7 @@ extension WriteTransaction {
                 while !node.isLeaf && node.count == 0 {
                     let child = node.rightChild
                     let childPage = try page(child)
-                    node.page.bytes.copyMemory(from: childPage.bytes, byteCount: db.pageSize)
+                    node.bytes.copyMemory(from: childPage.bytes, byteCount: db.pageSize)
                     free(child)
                     collapses += 1
                     if collapses > Cursor.maxDepth { throw StorageError.corrupt(page: current, reason: "root collapse loops") }
@@ -390,7 +390,7 @@ extension WriteTransaction {
                 left.setRightChild(right.rightChild)
             }
             for i in 0..<right.count {
-                let ok = left.insertCell(at: left.count, right.page.bytes + right.slot(i), right.cellSize(i))
+                let ok = left.insertCell(at: left.count, right.bytes + right.slot(i), right.cellSize(i))
                 precondition(ok, "merge fitted by construction")
             }
             parent.removeCell(at: sepIndex)

@@ -120,7 +120,7 @@ public final class Cursor {
         guard let leaf else { throw StorageError.invalidOptions("cursor is not positioned on an entry") }
         let (kp, kn) = leaf.key(index)
         let key = UnsafeRawBufferPointer(start: kp, count: kn)
-        return try withExtendedLifetime(leaf.page) {
+        return try withExtendedLifetime(leaf.owner) {
             switch leaf.leafValue(index) {
             case .inline(let vp, let vn):
                 return try body(key, UnsafeRawBufferPointer(start: vp, count: vn))
@@ -148,7 +148,7 @@ public final class Cursor {
         while let node = leaf {
             let count = node.count
             // One lifetime extension per leaf, not per entry.
-            let stopped: Bool = try withExtendedLifetime(node.page) {
+            let stopped: Bool = try withExtendedLifetime(node.owner) {
                 while index < count {
                     let (kp, kn) = node.key(index)
                     let key = UnsafeRawBufferPointer(start: kp, count: kn)
@@ -251,7 +251,7 @@ public final class Cursor {
         try tx.checkOpen()
         if tx.modificationCount != seenModification { _ = try resyncIfChanged() }
         guard let leaf else { throw StorageError.invalidOptions("cursor is not positioned on an entry") }
-        try withExtendedLifetime(leaf.page) {
+        try withExtendedLifetime(leaf.owner) {
             switch leaf.leafValue(index) {
             case .inline(let vp, let vn):
                 try body(UnsafeRawBufferPointer(start: vp, count: vn))

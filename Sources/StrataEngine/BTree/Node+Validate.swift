@@ -5,8 +5,8 @@ extension Node {
     /// out of order can give wrong answers but never a wild read.
     func validate(pageNumber: UInt32) throws {
         func bad(_ reason: String) -> StorageError { .corrupt(page: pageNumber, reason: reason) }
-        let size = page.size
-        let type = page.u8(4)
+        let size = pageSize
+        let type = bytes.load(fromByteOffset: 4, as: UInt8.self)
         guard type == PageType.leaf.rawValue || type == PageType.branch.rawValue else {
             throw bad("page type \(type) is not a tree page")
         }
@@ -20,7 +20,7 @@ extension Node {
         for i in 0..<n {
             let off = slot(i)
             guard off >= heap, off < size else { throw bad("slot \(i) offset \(off) outside the cell heap") }
-            let p = UnsafeRawPointer(page.bytes + off)
+            let p = UnsafeRawPointer(bytes + off)
             let room = size - off
             var cell: Int
             if isLeaf {

@@ -4,42 +4,76 @@
 /// after that, every accessor may trust slot offsets and cell lengths.
 /// Pages built by the writer are valid by construction.
 struct Node {
-    let page: Page
+    /// The page image.
+    let bytes: UnsafeMutableRawPointer
+    let pageSize: Int
+    /// The page object that owns `bytes` and keeps them alive; nil for a
+    /// page of the mapped main file read without one, which the read
+    /// transaction keeps mapped (``ReadTransaction/direct``). A node must
+    /// not outlive the transaction it came from.
+    let owner: Page?
 
-    @inline(__always) var isLeaf: Bool { page.u8(4) == PageType.leaf.rawValue }
-    @inline(__always) var count: Int { page.u16(6) }
-    @inline(__always) var heapStart: Int {
-        let v = page.u16(8)
-        return v == 0 ? page.size : v
+    @inline(__always) init(page: Page) {
+        bytes = page.bytes
+        pageSize = page.size
+        owner = page
     }
-    @inline(__always) var fragmented: Int { page.u16(10) }
-    @inline(__always) var rightChild: UInt32 { page.u32(12) }
 
-    @inline(__always) func slot(_ i: Int) -> Int { page.u16(Layout.nodeHeaderSize + 2 * i) }
+    @inline(__always) init(mapped bytes: UnsafeMutableRawPointer, pageSize: Int) {
+        self.bytes = bytes
+        self.pageSize = pageSize
+        owner = nil
+    }
+
+    @inline(__always) private func u8(_ offset: Int) -> UInt8 { bytes.load(fromByteOffset: offset, as: UInt8.self) }
+    @inline(__always) private func u16(_ offset: Int) -> Int { Int(loadBE16(bytes + offset)) }
+    @inline(__always) private func u32(_ offset: Int) -> UInt32 { loadBE32(bytes + offset) }
+    @inline(__always) private func setU8(_ offset: Int, _ v: UInt8) {
+        bytes.storeBytes(of: v, toByteOffset: offset, as: UInt8.self)
+    }
+    @inline(__always) private func setU16(_ offset: Int, _ v: Int) {
+        storeBE16(bytes + offset, UInt16(truncatingIfNeeded: v))
+    }
+    @inline(__always) private func setU32(_ offset: Int, _ v: UInt32) { storeBE32(bytes + offset, v) }
+
+    @inline(__always) var isLeaf: Bool { u8(4) == PageType.leaf.rawValue }
+    @inline(__always) var count: Int { u16(6) }
+    @inline(__always) var heapStart: Int {
+        let v = u16(8)
+        return v == 0 ? pageSize : v
+    }
+    @inline(__always) var fragmented: Int { u16(10) }
+    @inline(__always) var rightChild: UInt32 { u32(12) }
+
+    @inline(__always) func slot(_ i: Int) -> Int { u16(Layout.nodeHeaderSize + 2 * i) }
 
     /// Initializes an empty node of the given kind.
     static func format(_ page: Page, leaf: Bool) {
-        page.bytes.initializeMemory(as: UInt8.self, repeating: 0, count: page.size)
-        page.setU8(4, leaf ? PageType.leaf.rawValue : PageType.branch.rawValue)
-        page.setU16(8, page.size == 65536 ? 0 : page.size)
+        Node(page: page).format(leaf: leaf)
     }
 
-    func setCount(_ n: Int) { page.setU16(6, n) }
-    func setHeapStart(_ v: Int) { page.setU16(8, v == 65536 ? 0 : v) }
-    func setFragmented(_ v: Int) { page.setU16(10, v) }
-    func setRightChild(_ v: UInt32) { page.setU32(12, v) }
+    func format(leaf: Bool) {
+        bytes.initializeMemory(as: UInt8.self, repeating: 0, count: pageSize)
+        setU8(4, leaf ? PageType.leaf.rawValue : PageType.branch.rawValue)
+        setU16(8, pageSize == 65536 ? 0 : pageSize)
+    }
+
+    func setCount(_ n: Int) { setU16(6, n) }
+    func setHeapStart(_ v: Int) { setU16(8, v == 65536 ? 0 : v) }
+    func setFragmented(_ v: Int) { setU16(10, v) }
+    func setRightChild(_ v: UInt32) { setU32(12, v) }
 
     /// Bytes available for new cells and their slots, counting holes.
     var freeBytes: Int { heapStart - (Layout.nodeHeaderSize + 2 * count) + fragmented }
     /// Bytes used by slots and cells.
-    var usedBytes: Int { page.size - Layout.nodeHeaderSize - freeBytes }
+    var usedBytes: Int { pageSize - Layout.nodeHeaderSize - freeBytes }
 
     // MARK: Cells
 
     /// Key of cell `i`: pointer and length.
     @inline(__always) func key(_ i: Int) -> (UnsafeRawPointer, Int) {
         let off = slot(i)
-        let p = UnsafeRawPointer(page.bytes + off)
+        let p = UnsafeRawPointer(bytes + off)
         if isLeaf {
             var pos = 0
             let (klen, a) = fastVarint(p)
@@ -60,22 +94,22 @@ struct Node {
 
     /// Child page of branch cell `i`, or the right-most child for `i == count`.
     @inline(__always) func child(_ i: Int) -> UInt32 {
-        i == count ? rightChild : page.u32(slot(i))
+        i == count ? rightChild : u32(slot(i))
     }
 
     func setChild(_ i: Int, _ v: UInt32) {
-        if i == count { setRightChild(v) } else { page.setU32(slot(i), v) }
+        if i == count { setRightChild(v) } else { setU32(slot(i), v) }
     }
 
     /// Leaf cell `i`: value length, and either the inline value or the first
     /// overflow page.
     @inline(__always) func leafValue(_ i: Int) -> LeafValue {
         let off = slot(i)
-        let p = UnsafeRawPointer(page.bytes + off)
+        let p = UnsafeRawPointer(bytes + off)
         let (klen, a) = fastVarint(p)
         let (vlen, b) = fastVarint(p + a)
         let payload = p + a + b + klen
-        if a + b + klen + vlen <= Layout.maxInlineCell(pageSize: page.size) {
+        if a + b + klen + vlen <= Layout.maxInlineCell(pageSize: pageSize) {
             return .inline(payload, vlen)
         }
         return .overflow(firstPage: loadBE32(payload), length: vlen)
@@ -83,12 +117,12 @@ struct Node {
 
     /// Size in bytes of cell `i`.
     func cellSize(_ i: Int) -> Int {
-        let p = UnsafeRawPointer(page.bytes + slot(i))
+        let p = UnsafeRawPointer(bytes + slot(i))
         if isLeaf {
             let (klen, a) = fastVarint(p)
             let (vlen, b) = fastVarint(p + a)
             let inline = a + b + klen + vlen
-            return inline <= Layout.maxInlineCell(pageSize: page.size) ? inline : a + b + klen + 4
+            return inline <= Layout.maxInlineCell(pageSize: pageSize) ? inline : a + b + klen + 4
         } else {
             let (klen, a) = fastVarint(p + 4)
             return 4 + a + klen
@@ -141,13 +175,13 @@ struct Node {
             heap = heapStart
         }
         heap -= size
-        (page.bytes + heap).copyMemory(from: cell, byteCount: size)
+        (bytes + heap).copyMemory(from: cell, byteCount: size)
         setHeapStart(heap)
-        let slotBase = page.bytes + Layout.nodeHeaderSize
+        let slotBase = bytes + Layout.nodeHeaderSize
         if i < n {
             memmove(slotBase + 2 * (i + 1), slotBase + 2 * i, 2 * (n - i))
         }
-        page.setU16(Layout.nodeHeaderSize + 2 * i, heap)
+        setU16(Layout.nodeHeaderSize + 2 * i, heap)
         setCount(n + 1)
         return true
     }
@@ -162,13 +196,13 @@ struct Node {
         } else {
             setFragmented(fragmented + size)
         }
-        let slotBase = page.bytes + Layout.nodeHeaderSize
+        let slotBase = bytes + Layout.nodeHeaderSize
         if i < n - 1 {
             memmove(slotBase + 2 * i, slotBase + 2 * (i + 1), 2 * (n - 1 - i))
         }
         setCount(n - 1)
         if n == 1 {
-            setHeapStart(page.size)
+            setHeapStart(pageSize)
             setFragmented(0)
         }
     }
@@ -180,7 +214,7 @@ struct Node {
         let n = count
         guard indices.count < n else {
             setCount(0)
-            setHeapStart(page.size)
+            setHeapStart(pageSize)
             setFragmented(0)
             return
         }
@@ -200,7 +234,7 @@ struct Node {
                 k += 1
                 continue
             }
-            page.setU16(Layout.nodeHeaderSize + 2 * write, slot(read))
+            setU16(Layout.nodeHeaderSize + 2 * write, slot(read))
             write += 1
         }
         setCount(n - indices.count)
@@ -211,16 +245,16 @@ struct Node {
     /// Rewrites the heap so that all free space is contiguous.
     func defragment() {
         let n = count
-        let scratch = UnsafeMutableRawPointer.allocate(byteCount: page.size, alignment: 16)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: pageSize, alignment: 16)
         defer { scratch.deallocate() }
-        var heap = page.size
+        var heap = pageSize
         for i in 0..<n {
             let size = cellSize(i)
             heap -= size
-            (scratch + heap).copyMemory(from: page.bytes + slot(i), byteCount: size)
-            page.setU16(Layout.nodeHeaderSize + 2 * i, heap)
+            (scratch + heap).copyMemory(from: bytes + slot(i), byteCount: size)
+            setU16(Layout.nodeHeaderSize + 2 * i, heap)
         }
-        (page.bytes + heap).copyMemory(from: scratch + heap, byteCount: page.size - heap)
+        (bytes + heap).copyMemory(from: scratch + heap, byteCount: pageSize - heap)
         setHeapStart(heap)
         setFragmented(0)
     }
