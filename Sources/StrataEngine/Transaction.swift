@@ -37,6 +37,8 @@ public class ReadTransaction {
     /// read straight from the mapping. Nil otherwise, and in the writer.
     /// Holding it keeps the mapping alive for nodes that point into it.
     let direct: MappedMainFile?
+    /// `direct`'s address, page size and marks (kept valid by `direct`).
+    private let directView: MappedMainFile.View?
 
     /// True when this transaction reads verified tree pages straight from
     /// the main file's mapping (for tests and tools).
@@ -46,6 +48,7 @@ public class ReadTransaction {
         self.db = db
         self.snapshot = snapshot
         self.direct = direct
+        directView = direct?.view
         memoPages = .allocate(capacity: Self.memoSize)
         memoPages.initialize(repeating: nil, count: Self.memoSize)
         memoNumbers = .allocate(capacity: Self.memoSize)
@@ -300,7 +303,7 @@ public class ReadTransaction {
 
     /// A page that must be a branch or a leaf.
     @inline(__always) func treeNode(_ number: UInt32) throws -> Node {
-        if let direct, number < snapshot.header.pageCount, direct.isVerified(number) {
+        if let direct = directView, number < snapshot.header.pageCount, direct.isVerified(number) {
             // Verified pages passed the node check; the type is checked
             // again as on the ordinary path (a verified overflow or
             // freelist page is not a tree page).

@@ -454,6 +454,8 @@ public final class ModelContext {
     /// Makes each to-many relationship of a loaded model a fault that reads
     /// its targets from the tree holding them.
     static func pointToManyAtTrees(_ state: _ModelState, entity: Schema.Entity, row: Int64) {
+        // Most entities have no relationship: skip the loop's setup.
+        if entity.relationshipStorage.isEmpty { return }
         for (field, storage) in entity.relationshipStorage {
             if let tree = storage.readTree { state.setDerivedFault(field: field, tree: tree, row: row) }
         }

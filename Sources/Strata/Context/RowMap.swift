@@ -79,15 +79,40 @@ struct RowMap {
         if (count + tombstones + extra) * 4 > keys.count * 3 { rehash(minimumCapacity: count + extra) }
     }
 
+    /// One probe finds the row, or where it goes: the first removed slot of
+    /// its run, else the empty slot that ends the run.
     private mutating func insert(_ row: Int64, _ model: any PersistentModel) {
-        if let index = slot(of: row) {
-            values[index] = model
+        var index = home(row)
+        var free = -1
+        while true {
+            let key = keys[index]
+            if key == row {
+                values[index] = model
+                return
+            }
+            if key == Self.empty { break }
+            if key == Self.removed && free < 0 { free = index }
+            index = (index + 1) & mask
+        }
+        if (count + tombstones + 1) * 4 > keys.count * 3 {
+            rehash(minimumCapacity: count + 1)
+            insertNew(row, model)
             return
         }
-        if (count + tombstones + 1) * 4 > keys.count * 3 { rehash(minimumCapacity: count + 1) }
+        if free >= 0 {
+            index = free
+            tombstones -= 1
+        }
+        keys[index] = row
+        values[index] = model
+        count += 1
+    }
+
+    /// Inserts a row known to be absent, into a table without tombstones
+    /// and with room (a fresh table being filled by `rehash`).
+    private mutating func insertNew(_ row: Int64, _ model: any PersistentModel) {
         var index = home(row)
-        while keys[index] != Self.empty && keys[index] != Self.removed { index = (index + 1) & mask }
-        if keys[index] == Self.removed { tombstones -= 1 }
+        while keys[index] != Self.empty { index = (index + 1) & mask }
         keys[index] = row
         values[index] = model
         count += 1
@@ -106,7 +131,7 @@ struct RowMap {
         bigger.special = special
         bigger.count = special.count
         for (index, key) in keys.enumerated() where !Self.isSpecial(key) {
-            if let value = values[index] { bigger.insert(key, value) }
+            if let value = values[index] { bigger.insertNew(key, value) }
         }
         self = bigger
     }

@@ -208,20 +208,25 @@ public final class _ModelState {
     public init() {}
 
     /// Records a read of `keyPath` for Observation (called by generated getters).
-    @inlinable public func access<M: Observable, Value>(_ model: M, keyPath: KeyPath<M, Value>) {
+    ///
+    /// The key path is an autoclosure: a getter's `\.name` literal costs a
+    /// runtime call and a retain and release each time it is evaluated, and
+    /// most reads have no observer to give it to.
+    @inlinable public func access<M: Observable, Value>(_ model: M, keyPath: @autoclosure () -> KeyPath<M, Value>) {
         if let box = registrarBox {
-            box.registrar.access(model, keyPath: keyPath)
+            box.registrar.access(model, keyPath: keyPath())
         } else if _ObservationProbe.trackingMayBeActive() {
-            registrar.registrar.access(model, keyPath: keyPath)
+            registrar.registrar.access(model, keyPath: keyPath())
         }
     }
 
-    /// Runs a generated setter's mutation, notifying observers of `keyPath`.
+    /// Runs a generated setter's mutation, notifying observers of `keyPath`
+    /// (made only when there are observers, as in ``access(_:keyPath:)``).
     @inlinable public func withMutation<M: Observable, Value, R>(
-        of model: M, keyPath: KeyPath<M, Value>, _ mutation: () throws -> R
+        of model: M, keyPath: @autoclosure () -> KeyPath<M, Value>, _ mutation: () throws -> R
     ) rethrows -> R {
         guard let box = registrarBox else { return try mutation() }
-        return try box.registrar.withMutation(of: model, keyPath: keyPath, mutation)
+        return try box.registrar.withMutation(of: model, keyPath: keyPath(), mutation)
     }
 
     @usableFromInline var registrar: _RegistrarBox {

@@ -197,29 +197,41 @@ public final class Cursor {
             _ = positioned()
             return found
         }
-        // Climb to the deepest branch whose chosen child is bounded above
-        // by a separator greater than the key, and descend from there. The
-        // root bounds every key: a key past all its separators is in its
-        // last child, found from the root without rebuilding the path (a
-        // fifth of the lookups of an index range, in a root of five
-        // children, used to start over with a full seek).
+        // Climb to the deepest level whose chosen child is bounded above by
+        // a separator greater than the key. The key lies in that child (it
+        // is past the current key, which lies there too), so the descent
+        // starts at the child, not at the branch that chose it; a key that
+        // no separator on the path bounds is found from the root, which
+        // bounds every key (rebuilding the path from the root for every
+        // lookup that left its leaf cost one more branch search each).
         guard !path.isEmpty else { return try seek(pointer, key.count).exact }
+        var start = 0
         var level = path.count - 1
-        while level > 0 {
+        while level >= 0 {
             let (branch, taken) = path[level]
             if taken < branch.count {
                 let (sp, sn) = branch.key(taken)
-                if compareBytes(sp, sn, pointer, key.count) > 0 { break }
+                if compareBytes(sp, sn, pointer, key.count) > 0 {
+                    start = level + 1
+                    break
+                }
             }
             level -= 1
         }
-        let taken = path[level].node.childIndex(pointer, key.count)
-        path[level].index = taken
-        var number = path[level].node.child(taken)
+        if start == path.count {
+            // Below the leaf's separator yet past its last key: absent, and
+            // the next entry is the first of the following leaf.
+            index = node.count
+            _ = try settleForward()
+            return false
+        }
+        let taken = path[start].node.childIndex(pointer, key.count)
+        path[start].index = taken
+        var number = path[start].node.child(taken)
         // The levels below are overwritten in place (the path keeps its
         // length in a tree whose leaves are all at one depth), not removed
         // and appended again.
-        var depth = level + 1
+        var depth = start + 1
         while true {
             let next = try tx.treeNode(number)
             if next.isLeaf {

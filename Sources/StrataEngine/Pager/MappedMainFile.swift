@@ -51,12 +51,32 @@ final class MappedMainFile: @unchecked Sendable {
     }
 
     /// True when page `number`'s mapped bytes have been verified.
-    @inline(__always) func isVerified(_ number: UInt32) -> Bool {
-        let word = Int(number >> 6)
-        guard word < words else { return false }
-        // Acquiring: the bytes the marker checked (or wrote) are visible to
-        // whoever sees the mark.
-        return verified[word].load(ordering: .acquiring) & (1 << UInt64(number & 63)) != 0
+    @inline(__always) func isVerified(_ number: UInt32) -> Bool { view.isVerified(number) }
+
+    /// The mapping's address, page size and marks as plain values, for a
+    /// transaction to keep: reading them costs no retain and release of
+    /// this object on each page visit. Valid while this object lives.
+    var view: View {
+        View(base: UnsafeMutableRawPointer(mutating: region.base), pageSize: pageSize, words: words, marks: verified)
+    }
+
+    struct View {
+        let base: UnsafeMutableRawPointer
+        let pageSize: Int
+        let words: Int
+        let marks: UnsafeMutablePointer<Atomic<UInt64>>
+
+        @inline(__always) func address(of number: UInt32) -> UnsafeMutableRawPointer {
+            base + Int(number) * pageSize
+        }
+
+        @inline(__always) func isVerified(_ number: UInt32) -> Bool {
+            let word = Int(number >> 6)
+            guard word < words else { return false }
+            // Acquiring: the bytes the marker checked (or wrote) are
+            // visible to whoever sees the mark.
+            return marks[word].load(ordering: .acquiring) & (1 << UInt64(number & 63)) != 0
+        }
     }
 
     /// Marks page `number` verified (pages past the mapping are ignored:
