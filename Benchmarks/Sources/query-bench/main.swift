@@ -13,7 +13,7 @@ import Strata
 // N objects (default 100,000) with an indexed Int (`category`, 1,000
 // values), an indexed String (`tag`) and a unique Int (`code`); GRDB has
 // the same table with the same indexes. Workloads, each run in a fresh
-// context; a side's figure is the median of 15 runs, taken in three
+// context; a side's figure is the median of 25 runs, taken in five
 // blocks of five alternating with the other side's (`--blocks N`):
 // - 20k point queries on the unique attribute;
 // - 200 indexed equality queries (100 objects each);
@@ -183,7 +183,7 @@ print("| workload (\(count) objects) | Strata | GRDB | ratio (GRDB time / Strata
 print("|---|---|---|---|")
 var mismatches: [String] = []
 
-let blocks = max(1, argument("--blocks").flatMap { Int($0) } ?? 3)
+let blocks = max(1, argument("--blocks").flatMap { Int($0) } ?? 5)
 
 @MainActor func compare(_ name: String, strata: () throws -> Int, grdb: () throws -> Int) throws {
     guard runs(name) else { return }
@@ -203,7 +203,10 @@ let blocks = max(1, argument("--blocks").flatMap { Int($0) } ?? 3)
     // side's figure is the median of all its runs. A burst of load from
     // the machine's neighbours (which can slow a run by half for a second
     // or two) then spoils a block of one side rather than its whole
-    // figure, and runs within a block keep each side's caches warm.
+    // figure, and runs within a block keep each side's caches warm. Five
+    // blocks, not three: with three, a burst that spoiled two of one
+    // side's blocks moved its median (one run of seven on 2026-11-22 gave
+    // equality 1.40x, its Strata median 76% above the others').
     var strataResult = 0
     var grdbResult = 0
     var strataTimes: [Double] = []
