@@ -301,25 +301,22 @@ public class ReadTransaction {
         }
     }
 
-    /// A page that must be a branch or a leaf.
+    /// A page that must be a branch or a leaf: for a direct reader a
+    /// verified page is read straight from the mapping (it passed the node
+    /// check when it was verified), any other through ``page(_:)``. The
+    /// type is checked either way: a verified overflow or freelist page is
+    /// not a tree page.
     @inline(__always) func treeNode(_ number: UInt32) throws -> Node {
+        let node: Node
         if let direct = directView, number < snapshot.header.pageCount, direct.isVerified(number) {
-            // Verified pages passed the node check; the type is checked
-            // again as on the ordinary path (a verified overflow or
-            // freelist page is not a tree page).
-            let bytes = direct.address(of: number)
-            let type = bytes.load(fromByteOffset: 4, as: UInt8.self)
-            guard type == PageType.leaf.rawValue || type == PageType.branch.rawValue else {
-                throw StorageError.corrupt(page: number, reason: "page type \(type) where a tree page was expected")
-            }
-            return Node(mapped: bytes, pageSize: direct.pageSize)
+            node = Node(mapped: direct.address(of: number), pageSize: direct.pageSize)
+        } else {
+            node = Node(page: try self.page(number))
         }
-        let page = try self.page(number)
-        let type = page.u8(4)
-        guard type == PageType.leaf.rawValue || type == PageType.branch.rawValue else {
-            throw StorageError.corrupt(page: number, reason: "page type \(type) where a tree page was expected")
+        guard node.isLeaf || node.isBranch else {
+            throw StorageError.corrupt(page: number, reason: "page type \(node.type) where a tree page was expected")
         }
-        return Node(page: page)
+        return node
     }
 
     func value(for key: [UInt8], root: UInt32) throws -> [UInt8]? {

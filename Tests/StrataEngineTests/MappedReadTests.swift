@@ -31,6 +31,14 @@ final class MappedReadTests: EngineTestCase {
         }
     }
 
+    /// Lets a small store outgrow its mapping: no minimum mapping length
+    /// until the test ends.
+    private func mapInSmallSteps() {
+        let saved = Database.minimumMappingLength
+        Database.minimumMappingLength = 0
+        addTeardownBlock { Database.minimumMappingLength = saved }
+    }
+
     func testOnlyAHandleHoldingTheLockMaps() throws {
         let db = try open("mapped.strata", DatabaseOptions(durability: .none))
         try fill(db, 0..<2000)
@@ -119,9 +127,7 @@ final class MappedReadTests: EngineTestCase {
     /// mapping. Then most of it is deleted (the checkpoint truncates the
     /// file) and it grows again over the truncated pages.
     func testAFileOutgrowingItsMappingAndShrinkingReadsRight() throws {
-        let saved = Database.minimumMappingLength
-        Database.minimumMappingLength = 0
-        defer { Database.minimumMappingLength = saved }
+        mapInSmallSteps()
         let db = try open(
             "grow.strata", DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096, checkpointThresholdFrames: 50))
         try fill(db, 0..<500)
@@ -247,9 +253,7 @@ final class MappedReadTests: EngineTestCase {
     /// ends the checkpoint catches up and the next readers read the new
     /// main file directly.
     func testADirectReaderHoldsCheckpointsBack() throws {
-        let saved = Database.minimumMappingLength
-        Database.minimumMappingLength = 0
-        defer { Database.minimumMappingLength = saved }
+        mapInSmallSteps()
         let db = try open(
             "held.strata", DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096, checkpointThresholdFrames: 20))
         try fill(db, 0..<4000)
@@ -274,5 +278,48 @@ final class MappedReadTests: EngineTestCase {
         XCTAssertTrue(try db.read { $0.readsMainFileDirectly })
         try assertHolds(db, 0..<16_000, round: 3)
         XCTAssertTrue(try db.check().isHealthy)
+    }
+
+    /// A branch whose child pointer names a page that was verified as
+    /// something else (an overflow page, read for a value before) is a
+    /// damaged tree: the direct read reports it as the ordinary read does,
+    /// and never reads the overflow page as a node.
+    func testADirectReaderRefusesAVerifiedPageThatIsNotATreePage() throws {
+        let path = directory.file("not-a-node.strata")
+        let db = try Database.open(path: path, options: DatabaseOptions(durability: .none))
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            try tx.put(bytes("a big value"), [UInt8](repeating: 7, count: 20_000), in: tree)
+            for i in 0..<2000 { try tx.put(key(i), value(i), in: tree) }
+        }
+        try db.close()
+        var file = try XCTUnwrap(readFile(path))
+        let pageSize = 4096
+        // The tree's root (page 2, where roots stay) is a branch now; its
+        // right-most child, which holds the last keys, becomes an overflow
+        // page of the big value.
+        XCTAssertEqual(file[2 * pageSize + 4], 2, "the root is a branch")
+        let overflow = try XCTUnwrap((3..<file.count / pageSize).first { file[$0 * pageSize + 4] == 4 })
+        for (i, byte) in withUnsafeBytes(of: UInt32(overflow).bigEndian, Array.init).enumerated() {
+            file[2 * pageSize + 12 + i] = byte
+        }
+        PageBytes.resealChecksum(&file, page: 2, pageSize: pageSize)
+        try writeFile(path, file)
+
+        let last = try XCTUnwrap((0..<2000).map(key).max { $0.lexicographicallyPrecedes($1) })
+        for mapped in [true, false] {
+            let damaged = try Database.open(path: path, options: DatabaseOptions(memoryMappedReads: mapped))
+            try damaged.read { tx in
+                XCTAssertEqual(tx.readsMainFileDirectly, mapped)
+                let tree = try tx.tree("t")
+                XCTAssertEqual(try tx.get(bytes("a big value"), in: tree)?.count, 20_000, "its overflow pages read and verified")
+                XCTAssertThrowsError(try tx.get(last, in: tree), "mapped: \(mapped)") { error in
+                    guard case StorageError.corrupt(let page, let reason) = error else { return XCTFail("\(error)") }
+                    XCTAssertEqual(page, UInt32(overflow))
+                    XCTAssertTrue(reason.contains("where a tree page was expected"), reason)
+                }
+            }
+            try damaged.close()
+        }
     }
 }

@@ -205,7 +205,7 @@ let blocks = max(1, argument("--blocks").flatMap { Int($0) } ?? 5)
     // or two) then spoils a block of one side rather than its whole
     // figure, and runs within a block keep each side's caches warm. Five
     // blocks, not three: with three, a burst that spoiled two of one
-    // side's blocks moved its median (one run of seven on 2026-11-22 gave
+    // side's blocks moved its median (one of six such runs on 2026-11-22 gave
     // equality 1.40x, its Strata median 76% above the others').
     var strataResult = 0
     var grdbResult = 0

@@ -36,7 +36,9 @@ struct Node {
     }
     @inline(__always) private func setU32(_ offset: Int, _ v: UInt32) { storeBE32(bytes + offset, v) }
 
-    @inline(__always) var isLeaf: Bool { u8(4) == PageType.leaf.rawValue }
+    @inline(__always) var type: UInt8 { u8(4) }
+    @inline(__always) var isLeaf: Bool { type == PageType.leaf.rawValue }
+    @inline(__always) var isBranch: Bool { type == PageType.branch.rawValue }
     @inline(__always) var count: Int { u16(6) }
     @inline(__always) var heapStart: Int {
         let v = u16(8)

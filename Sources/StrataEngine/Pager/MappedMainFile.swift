@@ -20,16 +20,14 @@ import Synchronization
 final class MappedMainFile: @unchecked Sendable {
     let region: MappedRegion
     let pageSize: Int
-    /// Pages the mapping covers: the bitmap's size.
-    let pageCapacity: Int
+    /// 64-bit words of marks: one bit for each page the mapping covers.
     private let words: Int
     private let verified: UnsafeMutablePointer<Atomic<UInt64>>
 
     init(region: MappedRegion, pageSize: Int, copyingMarksOf old: MappedMainFile? = nil) {
         self.region = region
         self.pageSize = pageSize
-        pageCapacity = region.length / pageSize
-        words = (pageCapacity + 63) / 64
+        words = (region.length / pageSize + 63) / 64
         verified = .allocate(capacity: max(1, words))
         for i in 0..<words { (verified + i).initialize(to: Atomic(0)) }
         if let old {
@@ -44,11 +42,8 @@ final class MappedMainFile: @unchecked Sendable {
         verified.deallocate()
     }
 
-    /// The mapped bytes of page `number` (which must be below
-    /// ``pageCapacity`` and inside the file).
-    @inline(__always) func address(of number: UInt32) -> UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(mutating: region.base) + Int(number) * pageSize
-    }
+    /// The mapped bytes of page `number` (which must be inside the file).
+    @inline(__always) func address(of number: UInt32) -> UnsafeMutableRawPointer { view.address(of: number) }
 
     /// True when page `number`'s mapped bytes have been verified.
     @inline(__always) func isVerified(_ number: UInt32) -> Bool { view.isVerified(number) }
