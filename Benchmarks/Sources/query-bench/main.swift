@@ -8,7 +8,7 @@ import Strata
 //
 //     swift run -c release query-bench [--count N] [--only NAME] [--blocks N]
 //     swift run -c release query-bench --enumerate [--count N]
-//     swift run -c release query-bench --only NAME --profile [--reps N]   (Strata's side only: fastest and median run)
+//     swift run -c release query-bench --only NAME --profile [--reps N] [--grdb]   (one side only, Strata's unless --grdb: fastest and median run)
 //
 // N objects (default 100,000) with an indexed Int (`category`, 1,000
 // values), an indexed String (`tag`) and a unique Int (`code`); GRDB has
@@ -164,7 +164,8 @@ try pool.write { db in
         t.column("note", .text).notNull()
     }
     // A profile of Strata's side (`--profile`) needs no GRDB rows.
-    for i in 0..<(CommandLine.arguments.contains("--profile") ? 0 : count) {
+    let grdbRows = !CommandLine.arguments.contains("--profile") || CommandLine.arguments.contains("--grdb")
+    for i in 0..<(grdbRows ? count : 0) {
         let f = fields(i)
         var record = ItemRecord(
             id: nil, code: f.code, category: f.category, tag: f.tag, score: f.score, flag: f.flag, note: f.note)
@@ -188,11 +189,12 @@ let blocks = max(1, argument("--blocks").flatMap { Int($0) } ?? 5)
 @MainActor func compare(_ name: String, strata: () throws -> Int, grdb: () throws -> Int) throws {
     guard runs(name) else { return }
     if CommandLine.arguments.contains("--profile") {
-        // Strata's side only, repeated, for perf or callgrind; the fastest
+        // One side only (Strata's, or GRDB's with `--grdb`), repeated, for perf or callgrind; the fastest
         // and the median run are printed (A/B trials of a change compare
         // these, on a machine too noisy for one run).
         var times: [Double] = []
-        for _ in 0..<(argument("--reps").flatMap { Int($0) } ?? 30) { times.append(try seconds { _ = try strata() }) }
+        let side = CommandLine.arguments.contains("--grdb") ? grdb : strata
+        for _ in 0..<(argument("--reps").flatMap { Int($0) } ?? 30) { times.append(try seconds { _ = try side() }) }
         times.sort()
         if !times.isEmpty {
             print(String(format: "%@: fastest %.2f ms, median %.2f ms", name, times[0] * 1e3, times[times.count / 2] * 1e3))

@@ -55,16 +55,19 @@ public final class Cursor {
     func seek(_ key: UnsafeRawPointer, _ keyCount: Int) throws -> (valid: Bool, exact: Bool) {
         path.removeAll(keepingCapacity: true)
         var number = root
+        var bounds = SeparatorBounds()
         while true {
             let node = try tx.treeNode(number)
             if node.isLeaf {
-                let (i, found) = node.lowerBound(key, keyCount)
+                let (i, found) =
+                    keyCount == 8 ? bounds.lowerBound(key, in: node, from: 0) : node.lowerBound(key, keyCount)
                 leaf = node
                 index = i
                 let valid = try settleForward()
                 return (valid, found)
             }
             let ci = node.childIndex(key, keyCount)
+            if keyCount == 8 { bounds.narrow(to: node, child: ci) }
             path.append((node, ci))
             guard path.count <= Cursor.maxDepth else {
                 throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
@@ -192,7 +195,12 @@ public final class Cursor {
         // past the leaf's last key.
         let (lp, ln) = node.key(node.count - 1)
         if compareBytes(lp, ln, pointer, key.count) >= 0 {
-            let (i, found) = node.lowerBound(pointer, key.count, from: index + 1)
+            let (i, found) =
+                key.count == 8
+                ? node.interpolatedLowerBound(
+                    pointer, from: index + 1, low: (index, Node.prefix(cp, cn)),
+                    high: (node.count - 1, Node.prefix(lp, ln)))
+                : node.lowerBound(pointer, key.count, from: index + 1)
             index = i
             _ = positioned()
             return found
@@ -228,6 +236,16 @@ public final class Cursor {
         let taken = path[start].node.childIndex(pointer, key.count)
         path[start].index = taken
         var number = path[start].node.child(taken)
+        var bounds = SeparatorBounds()
+        if key.count == 8 {
+            // The separators around the path's children from `start` up
+            // bound the key; the deepest are the tightest.
+            var level = start
+            while level >= 0 && !bounds.isComplete {
+                bounds.fill(from: path[level].node, child: path[level].index)
+                level -= 1
+            }
+        }
         // The levels below are overwritten in place (the path keeps its
         // length in a tree whose leaves are all at one depth), not removed
         // and appended again.
@@ -236,13 +254,16 @@ public final class Cursor {
             let next = try tx.treeNode(number)
             if next.isLeaf {
                 if path.count > depth { path.removeSubrange(depth...) }
-                let (i, found) = next.lowerBound(pointer, key.count)
+                let (i, found) =
+                    key.count == 8
+                    ? bounds.lowerBound(pointer, in: next, from: 0) : next.lowerBound(pointer, key.count)
                 leaf = next
                 index = i
                 let valid = try settleForward()
                 return valid && found
             }
             let child = next.childIndex(pointer, key.count)
+            if key.count == 8 { bounds.narrow(to: next, child: child) }
             if depth < path.count {
                 path[depth] = (next, child)
             } else {
@@ -390,5 +411,65 @@ extension Optional where Wrapped == [UInt8] {
     fileprivate func withUnsafeBufferPointerIfPresent<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
         guard let self else { return try body(nil) }
         return try self.withUnsafeBytes { try body($0) }
+    }
+}
+
+/// The prefixes (``Node/prefix(_:_:)``) of the separators either side of
+/// the child a descent follows: every key in that child's subtree lies
+/// between them, so a leaf search can interpolate between them
+/// (``Node/interpolatedLowerBound(_:from:low:high:)``). Nil where the
+/// child is a branch's first or last and no level above bounds it.
+struct SeparatorBounds {
+    var low: UInt64?
+    var high: UInt64?
+
+    var isComplete: Bool { low != nil && high != nil }
+
+    /// Takes the separators around `child` of `branch`, which bound the
+    /// child more tightly than any level above.
+    @inline(__always) mutating func narrow(to branch: Node, child: Int) {
+        if child > 0 {
+            let (p, n) = branch.key(child - 1)
+            low = Node.prefix(p, n)
+        }
+        if child < branch.count {
+            let (p, n) = branch.key(child)
+            high = Node.prefix(p, n)
+        }
+    }
+
+    /// Takes the separators around `child` of `branch` where no deeper
+    /// level gave one (for a path walked upwards).
+    @inline(__always) mutating func fill(from branch: Node, child: Int) {
+        if low == nil && child > 0 {
+            let (p, n) = branch.key(child - 1)
+            low = Node.prefix(p, n)
+        }
+        if high == nil && child < branch.count {
+            let (p, n) = branch.key(child)
+            high = Node.prefix(p, n)
+        }
+    }
+
+    /// `leaf.lowerBound(key, 8, from:)`, interpolating between the bounds;
+    /// a missing bound is replaced by the leaf's first or last key.
+    @inline(__always) func lowerBound(_ key: UnsafeRawPointer, in leaf: Node, from: Int) -> (Int, Bool) {
+        let n = leaf.count
+        guard n > 1 else { return leaf.lowerBound(key, 8, from: from) }
+        let lowBound: (Int, UInt64)
+        if let low {
+            lowBound = (0, low)
+        } else {
+            let (p, m) = leaf.key(0)
+            lowBound = (0, Node.prefix(p, m))
+        }
+        let highBound: (Int, UInt64)
+        if let high {
+            highBound = (n, high)
+        } else {
+            let (p, m) = leaf.key(n - 1)
+            highBound = (n - 1, Node.prefix(p, m))
+        }
+        return leaf.interpolatedLowerBound(key, from: from, low: lowBound, high: highBound)
     }
 }
