@@ -1,6 +1,14 @@
 /// A context's identity map for one entity: row id → registered model.
 ///
-/// An open-addressing table with linear probing. Key 0 marks an empty slot
+/// The models are kept in a dense array, in the order they were
+/// registered, and an open-addressing table with linear probing maps a row
+/// to its position there. Registering a fetched model then writes the
+/// table's slot, which the lookup before it has just read, and appends to
+/// the array's warm end, instead of storing into a second table at a slot
+/// as scattered as the first (a cache miss per model, most of a fetch's
+/// time on a large table). Growing the table moves no models, and a
+/// context that ends releases its models in the order it made them, which
+/// is the order they lie in memory. Key 0 marks an empty slot
 /// and `Int64.min` a removed one (a tombstone: removal cannot shift later
 /// entries back cheaply, because consecutive rows form one long probe run);
 /// rows 0 and `Int64.min`, which the store never allocates, live in a side
@@ -15,21 +23,41 @@ struct RowMap {
     private static let empty: Int64 = 0
     private static let removed = Int64.min
 
-    private var keys: [Int64]
-    private var values: [(any PersistentModel)?]
+    /// A table slot: a row, and its model's position in `entries`.
+    private struct Slot {
+        var row: Int64
+        var position: Int32
+    }
+
+    /// A registered model and its row (to find its slot when a removal
+    /// moves it).
+    private struct Entry {
+        let row: Int64
+        var model: any PersistentModel
+    }
+
+    private var slots: [Slot]
+    private var entries: ContiguousArray<Entry> = []
     /// Rows 0 and `Int64.min`.
     private var special: [Int64: any PersistentModel] = [:]
-    private(set) var count = 0
     private var tombstones = 0
-    /// `keys.count - 1`; the table size is a power of two.
+    /// `slots.count - 1`; the table size is a power of two.
     private var mask: Int
 
+    /// The number of registered models.
+    var count: Int { entries.count + special.count }
+
     init(minimumCapacity: Int = 0) {
-        var size = 8
-        while size * 3 < minimumCapacity * 4 { size <<= 1 }
-        keys = Array(repeating: Self.empty, count: size)
-        values = Array(repeating: nil, count: size)
+        let size = Self.tableSize(for: minimumCapacity)
+        slots = Array(repeating: Slot(row: Self.empty, position: 0), count: size)
         mask = size - 1
+    }
+
+    /// The smallest table that holds `count` rows at most three quarters full.
+    private static func tableSize(for count: Int) -> Int {
+        var size = 8
+        while size * 3 < count * 4 { size <<= 1 }
+        return size
     }
 
     /// The slot a row hashes to: blocks of 8 consecutive rows stay
@@ -53,7 +81,7 @@ struct RowMap {
     private func slot(of row: Int64) -> Int? {
         var index = home(row)
         while true {
-            let key = keys[index]
+            let key = slots[index].row
             if key == row { return index }
             if key == Self.empty { return nil }
             index = (index + 1) & mask
@@ -61,10 +89,13 @@ struct RowMap {
     }
 
     subscript(row: Int64) -> (any PersistentModel)? {
-        get { Self.isSpecial(row) ? special[row] : slot(of: row).flatMap { values[$0] } }
+        get {
+            if Self.isSpecial(row) { return special[row] }
+            guard let index = slot(of: row) else { return nil }
+            return entries[Int(slots[index].position)].model
+        }
         set {
             if Self.isSpecial(row) {
-                count += (newValue == nil ? 0 : 1) - (special[row] == nil ? 0 : 1)
                 special[row] = newValue
             } else if let newValue {
                 insert(row, newValue)
@@ -76,7 +107,8 @@ struct RowMap {
 
     /// Makes room for `extra` more entries without rehashing on the way.
     mutating func reserve(_ extra: Int) {
-        if (count + tombstones + extra) * 4 > keys.count * 3 { rehash(minimumCapacity: count + extra) }
+        if (entries.count + tombstones + extra) * 4 > slots.count * 3 { rehash(minimumCapacity: entries.count + extra) }
+        entries.reserveCapacity(entries.count + extra)
     }
 
     /// One probe finds the row, or where it goes: the first removed slot of
@@ -85,57 +117,60 @@ struct RowMap {
         var index = home(row)
         var free = -1
         while true {
-            let key = keys[index]
+            let key = slots[index].row
             if key == row {
-                values[index] = model
+                entries[Int(slots[index].position)].model = model
                 return
             }
             if key == Self.empty { break }
             if key == Self.removed && free < 0 { free = index }
             index = (index + 1) & mask
         }
-        if (count + tombstones + 1) * 4 > keys.count * 3 {
-            rehash(minimumCapacity: count + 1)
-            insertNew(row, model)
-            return
-        }
-        if free >= 0 {
+        if (entries.count + tombstones + 1) * 4 > slots.count * 3 {
+            rehash(minimumCapacity: entries.count + 1)
+            index = home(row)
+            while slots[index].row != Self.empty { index = (index + 1) & mask }
+        } else if free >= 0 {
             index = free
             tombstones -= 1
         }
-        keys[index] = row
-        values[index] = model
-        count += 1
+        slots[index] = Slot(row: row, position: Int32(entries.count))
+        entries.append(Entry(row: row, model: model))
     }
 
-    /// Inserts a row known to be absent, into a table without tombstones
-    /// and with room (a fresh table being filled by `rehash`).
-    private mutating func insertNew(_ row: Int64, _ model: any PersistentModel) {
-        var index = home(row)
-        while keys[index] != Self.empty { index = (index + 1) & mask }
-        keys[index] = row
-        values[index] = model
-        count += 1
-    }
-
+    /// Removes the row's entry; the last entry moves into its place.
     private mutating func remove(_ row: Int64) {
         guard let index = slot(of: row) else { return }
-        keys[index] = Self.removed
-        values[index] = nil
-        count -= 1
+        let position = Int(slots[index].position)
+        slots[index].row = Self.removed
         tombstones += 1
-    }
-
-    private mutating func rehash(minimumCapacity: Int) {
-        var bigger = RowMap(minimumCapacity: max(minimumCapacity, (count + 1) * 2))
-        bigger.special = special
-        bigger.count = special.count
-        for (index, key) in keys.enumerated() where !Self.isSpecial(key) {
-            if let value = values[index] { bigger.insertNew(key, value) }
+        let last = entries.count - 1
+        if position != last {
+            let moved = entries[last]
+            entries[position] = moved
+            // The moved row is registered, so its slot exists.
+            var at = home(moved.row)
+            while slots[at].row != moved.row { at = (at + 1) & mask }
+            slots[at].position = Int32(position)
         }
-        self = bigger
+        entries.removeLast()
     }
 
-    /// Every registered model, in no particular order.
-    var models: [any PersistentModel] { values.compactMap { $0 } + Array(special.values) }
+    /// Rebuilds the table for at least `minimumCapacity` rows, without
+    /// tombstones; the entries stay where they are.
+    private mutating func rehash(minimumCapacity: Int) {
+        let size = Self.tableSize(for: max(minimumCapacity, (entries.count + 1) * 2))
+        slots = Array(repeating: Slot(row: Self.empty, position: 0), count: size)
+        mask = size - 1
+        tombstones = 0
+        for (position, entry) in entries.enumerated() {
+            var index = home(entry.row)
+            while slots[index].row != Self.empty { index = (index + 1) & mask }
+            slots[index] = Slot(row: entry.row, position: Int32(position))
+        }
+    }
+
+    /// Every registered model, in the order registered (a removal moves
+    /// the last one into the removed one's place).
+    var models: [any PersistentModel] { entries.map(\.model) + Array(special.values) }
 }
