@@ -204,12 +204,12 @@ public final class WriteTransaction: ReadTransaction {
             // Consecutive puts into one tree skip the bookkeeping lookups but
             // the count's increment.
             if let last = lastTouched, last.root == tree.root, last.name == tree.name {
-                if try putRaw(key, value, root: tree.root) { counts[tree.root, default: 0] += 1 }
+                if try putRaw(key, value, root: tree.root) { try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1) }
                 return
             }
             try ensureCounted(tree)
             if try putRaw(key, value, root: tree.root) {
-                counts[tree.root, default: 0] += 1
+                try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
                 changedTrees[tree.root] = tree.name
                 lastTouched = (tree.root, tree.name)
             }
@@ -222,7 +222,7 @@ public final class WriteTransaction: ReadTransaction {
         return try changing {
             try ensureCounted(tree)
             guard try deleteRaw(key, root: tree.root) else { return false }
-            counts[tree.root, default: 0] -= 1
+            try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
             return true
         }
@@ -245,7 +245,7 @@ public final class WriteTransaction: ReadTransaction {
             try ensureCounted(tree)
             let removed = try deleteSortedRaw(keys, root: tree.root)
             guard removed > 0 else { return 0 }
-            counts[tree.root, default: 0] -= removed
+            try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -removed)
             changedTrees[tree.root] = tree.name
             return removed
         }
@@ -275,6 +275,21 @@ public final class WriteTransaction: ReadTransaction {
             }
         }
         if failure == nil { failure = "\(error)" }
+    }
+
+    /// Adds `delta` to the tree's entry count. The count starts from the
+    /// catalog, which is read from disk: a damaged entry can claim fewer
+    /// entries than the tree holds, and deleting them all would take the
+    /// count below zero (or adding past `Int.max`), a number no catalog
+    /// entry can hold. That is reported as the corruption it is, which
+    /// fails the transaction, instead of trapping at commit.
+    @inline(__always) private static func adjust(_ count: inout Int, of tree: Tree, by delta: Int) throws {
+        let (adjusted, overflow) = count.addingReportingOverflow(delta)
+        guard !overflow, adjusted >= 0 else {
+            throw StorageError.corrupt(
+                page: FileHeader.catalogRoot, reason: "catalog entry for \(tree.name) counts fewer entries than the tree holds")
+        }
+        count = adjusted
     }
 
     private func ensureCounted(_ tree: Tree) throws {

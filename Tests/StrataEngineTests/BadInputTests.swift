@@ -109,6 +109,55 @@ final class BadInputTests: EngineTestCase {
         try reopened.close()
     }
 
+    /// A catalog entry whose count is damaged (checksum resealed): a count
+    /// of 0 for a tree of ten entries went below zero when a delete
+    /// followed, and committing it trapped converting the count to the
+    /// catalog's unsigned field (found by fuzz-store-file); a count of
+    /// `Int.max` overflowed on the next insert. Both are a typed error that
+    /// fails the transaction and leaves the store as it was.
+    func testACatalogCountBelowTheTreesEntriesIsCorruptionNotATrap() throws {
+        for (damaged, change) in [(UInt64(0), "delete"), (UInt64(Int.max), "insert")] {
+            let fs = MemoryFileSystem()
+            let path = "/mem/s"
+            let db = try Database.open(path: path, options: DatabaseOptions(durability: .none), fileSystem: fs)
+            try db.write { tx in
+                let t = try tx.createTree("t")
+                for i in 0..<10 { try tx.put(bytes("k\(i)"), bytes("v"), in: t) }
+            }
+            try db.close()
+            try XCTUnwrap(fs.file(path)).withContents { data in
+                // The catalog (page 1) holds "t" → root (4 bytes), count 10 (8 bytes).
+                let catalog = 4096..<8192
+                let ten = withUnsafeBytes(of: UInt64(10).bigEndian) { Array($0) }
+                let at = try XCTUnwrap(
+                    catalog.first { data[$0..<($0 + 8)].elementsEqual(ten) && data[$0 - 5] == UInt8(ascii: "t") })
+                withUnsafeBytes(of: damaged.bigEndian) { data.replaceSubrange(at..<(at + 8), with: $0) }
+                PageBytes.resealChecksum(&data, page: 1, pageSize: 4096)
+            }
+            let reopened = try Database.open(path: path, fileSystem: fs)
+            XCTAssertThrowsError(
+                try reopened.write { tx in
+                    let t = try tx.tree("t")
+                    if change == "delete" {
+                        try tx.delete(bytes("k0"), in: t)
+                    } else {
+                        try tx.put(bytes("k10"), bytes("v"), in: t)
+                    }
+                }, change
+            ) { error in
+                guard case StorageError.corrupt(let page, let reason) = error else { return XCTFail("\(error)") }
+                XCTAssertEqual(page, 1)
+                XCTAssertTrue(reason.contains("counts fewer entries"), reason)
+            }
+            try reopened.read { tx in
+                let t = try tx.tree("t")
+                XCTAssertEqual(try tx.get(bytes("k0"), in: t), bytes("v"), change)
+                XCTAssertNil(try tx.get(bytes("k10"), in: t), change)
+            }
+            try reopened.close()
+        }
+    }
+
     func testKeyTooLongAndInvalidOptions() throws {
         let db = try open()
         XCTAssertThrowsError(
