@@ -283,17 +283,23 @@ public class ReadTransaction {
 
     // MARK: Tree descent
 
-    /// Descends from `root` to the leaf that holds or would hold `key`.
+    /// Descends from `root` to the leaf that holds or would hold `key` (an
+    /// 8-byte key, a row id, is searched for in the leaf by interpolation
+    /// between the separators the descent passed).
     @inline(__always) func search(root: UInt32, _ key: UnsafeRawPointer, _ keyCount: Int) throws -> (Node, Int, Bool) {
         var number = root
         var depth = 0
+        var bounds = SeparatorBounds()
         while true {
             let node = try treeNode(number)
             if node.isLeaf {
-                let (index, found) = node.lowerBound(key, keyCount)
+                let (index, found) =
+                    keyCount == 8 ? bounds.lowerBound(key, in: node, from: 0) : node.lowerBound(key, keyCount)
                 return (node, index, found)
             }
-            number = node.child(node.childIndex(key, keyCount))
+            let child = node.childIndex(key, keyCount)
+            if keyCount == 8 { bounds.narrow(to: node, child: child) }
+            number = node.child(child)
             depth += 1
             if depth > Cursor.maxDepth {
                 throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")

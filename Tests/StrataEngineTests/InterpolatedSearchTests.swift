@@ -87,7 +87,7 @@ final class InterpolatedSearchTests: EngineTestCase {
         }
     }
 
-    /// Seeks and ascending runs of `seekForward` over a tree of 8-byte keys
+    /// Seeks, gets and ascending runs of `seekForward` over a tree of 8-byte keys
     /// (many leaves, three levels, holes left by deletes) against a sorted
     /// array: the descent's separators feed the interpolation.
     func testSeeksOverRowIdKeysMatchASortedArray() throws {
@@ -123,6 +123,8 @@ final class InterpolatedSearchTests: EngineTestCase {
                     let expected = firstIndex(in: values, atLeast: position)
                     let exact = try probe.withUnsafeBytes { try forward.seekForward($0) }
                     XCTAssertEqual(forward.isValid, expected != nil, "\(position)")
+                    let present = expected.map { values[$0] == position } ?? false
+                    XCTAssertEqual(try tx.get(probe, in: tree), present ? bytes("r\(position)") : nil, "\(position)")
                     XCTAssertEqual(try seeker.seek(probe), expected != nil, "\(position)")
                     guard let expected else { break }
                     XCTAssertEqual(try forward.key(), key(values[expected]), "\(position)")
