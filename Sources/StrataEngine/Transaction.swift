@@ -125,13 +125,20 @@ public class ReadTransaction {
     /// True for the write transaction, whose catalog changes as it runs.
     var isWriter: Bool { false }
 
+    /// A tree's root page and entry count from its catalog entry.
+    ///
+    /// The count is bounded by what the file can hold: every entry takes
+    /// at least 4 bytes of a leaf (its slot and two length bytes), and the
+    /// trees' leaves are distinct pages. A damaged count past that bound is
+    /// corruption; within it, counts stay far from `Int.max`, so sums of
+    /// them (a store's total, a count plus unsaved inserts) cannot overflow.
     func decodeCatalogValue(_ value: [UInt8], name: String) throws -> (UInt32, Int) {
         guard value.count == 12 else {
             throw StorageError.corrupt(page: FileHeader.catalogRoot, reason: "catalog entry for \(name) has \(value.count) bytes")
         }
         let root = value.withUnsafeBytes { loadBE32($0.baseAddress!) }
         let count = value.withUnsafeBytes { loadBE64($0.baseAddress! + 4) }
-        guard root >= 2, root < visiblePageCount, count <= UInt64(Int.max) else {
+        guard root >= 2, root < visiblePageCount, count <= UInt64(visiblePageCount) * UInt64(db.pageSize) / 4 else {
             throw StorageError.corrupt(page: FileHeader.catalogRoot, reason: "catalog entry for \(name) is out of range")
         }
         return (root, Int(count))

@@ -280,14 +280,15 @@ public final class WriteTransaction: ReadTransaction {
     /// Adds `delta` to the tree's entry count. The count starts from the
     /// catalog, which is read from disk: a damaged entry can claim fewer
     /// entries than the tree holds, and deleting them all would take the
-    /// count below zero (or adding past `Int.max`), a number no catalog
-    /// entry can hold. That is reported as the corruption it is, which
-    /// fails the transaction, instead of trapping at commit.
+    /// count below zero, a number no catalog entry can hold. That is
+    /// reported as the corruption it is, which fails the transaction,
+    /// instead of trapping at commit. (Past `Int.max` is checked too, though
+    /// `decodeCatalogValue` bounds counts far below it.)
     @inline(__always) private static func adjust(_ count: inout Int, of tree: Tree, by delta: Int) throws {
         let (adjusted, overflow) = count.addingReportingOverflow(delta)
         guard !overflow, adjusted >= 0 else {
             throw StorageError.corrupt(
-                page: FileHeader.catalogRoot, reason: "catalog entry for \(tree.name) counts fewer entries than the tree holds")
+                page: FileHeader.catalogRoot, reason: "catalog entry for \(tree.name) does not count the tree's entries")
         }
         count = adjusted
     }

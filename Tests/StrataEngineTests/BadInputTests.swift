@@ -109,14 +109,16 @@ final class BadInputTests: EngineTestCase {
         try reopened.close()
     }
 
-    /// A catalog entry whose count is damaged (checksum resealed): a count
+    /// A catalog entry whose count is damaged (checksum resealed). A count
     /// of 0 for a tree of ten entries went below zero when a delete
     /// followed, and committing it trapped converting the count to the
-    /// catalog's unsigned field (found by fuzz-store-file); a count of
-    /// `Int.max` overflowed on the next insert. Both are a typed error that
-    /// fails the transaction and leaves the store as it was.
-    func testACatalogCountBelowTheTreesEntriesIsCorruptionNotATrap() throws {
-        for (damaged, change) in [(UInt64(0), "delete"), (UInt64(Int.max), "insert")] {
+    /// catalog's unsigned field (found by fuzz-store-file): now the delete
+    /// throws `corrupt`, the transaction is failed, and the store is as it
+    /// was. A count larger than the file could hold (`Int.max` overflowed
+    /// on the next insert, and sums of counts could overflow) is refused
+    /// when the catalog entry is read.
+    func testADamagedCatalogCountIsCorruptionNotATrap() throws {
+        for (damaged, expected) in [(UInt64(0), "does not count the tree's entries"), (UInt64(Int.max), "out of range")] {
             let fs = MemoryFileSystem()
             let path = "/mem/s"
             let db = try Database.open(path: path, options: DatabaseOptions(durability: .none), fileSystem: fs)
@@ -138,21 +140,28 @@ final class BadInputTests: EngineTestCase {
             XCTAssertThrowsError(
                 try reopened.write { tx in
                     let t = try tx.tree("t")
-                    if change == "delete" {
-                        try tx.delete(bytes("k0"), in: t)
-                    } else {
-                        try tx.put(bytes("k10"), bytes("v"), in: t)
-                    }
-                }, change
+                    try tx.delete(bytes("k0"), in: t)
+                    try tx.delete(bytes("k1"), in: t)
+                }, expected
             ) { error in
                 guard case StorageError.corrupt(let page, let reason) = error else { return XCTFail("\(error)") }
                 XCTAssertEqual(page, 1)
-                XCTAssertTrue(reason.contains("counts fewer entries"), reason)
+                XCTAssertTrue(reason.contains(expected), reason)
             }
-            try reopened.read { tx in
+            if damaged == 0 {
+                // The failed delete fails the transaction: nothing more can be committed.
+                let tx = try reopened.beginWrite()
                 let t = try tx.tree("t")
-                XCTAssertEqual(try tx.get(bytes("k0"), in: t), bytes("v"), change)
-                XCTAssertNil(try tx.get(bytes("k10"), in: t), change)
+                XCTAssertThrowsError(try tx.delete(bytes("k0"), in: t))
+                XCTAssertThrowsError(try tx.put(bytes("k10"), bytes("v"), in: t)) { error in
+                    guard case StorageError.transactionFailed = error else { return XCTFail("\(error)") }
+                }
+                XCTAssertThrowsError(try tx.commit())
+            }
+            if damaged == 0 {
+                try reopened.read { tx in XCTAssertEqual(try tx.get(bytes("k0"), in: try tx.tree("t")), bytes("v")) }
+            } else {
+                XCTAssertThrowsError(try reopened.read { tx in try tx.count(try tx.tree("t")) })
             }
             try reopened.close()
         }
