@@ -105,12 +105,6 @@ struct RowMap {
         }
     }
 
-    /// Makes room for `extra` more entries without rehashing on the way.
-    mutating func reserve(_ extra: Int) {
-        if (entries.count + tombstones + extra) * 4 > slots.count * 3 { rehash(minimumCapacity: entries.count + extra) }
-        entries.reserveCapacity(entries.count + extra)
-    }
-
     /// One probe finds the row, or where it goes: the first removed slot of
     /// its run, else the empty slot that ends the run.
     private mutating func insert(_ row: Int64, _ model: any PersistentModel) {
