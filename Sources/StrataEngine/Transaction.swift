@@ -296,16 +296,15 @@ public class ReadTransaction {
     @inline(__always) func search(root: UInt32, _ key: UnsafeRawPointer, _ keyCount: Int) throws -> (Node, Int, Bool) {
         var number = root
         var depth = 0
-        var bounds = SeparatorBounds()
+        var bounds = SeparatorBounds(keyCount: keyCount)
         while true {
             let node = try treeNode(number)
             if node.isLeaf {
-                let (index, found) =
-                    keyCount == 8 ? bounds.lowerBound(key, in: node, from: 0) : node.lowerBound(key, keyCount)
+                let (index, found) = bounds.lowerBound(key, keyCount, in: node)
                 return (node, index, found)
             }
             let child = node.childIndex(key, keyCount)
-            if keyCount == 8 { bounds.narrow(to: node, child: child) }
+            bounds.narrow(to: node, child: child)
             number = node.child(child)
             depth += 1
             if depth > Cursor.maxDepth {

@@ -17,6 +17,20 @@ final class BadInputTests: EngineTestCase {
         return path
     }
 
+    /// A closed in-memory store of 4096-byte pages whose catalog (page 1)
+    /// holds one tree, "t", of ten entries `k0`…`k9` → `v` in one leaf (page 2).
+    func makeSmallMemoryStore() throws -> (MemoryFileSystem, String) {
+        let fs = MemoryFileSystem()
+        let path = "/mem/s"
+        let db = try Database.open(path: path, options: DatabaseOptions(durability: .none), fileSystem: fs)
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            for i in 0..<10 { try tx.put(bytes("k\(i)"), bytes("v"), in: t) }
+        }
+        try db.close()
+        return (fs, path)
+    }
+
     func expectCorruptFile(_ path: String, _ contains: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertThrowsError(try Database.open(path: path), file: file, line: line) { error in
             guard case StorageError.corruptFile(let reason) = error else {
@@ -85,14 +99,7 @@ final class BadInputTests: EngineTestCase {
     func testStructurallyBrokenPageWithValidChecksumIsRejected() throws {
         // A page that passes its checksum but whose cell offsets point
         // outside the page: validation, not the checksum, must catch it.
-        let fs = MemoryFileSystem()
-        let path = "/mem/s"
-        let db = try Database.open(path: path, options: DatabaseOptions(durability: .none), fileSystem: fs)
-        try db.write { tx in
-            let t = try tx.createTree("t")
-            for i in 0..<10 { try tx.put(bytes("k\(i)"), bytes("v"), in: t) }
-        }
-        try db.close()
+        let (fs, path) = try makeSmallMemoryStore()
         try XCTUnwrap(fs.file(path)).withContents { data in
             let base = 2 * 4096  // the tree's root leaf
             data[base + 16] = 0xff  // first slot offset -> 0xff.. beyond the page
@@ -119,14 +126,7 @@ final class BadInputTests: EngineTestCase {
     /// when the catalog entry is read.
     func testADamagedCatalogCountIsCorruptionNotATrap() throws {
         for (damaged, expected) in [(UInt64(0), "does not count the tree's entries"), (UInt64(Int.max), "out of range")] {
-            let fs = MemoryFileSystem()
-            let path = "/mem/s"
-            let db = try Database.open(path: path, options: DatabaseOptions(durability: .none), fileSystem: fs)
-            try db.write { tx in
-                let t = try tx.createTree("t")
-                for i in 0..<10 { try tx.put(bytes("k\(i)"), bytes("v"), in: t) }
-            }
-            try db.close()
+            let (fs, path) = try makeSmallMemoryStore()
             try XCTUnwrap(fs.file(path)).withContents { data in
                 // The catalog (page 1) holds "t" → root (4 bytes), count 10 (8 bytes).
                 let catalog = 4096..<8192

@@ -55,19 +55,18 @@ public final class Cursor {
     func seek(_ key: UnsafeRawPointer, _ keyCount: Int) throws -> (valid: Bool, exact: Bool) {
         path.removeAll(keepingCapacity: true)
         var number = root
-        var bounds = SeparatorBounds()
+        var bounds = SeparatorBounds(keyCount: keyCount)
         while true {
             let node = try tx.treeNode(number)
             if node.isLeaf {
-                let (i, found) =
-                    keyCount == 8 ? bounds.lowerBound(key, in: node, from: 0) : node.lowerBound(key, keyCount)
+                let (i, found) = bounds.lowerBound(key, keyCount, in: node)
                 leaf = node
                 index = i
                 let valid = try settleForward()
                 return (valid, found)
             }
             let ci = node.childIndex(key, keyCount)
-            if keyCount == 8 { bounds.narrow(to: node, child: ci) }
+            bounds.narrow(to: node, child: ci)
             path.append((node, ci))
             guard path.count <= Cursor.maxDepth else {
                 throw StorageError.corrupt(page: number, reason: "tree deeper than \(Cursor.maxDepth) levels: a cycle")
@@ -236,15 +235,13 @@ public final class Cursor {
         let taken = path[start].node.childIndex(pointer, key.count)
         path[start].index = taken
         var number = path[start].node.child(taken)
-        var bounds = SeparatorBounds()
-        if key.count == 8 {
-            // The separators around the path's children from `start` up
-            // bound the key; the deepest are the tightest.
-            var level = start
-            while level >= 0 && !bounds.isComplete {
-                bounds.fill(from: path[level].node, child: path[level].index)
-                level -= 1
-            }
+        // The separators around the path's children from `start` up bound
+        // the key; the deepest are the tightest.
+        var bounds = SeparatorBounds(keyCount: key.count)
+        var up = start
+        while up >= 0 && bounds.needsMore {
+            bounds.fill(from: path[up].node, child: path[up].index)
+            up -= 1
         }
         // The levels below are overwritten in place (the path keeps its
         // length in a tree whose leaves are all at one depth), not removed
@@ -254,16 +251,14 @@ public final class Cursor {
             let next = try tx.treeNode(number)
             if next.isLeaf {
                 if path.count > depth { path.removeSubrange(depth...) }
-                let (i, found) =
-                    key.count == 8
-                    ? bounds.lowerBound(pointer, in: next, from: 0) : next.lowerBound(pointer, key.count)
+                let (i, found) = bounds.lowerBound(pointer, key.count, in: next)
                 leaf = next
                 index = i
                 let valid = try settleForward()
                 return valid && found
             }
             let child = next.childIndex(pointer, key.count)
-            if key.count == 8 { bounds.narrow(to: next, child: child) }
+            bounds.narrow(to: next, child: child)
             if depth < path.count {
                 path[depth] = (next, child)
             } else {
@@ -416,18 +411,26 @@ extension Optional where Wrapped == [UInt8] {
 
 /// The prefixes (``Node/prefix(_:_:)``) of the separators either side of
 /// the child a descent follows: every key in that child's subtree lies
-/// between them, so a leaf search can interpolate between them
-/// (``Node/interpolatedLowerBound(_:from:low:high:)``). Nil where the
-/// child is a branch's first or last and no level above bounds it.
+/// between them, so a leaf search for an 8-byte key (a row id) can
+/// interpolate between them (``Node/interpolatedLowerBound(_:from:low:high:)``).
+/// For other keys it keeps nothing and leaves are binary-searched. A bound
+/// is nil where the child is a branch's first or last and no level above
+/// bounds it.
 struct SeparatorBounds {
+    /// True for 8-byte keys.
+    let interpolates: Bool
     var low: UInt64?
     var high: UInt64?
 
-    var isComplete: Bool { low != nil && high != nil }
+    @inline(__always) init(keyCount: Int) { interpolates = keyCount == 8 }
+
+    /// True while an interpolating search lacks a bound.
+    var needsMore: Bool { interpolates && (low == nil || high == nil) }
 
     /// Takes the separators around `child` of `branch`, which bound the
     /// child more tightly than any level above.
     @inline(__always) mutating func narrow(to branch: Node, child: Int) {
+        guard interpolates else { return }
         if child > 0 {
             let (p, n) = branch.key(child - 1)
             low = Node.prefix(p, n)
@@ -441,6 +444,7 @@ struct SeparatorBounds {
     /// Takes the separators around `child` of `branch` where no deeper
     /// level gave one (for a path walked upwards).
     @inline(__always) mutating func fill(from branch: Node, child: Int) {
+        guard interpolates else { return }
         if low == nil && child > 0 {
             let (p, n) = branch.key(child - 1)
             low = Node.prefix(p, n)
@@ -451,11 +455,12 @@ struct SeparatorBounds {
         }
     }
 
-    /// `leaf.lowerBound(key, 8, from:)`, interpolating between the bounds;
-    /// a missing bound is replaced by the leaf's first or last key.
-    @inline(__always) func lowerBound(_ key: UnsafeRawPointer, in leaf: Node, from: Int) -> (Int, Bool) {
+    /// `leaf.lowerBound(key, keyCount)`, interpolating between the bounds
+    /// for an 8-byte key; a missing bound is replaced by the leaf's first
+    /// or last key.
+    @inline(__always) func lowerBound(_ key: UnsafeRawPointer, _ keyCount: Int, in leaf: Node) -> (Int, Bool) {
         let n = leaf.count
-        guard n > 1 else { return leaf.lowerBound(key, 8, from: from) }
+        guard interpolates, n > 1 else { return leaf.lowerBound(key, keyCount) }
         let lowBound: (Int, UInt64)
         if let low {
             lowBound = (0, low)
@@ -470,6 +475,6 @@ struct SeparatorBounds {
             let (p, m) = leaf.key(n - 1)
             highBound = (n - 1, Node.prefix(p, m))
         }
-        return leaf.interpolatedLowerBound(key, from: from, low: lowBound, high: highBound)
+        return leaf.interpolatedLowerBound(key, from: 0, low: lowBound, high: highBound)
     }
 }
