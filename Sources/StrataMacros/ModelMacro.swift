@@ -11,7 +11,7 @@ import SwiftSyntaxMacros
 ///   an observed, change-tracked accessor over a private stored peer `_name`;
 /// - members: the model's state object, an observation registrar, the
 ///   `schemaMetadata` table, `#Unique`/`#Index` groups, and the record hooks
-///   `init(_strataReader:)`, `_strataLoad(from:)` and `_strataWrite(to:)` that read and write
+///   `init(_strataReader:)`, `_strataLoad(from:fields:)` and `_strataWrite(to:)` that read and write
 ///   the peers directly, without reflection or dictionaries;
 /// - an extension conforming the class to `PersistentModel` (and so
 ///   `Observable`).
@@ -54,9 +54,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             if !property.isEphemeral {
                 reads.append("self._\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
                 loads.append(
-                    "let __\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
+                    "let __\(property.name) = try fields?.contains(\(field)) == false ? self._\(property.name) : "
+                        + "reader.decode(\(type).self, field: \(field), state: _strataState)")
                 assignments.append(
-                    "_strataState.withMutation(of: self, keyPath: \\.\(property.name)) { self._\(property.name) = __\(property.name) }"
+                    "if fields?.contains(\(field)) != false { _strataState.withMutation(of: self, keyPath: \\.\(property.name)) "
+                        + "{ self._\(property.name) = __\(property.name) } }"
                 )
                 writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
             }
@@ -104,7 +106,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
-            \(raw: pub)func _strataLoad(from reader: inout Strata._RecordReader) throws {
+            \(raw: pub)func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
                 \(raw: (loads + assignments).joined(separator: "\n"))
             }
             """,

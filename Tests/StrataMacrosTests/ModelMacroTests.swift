@@ -108,14 +108,18 @@ final class ModelMacroTests: XCTestCase {
                         self._count = try reader.decode(Int.self, field: 1, state: _strataState)
                     }
 
-                    func _strataLoad(from reader: inout Strata._RecordReader) throws {
-                        let __title = try reader.decode(String.self, field: 0, state: _strataState)
-                        let __count = try reader.decode(Int.self, field: 1, state: _strataState)
-                        _strataState.withMutation(of: self, keyPath: \\.title) {
-                            self._title = __title
+                    func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
+                        let __title = try fields?.contains(0) == false ? self._title : reader.decode(String.self, field: 0, state: _strataState)
+                        let __count = try fields?.contains(1) == false ? self._count : reader.decode(Int.self, field: 1, state: _strataState)
+                        if fields?.contains(0) != false {
+                            _strataState.withMutation(of: self, keyPath: \\.title) {
+                                self._title = __title
+                            }
                         }
-                        _strataState.withMutation(of: self, keyPath: \\.count) {
-                            self._count = __count
+                        if fields?.contains(1) != false {
+                            _strataState.withMutation(of: self, keyPath: \\.count) {
+                                self._count = __count
+                            }
                         }
                     }
 

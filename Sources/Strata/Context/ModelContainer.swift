@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Manages a schema and the store that holds its models; contexts are made
 /// on it. Safe to share between threads and actors.
 ///
@@ -16,6 +18,8 @@ public final class ModelContainer: @unchecked Sendable {
     /// The store's configuration (Strata uses one per container).
     public let configurations: [ModelConfiguration]
     let store: Store
+    /// Carries each context's saves to the container's other contexts.
+    let mergeHub = MergeHub()
     private let mainContextLock = NSLock()
     nonisolated(unsafe) private var _mainContext: ModelContext?
 
@@ -94,6 +98,7 @@ public final class ModelContainer: @unchecked Sendable {
         let context = ModelContext(self)
         context.autosaveEnabled = true
         context.isMainContext = true
+        context.inbox.mergesOnMainQueue.store(true, ordering: .relaxed)
         _mainContext = context
         return context
     }

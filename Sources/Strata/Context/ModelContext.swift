@@ -21,6 +21,8 @@ public final class ModelContext {
     var isMainContext = false
 
     let link: _ContextLink
+    /// Other contexts' saves, waiting to be merged (``mergeSavedChanges()``).
+    let inbox = ContextInbox()
     var store: Store { container.store }
     /// Registered models: one map per entity, by the entity's ordinal.
     @exclusivity(unchecked) private(set) var registry: [RowMap]
@@ -52,6 +54,8 @@ public final class ModelContext {
         self.link = _ContextLink(container: container)
         self.registry = Array(repeating: RowMap(), count: container.schema.entities.count)
         link.context = self
+        inbox.context = self
+        container.mergeHub.register(inbox)
     }
 
     // MARK: - Pending changes
@@ -169,7 +173,15 @@ public final class ModelContext {
             changed[ObjectIdentifier(model)] = nil
             deleted[ObjectIdentifier(model)] = model
             state.status = .deleted
-        case .deleted, .detached:
+        case .deleted:
+            // Deleted by another context's save: deleting it here too drops
+            // the change that would make the next save refuse.
+            if state.deletedElsewhere, changed.removeValue(forKey: ObjectIdentifier(model)) != nil {
+                state.isChanged = false
+                state.changedFields = _FieldSet()
+            }
+            return
+        case .detached:
             return
         }
         noteMutation()
@@ -239,13 +251,18 @@ public final class ModelContext {
     /// Discards every pending change: inserted models are dropped, deleted
     /// ones restored, changed ones reloaded with their stored values.
     public func rollback() {
+        mergeSavedChanges()
         for model in inserted {
             let state = model._strataState
             unregister(model, state: state)
             state.status = .detached
             state.link = nil
         }
-        for model in deleted.values { model._strataState.status = .saved }
+        for model in deleted.values {
+            model._strataState.status = .saved
+            // Changed before it was deleted: its values go back too.
+            if model._strataState.isChanged { reload(model) }
+        }
         for model in changed.values { reload(model) }
         inserted = []
         changed = [:]
@@ -257,13 +274,16 @@ public final class ModelContext {
     private func reload<T: PersistentModel>(_ model: T) {
         let state = model._strataState
         state.isChanged = false
-        guard let entity = container.schema.entity(forType: T.self),
+        state.changedFields = _FieldSet()
+        guard state.status == .saved, let entity = container.schema.entity(forType: T.self),
             let bytes = try? store.read({ tx in
                 try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }
             })
         else { return }
         state.clearFaults()
-        try? _RecordReader.withReader(bytes, entity: entity, row: state.rowID) { try model._strataLoad(from: &$0) }
+        try? _RecordReader.withReader(bytes, entity: entity, row: state.rowID) {
+            try model._strataLoad(from: &$0, fields: nil)
+        }
         Self.pointToManyAtTrees(state, entity: entity, row: state.rowID)
     }
 
@@ -273,9 +293,15 @@ public final class ModelContext {
         try save()
     }
 
-    /// Nothing to do: Strata applies relationship and bookkeeping changes
-    /// as they are made. Present for source compatibility.
-    public func processPendingChanges() {}
+    /// Merges other contexts' saves into this context's models now (see
+    /// the "Contexts and concurrency" article). Relationship and
+    /// bookkeeping changes of this context are applied as they are made.
+    ///
+    /// Fetches, `save()`, `rollback()` and `model(for:)` merge first on
+    /// their own, and `mainContext` merges on the main queue as saves
+    /// arrive; call this to see another context's save in models this
+    /// context already holds before any of those.
+    public func processPendingChanges() { mergeSavedChanges() }
 
     func noteChanged(_ model: some PersistentModel) {
         changed[ObjectIdentifier(model)] = model
@@ -313,9 +339,17 @@ public final class ModelContext {
     /// the context keeps every pending change.
     public func save() throws {
         if let pendingError { throw pendingError }
+        try mergeSavedChangesOrThrow()
         guard hasChanges else { return }
         guard store.allowsSave else {
             throw SwiftDataError(.readOnlyStore, "the configuration does not allow saving (allowsSave: false)")
+        }
+        // A change to a model another save deleted would re-create its row.
+        for model in changed.values where model._strataState.deletedElsewhere {
+            throw SwiftDataError(
+                .modelDeleted,
+                "\(model.persistentModelID) has unsaved changes, but another context's save deleted it; "
+                    + "roll the changes back or delete the model in this context too")
         }
         // Models that relationships of changed models now reach.
         for model in inserted + Array(changed.values) {
@@ -327,10 +361,14 @@ public final class ModelContext {
 
         var upserted: [(model: any PersistentModel, row: Int64)] = []
         var upsertedRows: Set<PersistentIdentifier> = []
+        var savedChanges: SavedChanges.Builder?
         do {
             try store.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
                 if store.recordsHistory { save.history = HistoryRecorder() }
+                if container.mergeHub.hasOthers(than: inbox) {
+                    save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
+                }
                 // In key order; the deletes are queued and carried out tree
                 // by tree, in key order too.
                 let entities = container.schema.entities
@@ -354,6 +392,7 @@ public final class ModelContext {
                 if let history = save.history, !history.isEmpty {
                     try HistoryLog.append(history, author: author, tx: tx)
                 }
+                savedChanges = save.changes
             }
         } catch {
             // Nothing was written: give upserted models their own rows back.
@@ -388,8 +427,15 @@ public final class ModelContext {
             let name = entity.name
             for row in rows { deletedIDs.append(PersistentIdentifier(entityName: name, rowID: row.row)) }
         }
+        // The other contexts merge what this save wrote.
+        if let savedChanges, !savedChanges.isEmpty {
+            container.mergeHub.publish(savedChanges.build(), from: inbox)
+        }
         for model in inserted { model._strataState.status = .saved }
-        for model in changed.values { model._strataState.isChanged = false }
+        for model in changed.values {
+            model._strataState.isChanged = false
+            model._strataState.changedFields = _FieldSet()
+        }
         for model in deleted.values {
             unregister(model, state: model._strataState)
             model._strataState.link = nil
@@ -453,10 +499,10 @@ public final class ModelContext {
 
     /// Makes each to-many relationship of a loaded model a fault that reads
     /// its targets from the tree holding them.
-    static func pointToManyAtTrees(_ state: _ModelState, entity: Schema.Entity, row: Int64) {
+    static func pointToManyAtTrees(_ state: _ModelState, entity: Schema.Entity, row: Int64, only: _FieldSet? = nil) {
         // Most entities have no relationship: skip the loop's setup.
         if entity.relationshipStorage.isEmpty { return }
-        for (field, storage) in entity.relationshipStorage {
+        for (field, storage) in entity.relationshipStorage where only?.contains(field) != false {
             if let tree = storage.readTree { state.setDerivedFault(field: field, tree: tree, row: row) }
         }
     }
@@ -524,12 +570,30 @@ public final class ModelContext {
 
     // MARK: - Identity
 
+    /// Drops `row` of `entity` from the identity map (another save deleted it).
+    func unregisterRow(_ entity: Schema.Entity, row: Int64) {
+        registry[entity.ordinal][row] = nil
+    }
+
+    /// Forgets `row` of `entity` among the rows ``delete(model:where:includeSubclasses:)``
+    /// marked (another save deleted it).
+    func forgetMarkedRow(_ entity: Schema.Entity, row: Int64) {
+        guard markedRowCount > 0, markedRows[entity.ordinal].remove(row) else { return }
+        markedRowCount -= 1
+    }
+
+    /// Forgets the pending delete of `model` (another save deleted its row).
+    func forgetPendingDelete(_ model: any PersistentModel) {
+        deleted[ObjectIdentifier(model)] = nil
+    }
+
     /// The model of `entity` registered for `row`, if any.
     func registered(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? { registry[entity.ordinal][row] }
 
     /// The model registered in this context under `id`, if any.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
         guard let entity = container.schema.entity(named: id.entityName) else { return nil }
+        mergeSavedChanges()
         return registry[entity.ordinal][id.rowID] as? T
     }
 
@@ -541,6 +605,7 @@ public final class ModelContext {
         guard let entity = container.schema.entity(named: id.entityName) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
         }
+        try mergeSavedChangesOrThrow()
         if let registered = registry[entity.ordinal][id.rowID] { return registered as? T }
         return try loadExistential(entity.type, row: id.rowID) as? T
     }
@@ -558,6 +623,7 @@ public final class ModelContext {
         guard let entity = container.schema.entity(named: id.entityName) else {
             preconditionFailure("\(id.entityName) is not in the container's schema")
         }
+        mergeSavedChanges()
         if let registered = registry[entity.ordinal][id.rowID] { return registered }
         do {
             if let model = try loadExistential(entity.type, row: id.rowID) { return model }

@@ -33,6 +33,9 @@ struct SaveTransaction {
     /// What the save changed, for the history; nil when the store keeps
     /// no history.
     var history: HistoryRecorder?
+    /// What the save changed in stored rows, for the container's other
+    /// contexts to merge; nil when there are none.
+    var changes: SavedChanges.Builder?
 
     init(tx: WriteTransaction, schema: Schema) {
         self.tx = tx
@@ -123,17 +126,19 @@ struct SaveTransaction {
                     PairKey.append(target, row, to: &toOnes[index].keys)
                 }
             }
-            for (_, storage) in entity.relationshipStorage {
+            for (field, storage) in entity.relationshipStorage {
                 switch storage {
                 case .join(let join, let mirror):
                     for target in try pairs(join, of: row) {
                         deferDelete(PairKey.encode(row, target), in: join)
                         deferDelete(PairKey.encode(target, row), in: mirror)
+                        noteInverse(of: entity, field: field, target: target)
                     }
                 case .mirror(let join, let mirror):
                     for owner in try pairs(mirror, of: row) {
                         deferDelete(PairKey.encode(row, owner), in: mirror)
                         deferDelete(PairKey.encode(owner, row), in: join)
+                        noteInverse(of: entity, field: field, target: owner)
                     }
                 case .toOne, .viaInverse:
                     break  // to-ones above; the others' entries belong to the other side's records
@@ -144,6 +149,31 @@ struct SaveTransaction {
         for toOne in toOnes { queue(toOne.keys, in: toOne.index) }
         for name in entity.externalTrees.values { queue(rowKeys, in: name) }
         queue(rowKeys, in: entity.recordTree)
+        if changes != nil {
+            changes?.delete(entity, rows: rows.lazy.map(\.row))
+            // The rows the deleted ones pointed at lose them from a to-many
+            // stored on their side.
+            for toOne in toOnes {
+                guard let side = entity.inverseSides[toOne.field], !side.isToOne,
+                    let target = schema.entity(forType: side.type)
+                else { continue }
+                for index in 0..<toOne.keys.count {
+                    if let pair = toOne.keys.withKey(index, { PairKey.decode($0) }) {
+                        changes?.update(target, row: pair.0, field: side.field)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes, for other contexts, that relationship `field` of a row of
+    /// `entity` gained or lost `target`: the inverse field of `target`
+    /// changed too.
+    private mutating func noteInverse(of entity: Schema.Entity, field: Int, target: Int64) {
+        guard changes != nil, let side = entity.inverseSides[field], let other = schema.entity(forType: side.type) else {
+            return
+        }
+        changes?.update(other, row: target, field: side.field)
     }
 
     /// Queues `keys` for deletion from tree `name` (taken as they are when
@@ -210,14 +240,44 @@ struct SaveTransaction {
 
     /// Step 3 for one model: its record, its key entries and its
     /// relationship entries.
+    ///
+    /// An inserted model writes every field. A changed model writes only
+    /// the fields its context changed (``_ModelState/changedFields``): the
+    /// others keep the stored record's values, so two contexts that change
+    /// different attributes of one row both keep their change. A changed
+    /// model whose row is gone (another context's save deleted it) throws
+    /// ``SwiftDataError/modelDeleted`` rather than write the row again.
     mutating func write(_ model: any PersistentModel, fresh: Bool) throws {
         let entity = try entity(of: model)
-        let row = model._strataState.rowID
+        let state = model._strataState
+        let row = state.rowID
         let old = fresh ? nil : try record(entity, row: row)
+        // The fields this save writes: nil for all of them.
+        let only: _FieldSet? = state.status == .saved && !fresh ? state.changedFields : nil
+        if only != nil && old == nil {
+            throw SwiftDataError(
+                .modelDeleted,
+                "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
+                    + "roll the changes back or delete the model")
+        }
+        var writer = _RecordWriter()
+        writer.externalTrees = entity.externalTrees
+        model._strataWrite(to: &writer)
+        var bytes = writer.bytes
+        // Key values come from the model, unless the stored record holds
+        // newer values of fields this context did not change.
+        var keySource: any PersistentModel = model
+        if let only, let old {
+            let merged = try Self.overlay(old, bytes, fields: only, entity, row: row)
+            if merged != bytes {
+                bytes = merged
+                if !entity.keyGroups.isEmpty { keySource = try decode(merged, entity, row: row) }
+            }
+        }
         if !entity.keyGroups.isEmpty {
             let stored = try old.map { try decode($0, entity, row: row) }
             for group in entity.keyGroups {
-                let values = group.values(of: model)
+                let values = group.values(of: keySource)
                 if let stored {
                     let previous = group.values(of: stored)
                     if previous == values { continue }
@@ -226,15 +286,11 @@ struct SaveTransaction {
                 try addKey(group, values, row: row, entity: entity)
             }
         }
-        var writer = _RecordWriter()
-        writer.externalTrees = entity.externalTrees
-        model._strataWrite(to: &writer)
-        let bytes = writer.bytes
         var changedOutside: [Int] = []
         for (name, value) in writer.externals {
-            if history != nil, let field = entity.externalTrees.first(where: { $0.value == name })?.key {
-                changedOutside.append(field)
-            }
+            let field = entity.externalTrees.first(where: { $0.value == name })?.key
+            if let only, let field, !only.contains(field) { continue }
+            if history != nil, let field { changedOutside.append(field) }
             if let value {
                 try tx.put(RowKey.encode(row), ExternalBlob.encode(value), in: tree(name))
             } else {
@@ -247,11 +303,18 @@ struct SaveTransaction {
                 let before = try old.flatMap { try toOneRow($0, field: field, entity, row: row) }
                 let after = try toOneRow(bytes, field: field, entity, row: row)
                 guard before != after else { continue }
-                if let before { try tx.delete(PairKey.encode(before, row), in: tree(index)) }
-                if let after { try tx.put(PairKey.encode(after, row), [], in: tree(index)) }
+                if let before {
+                    try tx.delete(PairKey.encode(before, row), in: tree(index))
+                    noteInverse(of: entity, field: field, target: before)
+                }
+                if let after {
+                    try tx.put(PairKey.encode(after, row), [], in: tree(index))
+                    noteInverse(of: entity, field: field, target: after)
+                }
             case .join(let join, let mirror):
-                // A to-many not loaded since the model was read is unchanged.
-                guard model._strataState.faults[field] == nil else { continue }
+                // A to-many not loaded since the model was read, or not
+                // changed by this context, is left as stored.
+                guard state.faults[field] == nil, only?.contains(field) != false else { continue }
                 let targets = (InverseSync.value(of: model, field: field) as? [any PersistentModel] ?? [])
                     .map(\._strataState.rowID).filter { $0 > 0 }
                 let wanted = Set(targets)
@@ -260,10 +323,12 @@ struct SaveTransaction {
                 for target in stored.subtracting(wanted) {
                     try tx.delete(PairKey.encode(row, target), in: tree(join))
                     try tx.delete(PairKey.encode(target, row), in: tree(mirror))
+                    noteInverse(of: entity, field: field, target: target)
                 }
                 for target in wanted.subtracting(stored) {
                     try tx.put(PairKey.encode(row, target), [], in: tree(join))
                     try tx.put(PairKey.encode(target, row), [], in: tree(mirror))
+                    noteInverse(of: entity, field: field, target: target)
                 }
             case .viaInverse, .mirror:
                 break  // written by the other side
@@ -276,6 +341,37 @@ struct SaveTransaction {
                 history?.update(entity, row: row, fields: Array(Set(fields)).sorted())
             } else {
                 history?.insert(entity, row: row)
+            }
+        }
+        if old != nil, changes != nil {
+            // An upsert replaced every field; a change wrote its own.
+            changes?.update(entity, row: row, fields: only ?? _FieldSet(all: entity.properties.count))
+        }
+    }
+
+    /// `stored` with the fields of `fields` taken from `fresh` (both
+    /// records of `entity`, fields ascending; a field absent from the
+    /// record it is taken from is absent from the result).
+    static func overlay(_ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64)
+        throws -> [UInt8]
+    {
+        try stored.withUnsafeBytes { a in
+            try fresh.withUnsafeBytes { b in
+                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+                var picked: [(field: Int, wire: UInt8, value: UnsafeRawBufferPointer)] = []
+                for field in try readerA.fields() where !fields.contains(field.field) {
+                    picked.append(
+                        (field.field, field.slot.wire, UnsafeRawBufferPointer(rebasing: a[field.valueStart..<field.slot.end])))
+                }
+                for field in try readerB.fields() where fields.contains(field.field) {
+                    picked.append(
+                        (field.field, field.slot.wire, UnsafeRawBufferPointer(rebasing: b[field.valueStart..<field.slot.end])))
+                }
+                picked.sort { $0.field < $1.field }
+                var writer = _RecordWriter()
+                for field in picked { writer.appendCopy(field: field.field, wire: field.wire, value: field.value) }
+                return writer.bytes
             }
         }
     }

@@ -8,6 +8,7 @@ extension ModelContext {
         throws -> R
     {
         let entity = try entity(for: T.self)
+        try mergeSavedChangesOrThrow()
         return try store.read { tx in
             try body(try QueryRun(descriptor, entity: entity, context: self, snapshot: Snapshot(tx)))
         }

@@ -17,10 +17,12 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// Creates an instance from a stored record, without the class's own
     /// initializers.
     init(_strataReader reader: inout _RecordReader) throws
-    /// Replaces every persisted value with the record's, notifying observers
-    /// of each (used by rollback). A record that does not decode changes
-    /// nothing.
-    func _strataLoad(from reader: inout _RecordReader) throws
+    /// Replaces the persisted values of `fields` (every field when nil)
+    /// with the record's, notifying observers of each (used by rollback
+    /// and by merging another context's save). Relationships among them
+    /// are set to nil or empty; the caller points them at their storage
+    /// again. A record that does not decode changes no value.
+    func _strataLoad(from reader: inout _RecordReader, fields: _FieldSet?) throws
     func _strataWrite(to writer: inout _RecordWriter)
     /// The class's name: the entity's name in the store.
     static var _strataEntityName: String { get }
@@ -174,6 +176,14 @@ public final class _ModelState {
     @exclusivity(unchecked) var temporaryRow: Int64 = 0
     @exclusivity(unchecked) var link: _ContextLink?
     @exclusivity(unchecked) var isChanged = false
+    /// The fields changed since the last save, while ``status`` is
+    /// `.saved`: a save writes these and keeps the stored values of the
+    /// others, and merging another context's save leaves these alone.
+    @exclusivity(unchecked) var changedFields = _FieldSet()
+    /// Set when another context's save deleted the model's row (``status``
+    /// is then `.deleted`): a change to it makes the next save throw
+    /// ``SwiftDataError/modelDeleted`` instead of re-creating the row.
+    @exclusivity(unchecked) var deletedElsewhere = false
     /// True while another model's relationship change is being mirrored
     /// into this one (its setter then does not mirror it back).
     @exclusivity(unchecked) var isApplyingInverse = false
@@ -288,6 +298,19 @@ public final class _ModelState {
         hasFaults = false
     }
 
+    /// Puts back faults saved before a load that failed.
+    func restoreFaults(_ saved: [Int: Fault]) {
+        faults = saved
+        hasFaults = !saved.isEmpty
+    }
+
+    /// Forgets the faults of `fields` (about to be loaded again).
+    func dropFaults(_ fields: _FieldSet) {
+        guard hasFaults else { return }
+        for field in faults.keys where fields.contains(field) { faults[field] = nil }
+        hasFaults = !faults.isEmpty
+    }
+
     func takeFault(field: Int) -> Fault? {
         guard let fault = faults.removeValue(forKey: field) else { return nil }
         hasFaults = !faults.isEmpty
@@ -298,9 +321,21 @@ public final class _ModelState {
     public func didChange<M: PersistentModel>(_ model: M, field: Int) {
         if hasFaults { _ = takeFault(field: field) }
         guard let context = link?.context else { return }
-        if status == .saved && !isChanged {
-            isChanged = true
-            context.noteChanged(model)
+        switch status {
+        case .saved:
+            changedFields.insert(field)
+            if !isChanged {
+                isChanged = true
+                context.noteChanged(model)
+            }
+        case .deleted where deletedElsewhere:
+            // Changed after another save deleted it: the next save refuses.
+            if !isChanged {
+                isChanged = true
+                context.noteChanged(model)
+            }
+        case .detached, .inserted, .deleted:
+            break
         }
         context.noteMutation()
     }

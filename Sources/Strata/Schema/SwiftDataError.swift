@@ -29,6 +29,10 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
         /// constraint, where no upsert applies (a changed model taking
         /// another row's values, or an insert matching two different rows).
         case uniqueConstraintViolation
+        /// A save would write a model whose row another context's save
+        /// deleted: the save writes nothing rather than re-create the row.
+        /// Roll the change back, or delete the model in this context too.
+        case modelDeleted
     }
 
     public let code: Code
@@ -59,4 +63,5 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
     public static let corruptRecord = SwiftDataError(.corruptRecord, "")
     public static let unknownModelType = SwiftDataError(.unknownModelType, "")
     public static let uniqueConstraintViolation = SwiftDataError(.uniqueConstraintViolation, "")
+    public static let modelDeleted = SwiftDataError(.modelDeleted, "")
 }

@@ -1,0 +1,246 @@
+import Foundation
+import StrataEngine
+import Synchronization
+
+/// What one save changed in stored rows that other contexts may hold
+/// models for: the rows it updated (with the fields it wrote) and the rows
+/// it deleted, by entity ordinal. Immutable once published; every other
+/// context of the container gets the same instance.
+///
+/// Inserts are not listed: a new row has no model in another context, and
+/// fetches there find it in the store. Upserts (an insert that took a
+/// stored row) are updates of every field. A to-many relationship stored
+/// on the other side (a one-to-many's reverse index, a many-to-many's join
+/// trees) is listed as an update of that field of each row whose set of
+/// targets the save changed.
+final class SavedChanges: Sendable {
+    struct Update: Sendable {
+        let row: Int64
+        let fields: _FieldSet
+    }
+
+    /// Updated rows, by entity ordinal, in the order written.
+    let updates: [[Update]]
+    /// Deleted rows, by entity ordinal.
+    let deletes: [[Int64]]
+
+    init(updates: [[Update]], deletes: [[Int64]]) {
+        self.updates = updates
+        self.deletes = deletes
+    }
+
+    /// Gathers a save's changes inside its write transaction.
+    struct Builder {
+        private(set) var updates: [[Update]]
+        private(set) var deletes: [[Int64]]
+        private(set) var isEmpty = true
+
+        init(entityCount: Int) {
+            updates = Array(repeating: [], count: entityCount)
+            deletes = Array(repeating: [], count: entityCount)
+        }
+
+        mutating func update(_ entity: Schema.Entity, row: Int64, fields: _FieldSet) {
+            guard row > 0, !fields.isEmpty else { return }
+            updates[entity.ordinal].append(Update(row: row, fields: fields))
+            isEmpty = false
+        }
+
+        mutating func update(_ entity: Schema.Entity, row: Int64, field: Int) {
+            var fields = _FieldSet()
+            fields.insert(field)
+            update(entity, row: row, fields: fields)
+        }
+
+        mutating func delete(_ entity: Schema.Entity, rows: some Sequence<Int64>) {
+            deletes[entity.ordinal].append(contentsOf: rows)
+            if !deletes[entity.ordinal].isEmpty { isEmpty = false }
+        }
+
+        func build() -> SavedChanges { SavedChanges(updates: updates, deletes: deletes) }
+    }
+}
+
+/// A context's mailbox for other contexts' saves: filled by the saving
+/// thread, emptied by the context's own thread (``ModelContext``'s
+/// entry points and `processPendingChanges()`), so a context is only ever
+/// touched from its own thread.
+final class ContextInbox: Sendable {
+    /// Saves not merged yet, oldest first. Guarded by its mutex.
+    private let pending = Mutex<[SavedChanges]>([])
+    /// True while ``pending`` is not empty: the context's entry points test
+    /// it without taking the lock.
+    private let hasPending = Atomic<Bool>(false)
+    /// Set for the container's `mainContext`: an arriving save also
+    /// schedules a merge on the main queue, so observers of its models see
+    /// other contexts' saves without another call into the context.
+    let mergesOnMainQueue = Atomic<Bool>(false)
+    /// The context, for the main-queue merge. Weak, so the inbox (held by
+    /// the hub) does not keep a context alive; written once, before the
+    /// inbox is registered with the hub.
+    nonisolated(unsafe) weak var context: ModelContext?
+
+    var isEmpty: Bool { !hasPending.load(ordering: .acquiring) }
+
+    func deliver(_ changes: SavedChanges) {
+        let first = pending.withLock { list in
+            list.append(changes)
+            return list.count == 1
+        }
+        hasPending.store(true, ordering: .releasing)
+        guard first, mergesOnMainQueue.load(ordering: .relaxed) else { return }
+        nonisolated(unsafe) let context = self.context
+        DispatchQueue.main.async { context?.mergeSavedChanges() }
+    }
+
+    /// Takes every pending save, oldest first.
+    func take() -> [SavedChanges] {
+        pending.withLock { list in
+            let taken = list
+            list = []
+            hasPending.store(false, ordering: .releasing)
+            return taken
+        }
+    }
+
+    /// Puts back saves that could not be merged (a read failed), ahead of
+    /// any that arrived since.
+    func putBack(_ changes: [SavedChanges]) {
+        guard !changes.isEmpty else { return }
+        pending.withLock { list in
+            list = changes + list
+            hasPending.store(true, ordering: .releasing)
+        }
+    }
+}
+
+/// The container's contexts, so that each save reaches the others.
+final class MergeHub: Sendable {
+    private struct Entry {
+        weak var inbox: ContextInbox?
+    }
+
+    /// Every live context's inbox. Guarded by its mutex.
+    private let inboxes = Mutex<[Entry]>([])
+
+    func register(_ inbox: ContextInbox) {
+        inboxes.withLock { list in
+            list.removeAll { $0.inbox == nil }
+            list.append(Entry(inbox: inbox))
+        }
+    }
+
+    /// True when a context other than `inbox`'s is alive (a save then
+    /// gathers its changes for them).
+    func hasOthers(than inbox: ContextInbox) -> Bool {
+        inboxes.withLock { list in list.contains { $0.inbox != nil && $0.inbox !== inbox } }
+    }
+
+    /// Hands `changes` to every context but the one that saved them.
+    func publish(_ changes: SavedChanges, from inbox: ContextInbox) {
+        let targets = inboxes.withLock { list in
+            list.removeAll { $0.inbox == nil }
+            return list.compactMap { $0.inbox === inbox ? nil : $0.inbox }
+        }
+        for target in targets { target.deliver(changes) }
+    }
+}
+
+extension ModelContext {
+    /// Merges the saves other contexts made since the last merge into this
+    /// context's registered models (see the "Contexts and concurrency"
+    /// article):
+    /// - a model whose row another save deleted leaves the identity map
+    ///   and is marked deleted (`isDeleted`); a pending change to it makes
+    ///   the next save throw ``SwiftDataError/modelDeleted``;
+    /// - a model whose row another save updated takes the saved values of
+    ///   the fields that save wrote, except the fields this context changed
+    ///   and has not saved, which keep the context's values; observers see
+    ///   each field that changes.
+    ///
+    /// Called on the context's own thread at its entry points (fetches,
+    /// `save()`, `model(for:)`, `processPendingChanges()`), and on the main
+    /// queue for `mainContext`.
+    ///
+    /// - Throws: what reading the updated records throws; the saves not
+    ///   merged stay pending.
+    func mergeSavedChanges() {
+        try? mergeSavedChangesOrThrow()
+    }
+
+    func mergeSavedChangesOrThrow() throws {
+        guard !inbox.isEmpty else { return }
+        let saves = inbox.take()
+        var done = 0
+        do {
+            try store.read { tx in
+                let snapshot = Snapshot(tx)
+                for changes in saves {
+                    try merge(changes, snapshot: snapshot)
+                    done += 1
+                }
+            }
+        } catch {
+            inbox.putBack(Array(saves[done...]))
+            throw error
+        }
+    }
+
+    private func merge(_ changes: SavedChanges, snapshot: Snapshot) throws {
+        let entities = container.schema.entities
+        for entity in entities where !changes.deletes[entity.ordinal].isEmpty {
+            for row in changes.deletes[entity.ordinal] { forgetDeletedRow(entity, row: row) }
+        }
+        for entity in entities where !changes.updates[entity.ordinal].isEmpty && registry[entity.ordinal].count > 0 {
+            for update in changes.updates[entity.ordinal] {
+                guard let model = registered(entity, row: update.row) else { continue }
+                try refresh(model, entity: entity, fields: update.fields, snapshot: snapshot)
+            }
+        }
+    }
+
+    /// Another save deleted `row`: its model (if any) leaves the context.
+    private func forgetDeletedRow(_ entity: Schema.Entity, row: Int64) {
+        forgetMarkedRow(entity, row: row)
+        guard let model = registered(entity, row: row) else { return }
+        let state = model._strataState
+        unregisterRow(entity, row: row)
+        switch state.status {
+        case .saved:
+            state.status = .deleted
+            state.deletedElsewhere = true
+        // A pending change stays listed: the next save refuses it.
+        case .deleted:
+            // Deleted here too: nothing left for this context to delete.
+            forgetPendingDelete(model)
+            state.deletedElsewhere = true
+        case .inserted, .detached:
+            break
+        }
+    }
+
+    /// Loads `fields` of `model` from its stored record, but the fields
+    /// this context changed and has not saved.
+    private func refresh(_ model: any PersistentModel, entity: Schema.Entity, fields: _FieldSet, snapshot: Snapshot)
+        throws
+    {
+        let state = model._strataState
+        // A model this context deleted and has not saved is refreshed too:
+        // a rollback brings it back with the store's values.
+        guard state.status == .saved || (state.status == .deleted && !state.deletedElsewhere) else { return }
+        let wanted = fields.subtracting(state.changedFields)
+        guard !wanted.isEmpty, let bytes = try snapshot.record(entity, row: state.rowID) else { return }
+        let faults = state.faults
+        state.dropFaults(wanted)
+        do {
+            try _RecordReader.withReader(bytes, entity: entity, row: state.rowID) {
+                try model._strataLoad(from: &$0, fields: wanted)
+            }
+        } catch {
+            // The record did not decode: the model keeps what it had.
+            state.restoreFaults(faults)
+            throw error
+        }
+        Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: wanted)
+    }
+}

@@ -1,0 +1,71 @@
+/// A set of a model's field numbers (its persisted properties, in
+/// declaration order): the fields a context changed since the last save,
+/// or the fields another context's save wrote. Generated code uses it to
+/// load some fields of a record and leave the others as they are.
+///
+/// The first 64 fields are bits of one word, so the common model costs no
+/// allocation; fields past 63 go to further words.
+public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
+    private var low: UInt64 = 0
+    private var high: [UInt64] = []
+
+    /// The empty set.
+    public init() {}
+
+    /// Fields `0..<count`.
+    init(all count: Int) {
+        for field in 0..<max(count, 0) { insert(field) }
+    }
+
+    init(_ fields: some Sequence<Int>) {
+        for field in fields { insert(field) }
+    }
+
+    public var isEmpty: Bool { low == 0 && high.allSatisfy { $0 == 0 } }
+
+    public func contains(_ field: Int) -> Bool {
+        guard field >= 0 else { return false }
+        if field < 64 { return low & (1 << UInt64(field)) != 0 }
+        let word = field / 64 - 1
+        return word < high.count && high[word] & (1 << UInt64(field % 64)) != 0
+    }
+
+    mutating func insert(_ field: Int) {
+        guard field >= 0 else { return }
+        if field < 64 {
+            low |= 1 << UInt64(field)
+            return
+        }
+        let word = field / 64 - 1
+        if word >= high.count { high += Array(repeating: 0, count: word + 1 - high.count) }
+        high[word] |= 1 << UInt64(field % 64)
+    }
+
+    mutating func formUnion(_ other: _FieldSet) {
+        low |= other.low
+        if other.high.count > high.count { high += Array(repeating: 0, count: other.high.count - high.count) }
+        for word in other.high.indices { high[word] |= other.high[word] }
+    }
+
+    func subtracting(_ other: _FieldSet) -> _FieldSet {
+        var result = self
+        result.low &= ~other.low
+        for word in result.high.indices where word < other.high.count { result.high[word] &= ~other.high[word] }
+        return result
+    }
+
+    /// The fields, ascending.
+    var fields: [Int] {
+        var result: [Int] = []
+        for bit in 0..<64 where low & (1 << UInt64(bit)) != 0 { result.append(bit) }
+        for (word, bits) in high.enumerated() where bits != 0 {
+            for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 { result.append((word + 1) * 64 + bit) }
+        }
+        return result
+    }
+
+    public static func == (a: _FieldSet, b: _FieldSet) -> Bool { a.fields == b.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fields) }
+
+    public var description: String { "\(fields)" }
+}
