@@ -65,7 +65,7 @@ final class QueryPlanTests: StoreTestCase {
         var matching = try models.filter { try descriptor.predicate?.evaluate($0) ?? true }
         matching.sort { a, b in
             for sort in descriptor.sortBy {
-                let result = sort.compare(a, b)
+                let result = totalOrder(sort, a, b) ?? sort.compare(a, b)
                 if result != .orderedSame { return result == .orderedAscending }
             }
             return a.persistentModelID.rowID < b.persistentModelID.rowID
@@ -74,6 +74,17 @@ final class QueryPlanTests: StoreTestCase {
         let start = min(descriptor.fetchOffset ?? 0, matching.count)
         let end = descriptor.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
         return Array(matching[start..<end])
+    }
+
+    /// The order of a sort on a Double: IEEE 754 totalOrder (-0.0 before
+    /// 0.0, NaN by sign outside the infinities), not `<`.
+    static func totalOrder<M: PersistentModel>(_ sort: SortDescriptor<M>, _ a: M, _ b: M) -> ComparisonResult? {
+        guard let path = sort.keyPath, let x = a[keyPath: path] as? Double, let y = b[keyPath: path] as? Double else {
+            return nil
+        }
+        if x.bitPattern == y.bitPattern { return .orderedSame }
+        let ascending = x.isTotallyOrdered(belowOrEqualTo: y) == (sort.order == .forward)
+        return ascending ? .orderedAscending : .orderedDescending
     }
 
     func testNoPredicateScans() throws {
@@ -419,5 +430,186 @@ extension ModelContext {
     func registeredCount<T: PersistentModel>(of type: T.Type) -> Int {
         guard let entity = container.schema.entity(for: T.self) else { return 0 }
         return registry[entity.ordinal].count
+    }
+}
+
+/// Sorting by a Double or Float attribute gives one order however the
+/// fetch runs — through an index (a limit, or a range on the sorted
+/// attribute) or sorted in memory (no index, no limit, unsaved changes
+/// merged in): IEEE 754 totalOrder, the order of the attribute's index
+/// keys. Negative NaN first, then -infinity, the negatives, -0.0, 0.0,
+/// the positives, infinity, NaN last; ties (equal bit patterns) in row
+/// order, in both directions. Predicates keep Swift's `==` and `<`.
+final class FloatingSortTests: StoreTestCase {
+    static let values: [Double] = [
+        1, .nan, -0.0, .infinity, -.nan, 0.0, -1, -.infinity, .nan, 0.0, -0.0, .greatestFiniteMagnitude,
+        -.leastNonzeroMagnitude, Double(nan: 7, signaling: false), -.nan, 2.5, -.greatestFiniteMagnitude, 0.0,
+    ]
+
+    var container: ModelContainer!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        container = try self.container(for: [Measure.self])
+        let context = ModelContext(container)
+        for (uid, value) in Self.values.enumerated() { context.insert(Measure(uid: uid, value: value)) }
+        try context.save()
+    }
+
+    /// The uids of `values` (uid = position = row order) in totalOrder.
+    static func expected(_ values: [Double], float: Bool, reverse: Bool, where keep: (Double) -> Bool = { _ in true })
+        -> [Int]
+    {
+        func compare(_ a: Double, _ b: Double) -> ComparisonResult {
+            if float {
+                let (x, y) = (Float(a), Float(b))
+                if x.bitPattern == y.bitPattern { return .orderedSame }
+                return x.isTotallyOrdered(belowOrEqualTo: y) ? .orderedAscending : .orderedDescending
+            }
+            if a.bitPattern == b.bitPattern { return .orderedSame }
+            return a.isTotallyOrdered(belowOrEqualTo: b) ? .orderedAscending : .orderedDescending
+        }
+        return values.indices.filter { keep(values[$0]) }.sorted { i, j in
+            var result = compare(values[i], values[j])
+            if reverse {
+                result =
+                    result == .orderedAscending
+                    ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
+            }
+            return result == .orderedSame ? i < j : result == .orderedAscending
+        }
+    }
+
+    /// The four sorted attributes: Double and Float, indexed and plain.
+    private struct Sorted {
+        static let all = [
+            Sorted(name: "indexed"), Sorted(name: "plain"), Sorted(name: "indexedFloat"), Sorted(name: "plainFloat"),
+        ]
+        let name: String
+        var isFloat: Bool { name.hasSuffix("Float") }
+
+        func descriptor(_ order: SortOrder) -> SortDescriptor<Measure> {
+            switch name {
+            case "indexed": return SortDescriptor(\.indexed, order: order)
+            case "plain": return SortDescriptor(\.plain, order: order)
+            case "indexedFloat": return SortDescriptor(\.indexedFloat, order: order)
+            default: return SortDescriptor(\.plainFloat, order: order)
+            }
+        }
+    }
+
+    func testEverySortAndPageAgreesWithTotalOrder() throws {
+        let context = ModelContext(container)
+        let low = -Double.infinity
+        let lowFloat = -Float.infinity
+        let predicates: [(name: String, predicate: Predicate<Measure>?, keep: (Double) -> Bool)] = [
+            ("none", nil, { _ in true }),
+            ("indexed >= -inf", #Predicate<Measure> { $0.indexed >= low }, { $0 >= low }),
+            ("plain >= -inf", #Predicate<Measure> { $0.plain >= low }, { $0 >= low }),
+            ("indexedFloat >= -inf", #Predicate<Measure> { $0.indexedFloat >= lowFloat }, { Float($0) >= lowFloat }),
+        ]
+        var checked = 0
+        var plans: Set<String> = []
+        for sorted in Sorted.all {
+            let float = sorted.isFloat
+            for order in [SortOrder.forward, .reverse] {
+                for (predicateName, predicate, keep) in predicates {
+                    let all = Self.expected(Self.values, float: float, reverse: order == .reverse, where: keep)
+                    for limit in [nil, 0, 1, 3, 7, 100] as [Int?] {
+                        for offset in [nil, 0, 2, 5] as [Int?] {
+                            var descriptor = FetchDescriptor<Measure>(predicate: predicate, sortBy: [sorted.descriptor(order)])
+                            descriptor.fetchLimit = limit
+                            descriptor.fetchOffset = offset
+                            let start = min(offset ?? 0, all.count)
+                            let end = limit.map { min(start + $0, all.count) } ?? all.count
+                            let note =
+                                "sort \(sorted.name) \(order), where \(predicateName), limit \(limit ?? -1), offset \(offset ?? -1)\n"
+                                + ((try? context.explain(descriptor)) ?? "")
+                            plans.insert(try context.explain(descriptor).components(separatedBy: "\n")[0])
+                            let fetched = try context.fetch(descriptor)
+                            XCTAssertEqual(fetched.map(\.uid), Array(all[start..<end]), note)
+                            XCTAssertEqual(try context.fetchIdentifiers(descriptor), fetched.map(\.persistentModelID), note)
+                            checked += 1
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(checked, 4 * 2 * 4 * 6 * 4)
+        // Both access paths ran: index scans and plain scans.
+        XCTAssertTrue(plans.contains { $0.contains("i.Measure.indexed") }, "\(plans)")
+        XCTAssertTrue(plans.contains { $0.hasPrefix("scan") }, "\(plans)")
+    }
+
+    /// Unsaved inserts merged into an index-ordered fetch are sorted in
+    /// memory with the stored rows: still totalOrder.
+    func testPendingInsertsMergeInTotalOrder() throws {
+        let context = ModelContext(container)
+        let added: [Double] = [-.nan, .nan, -0.0, 0.0, -.infinity]
+        for (offset, value) in added.enumerated() { context.insert(Measure(uid: Self.values.count + offset, value: value)) }
+        let values = Self.values + added
+        for sorted in Sorted.all {
+            let float = sorted.isFloat
+            for order in [SortOrder.forward, .reverse] {
+                let all = Self.expected(values, float: float, reverse: order == .reverse)
+                for limit in [nil, 4, 30] as [Int?] {
+                    var descriptor = FetchDescriptor<Measure>(sortBy: [sorted.descriptor(order)])
+                    descriptor.fetchLimit = limit
+                    let note = "sort \(sorted.name) \(order), limit \(limit ?? -1)"
+                    XCTAssertEqual(try context.fetch(descriptor).map(\.uid), Array(all.prefix(limit ?? all.count)), note)
+                }
+            }
+        }
+    }
+
+    /// A sort on a Double after one the stored values cannot give (a
+    /// computed property) sorts models in memory: the Double still sorts
+    /// in totalOrder.
+    func testModelSortUsesTotalOrderToo() throws {
+        let context = ModelContext(container)
+        for sorted in Sorted.all {
+            let float = sorted.isFloat
+            for order in [SortOrder.forward, .reverse] {
+                for limit in [nil, 5] as [Int?] {
+                    var descriptor = FetchDescriptor<Measure>(sortBy: [SortDescriptor(\.constant), sorted.descriptor(order)])
+                    descriptor.fetchLimit = limit
+                    let plan = try context.explain(descriptor)
+                    XCTAssertTrue(plan.contains("sort models by descriptors"), plan)
+                    let expected = Self.expected(Self.values, float: float, reverse: order == .reverse)
+                    XCTAssertEqual(
+                        try context.fetch(descriptor).map(\.uid), Array(expected.prefix(limit ?? expected.count)),
+                        "sort \(sorted.name) \(order), limit \(limit ?? -1)")
+                }
+            }
+        }
+    }
+
+    /// Predicates compare with Swift's operators: -0.0 equals 0.0, NaN
+    /// equals nothing, through an index or not.
+    func testPredicatesKeepSwiftEquality() throws {
+        let context = ModelContext(container)
+        let zero = 0.0
+        let negativeZero = -0.0
+        let nan = Double.nan
+        let zeros = Set(Self.values.indices.filter { Self.values[$0] == 0 })
+        XCTAssertEqual(zeros.count, 5)
+        func uids(_ predicate: Predicate<Measure>) throws -> Set<Int> {
+            Set(try context.fetch(FetchDescriptor(predicate: predicate)).map(\.uid))
+        }
+        XCTAssertEqual(try uids(#Predicate { $0.indexed == zero }), zeros)
+        XCTAssertEqual(try uids(#Predicate { $0.plain == zero }), zeros)
+        XCTAssertEqual(try uids(#Predicate { $0.indexed == negativeZero }), zeros)
+        XCTAssertEqual(try uids(#Predicate { $0.plain == negativeZero }), zeros)
+        XCTAssertEqual(try uids(#Predicate { $0.indexed == nan }), [])
+        XCTAssertEqual(try uids(#Predicate { $0.plain == nan }), [])
+        let negatives = Set(Self.values.indices.filter { Self.values[$0] < 0 })
+        XCTAssertEqual(try uids(#Predicate { $0.indexed < zero }), negatives)
+        XCTAssertEqual(try uids(#Predicate { $0.plain < zero }), negatives)
+        // As Floats, -leastNonzeroMagnitude rounds to -0.0.
+        let floatZero: Float = 0
+        let floatZeros = Set(Self.values.indices.filter { Float(Self.values[$0]) == 0 })
+        XCTAssertEqual(floatZeros.count, 6)
+        XCTAssertEqual(try uids(#Predicate { $0.indexedFloat == floatZero }), floatZeros)
+        XCTAssertEqual(try uids(#Predicate { $0.plainFloat == floatZero }), floatZeros)
     }
 }

@@ -100,8 +100,7 @@ public enum KeyEncoding {
             appendBigEndian(v, to: &out)
         case .double(let v):
             out.append(0x30)
-            let bits = v.bitPattern
-            appendBigEndian(bits & (1 << 63) == 0 ? bits ^ (1 << 63) : ~bits, to: &out)
+            appendBigEndian(totalOrderBits(v), to: &out)
         case .string(let v):
             out.append(0x40)
             // ASCII text is already in NFC; only the rest pays for
@@ -185,6 +184,15 @@ public enum KeyEncoding {
             }
         }
         return result
+    }
+
+    /// The bits a Double is encoded with: as unsigned integers they sort
+    /// in IEEE 754 totalOrder (sign bit flipped for positives, every bit
+    /// flipped for negatives). Sorts compare doubles by these too, so that
+    /// a sort through an index and a sort in memory agree.
+    @inline(__always) static func totalOrderBits(_ value: Double) -> UInt64 {
+        let bits = value.bitPattern
+        return bits & (1 << 63) == 0 ? bits ^ (1 << 63) : ~bits
     }
 
     private static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {

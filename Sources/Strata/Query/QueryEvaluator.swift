@@ -371,6 +371,21 @@ extension QueryValue {
         }
     }
 
+    /// The order of a sort (`SortDescriptor`) on two non-nil values:
+    /// ``order(_:_:)``, except that doubles (Double, Float, Date) compare
+    /// in IEEE 754 totalOrder, the order of their index keys
+    /// (``KeyEncoding``): negative NaN, -infinity, the negatives, -0.0,
+    /// 0.0, the positives, infinity, NaN. Swift's `<` leaves NaN
+    /// unordered and calls -0.0 and 0.0 equal; a sort needs a total order,
+    /// and one that an index scan gives too.
+    static func sortOrder(_ a: QueryValue, _ b: QueryValue) -> ComparisonResult? {
+        if case .scalar(.double(let p)) = a, case .scalar(.double(let q)) = b {
+            let (x, y) = (KeyEncoding.totalOrderBits(p), KeyEncoding.totalOrderBits(q))
+            return x < y ? .orderedAscending : x == y ? .orderedSame : .orderedDescending
+        }
+        return order(a, b)
+    }
+
     /// Swift's `<` on the values these stand for; nil when they are not
     /// ordered (NaN, nil, values of different kinds).
     static func order(_ a: QueryValue, _ b: QueryValue) -> ComparisonResult? {

@@ -507,9 +507,26 @@ final class QueryRun<T: PersistentModel> {
             }
             all += pending
             let sortBy = descriptor.sortBy
+            // Stored floating-point attributes sort in totalOrder here too,
+            // as they do by keys and through an index (`SortDescriptor`
+            // would use `<`, leaving NaN unordered); the rest sort through
+            // the descriptor.
+            let floating = sortBy.map { sort in
+                sort.keyPath.flatMap { path in
+                    entity.attributes.first { $0.keypath == path as AnyKeyPath && Self.sortsInTotalOrder($0) }
+                }
+            }
             all.sort { a, b in
-                for sort in sortBy {
-                    switch sort.compare(a, b) {
+                for (sort, property) in zip(sortBy, floating) {
+                    var result: ComparisonResult
+                    if let property {
+                        result = Self.compare(
+                            .make(a[keyPath: property.keypath] as Any), .make(b[keyPath: property.keypath] as Any), nil)
+                        if sort.order == .reverse { result = Self.reversed(result) }
+                    } else {
+                        result = sort.compare(a, b)
+                    }
+                    switch result {
                     case .orderedAscending: return true
                     case .orderedDescending: return false
                     case .orderedSame: continue
@@ -541,11 +558,7 @@ final class QueryRun<T: PersistentModel> {
         func less(_ a: (keys: [QueryValue], row: Int64), _ b: (keys: [QueryValue], row: Int64)) -> Bool {
             for (index, key) in keys.enumerated() {
                 var result = compare(a.keys[index], b.keys[index], key.stringComparator)
-                if key.reverse {
-                    result =
-                        result == .orderedAscending
-                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
-                }
+                if key.reverse { result = reversed(result) }
                 if result != .orderedSame { return result == .orderedAscending }
             }
             return a.row < b.row
@@ -575,8 +588,26 @@ final class QueryRun<T: PersistentModel> {
         return ordered[start..<max(start, end)].map(\.row)
     }
 
-    /// `SortDescriptor`'s order of two values: nil first, strings through
-    /// the descriptor's comparator.
+    private static func reversed(_ result: ComparisonResult) -> ComparisonResult {
+        switch result {
+        case .orderedAscending: return .orderedDescending
+        case .orderedDescending: return .orderedAscending
+        case .orderedSame: return .orderedSame
+        }
+    }
+
+    /// True for a Double, Float or Date attribute (optional or not), whose
+    /// sort order is IEEE 754 totalOrder (``QueryValue/sortOrder(_:_:)``).
+    private static func sortsInTotalOrder(_ property: Schema.Property) -> Bool {
+        switch property.storedKind {
+        case .double, .float, .date: return sortsAsStored(property.valueType)
+        default: return false
+        }
+    }
+
+    /// A sort's order of two values: nil first, strings through the
+    /// descriptor's comparator, doubles in totalOrder (Swift's `<` on
+    /// everything else).
     private static func compare(_ a: QueryValue, _ b: QueryValue, _ comparator: String.StandardComparator?)
         -> ComparisonResult
     {
@@ -589,7 +620,7 @@ final class QueryRun<T: PersistentModel> {
         if let comparator, case .scalar(.string(let x)) = a, case .scalar(.string(let y)) = b {
             return comparator.compare(x, y)
         }
-        return QueryValue.order(a, b) ?? .orderedSame
+        return QueryValue.sortOrder(a, b) ?? .orderedSame
     }
 
 }

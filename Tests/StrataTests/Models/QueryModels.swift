@@ -58,3 +58,27 @@ final class Part {
         self.weight = weight
     }
 }
+
+/// A model for floating-point sorts: the same value in an indexed and a
+/// plain attribute, as Double and as Float.
+@Model
+final class Measure {
+    #Index<Measure>([\.indexed], [\.indexedFloat])
+
+    var uid: Int
+    var indexed: Double
+    var plain: Double
+    var indexedFloat: Float
+    var plainFloat: Float
+
+    /// Not stored: a sort on it sorts models in memory.
+    var constant: Int { 0 }
+
+    init(uid: Int, value: Double) {
+        self.uid = uid
+        self.indexed = value
+        self.plain = value
+        self.indexedFloat = Float(value)
+        self.plainFloat = Float(value)
+    }
+}
