@@ -19,9 +19,11 @@ do {
     let before = try context.fetchCount(FetchDescriptor<Trip>())
 
     let day: TimeInterval = 86_400
-    // Trips start and end on day boundaries, so running the example again
-    // the same day upserts them (Trip is unique by name and dates) instead
-    // of adding copies.
+    // Trips start and end on day boundaries, and Trip is unique by name
+    // and dates: running the example again the same day finds them stored
+    // and adds nothing. (Inserting one again would upsert it: the stored
+    // trip would take the new one's values and relationships, and its old
+    // bucket list item and accommodation would be left without a trip.)
     let now = Calendar(identifier: .gregorian).startOfDay(for: .now)
     let samples: [(String, String, Double, Double)] = [
         ("Hiking in the Alps", "Zermatt", 10, 17),
@@ -30,9 +32,14 @@ do {
         ("Last summer", "Crete", -120, -110),
     ]
     for (name, destination, start, end) in samples {
+        let startDate = now.addingTimeInterval(start * day)
+        let endDate = now.addingTimeInterval(end * day)
+        let stored = FetchDescriptor<Trip>(
+            predicate: #Predicate { $0.name == name && $0.startDate == startDate && $0.endDate == endDate })
+        if try context.fetchCount(stored) > 0 { continue }
         let trip = Trip(
             name: name, destination: destination,
-            startDate: now.addingTimeInterval(start * day), endDate: now.addingTimeInterval(end * day))
+            startDate: startDate, endDate: endDate)
         trip.bucketList.append(BucketListItem(title: "See \(destination)", details: "", hasReservation: false, isInPlan: true))
         trip.livingAccommodation = LivingAccommodation(address: "1 Main Street, \(destination)", placeName: "Guest house")
         context.insert(trip)
@@ -46,7 +53,7 @@ do {
     let upcoming = try context.fetch(upcomingTrips)
     let total = try context.fetchCount(FetchDescriptor<Trip>())
     print("Store: \(configuration.url.path)")
-    print("Added \(samples.count) trips (\(before) were stored before, \(total) now).")
+    print("Added \(total - before) trips (\(before) were stored before, \(total) now).")
     print("Upcoming trips, soonest first:")
     let format = Date.FormatStyle(date: .abbreviated, time: .omitted)
     for trip in upcoming {

@@ -199,6 +199,22 @@ extension ModelContext {
         }
     }
 
+    /// Refreshes this context's models of rows its own save changed in
+    /// storage beyond the models it wrote (see `SaveTransaction.letGo`).
+    /// The save has committed: a read that fails leaves those models as
+    /// they were, and the integrity of the store does not depend on them.
+    func refreshOwnModels(_ rows: [(entity: Schema.Entity, row: Int64, field: Int)]) {
+        _ = try? store.read { tx in
+            let snapshot = Snapshot(tx)
+            for (entity, row, field) in rows {
+                guard let model = registered(entity, row: row) else { continue }
+                var fields = _FieldSet()
+                fields.insert(field)
+                try refresh(model, entity: entity, fields: fields, snapshot: snapshot)
+            }
+        }
+    }
+
     /// Another save deleted `row`: its model (if any) leaves the context.
     private func forgetDeletedRow(_ entity: Schema.Entity, row: Int64) {
         forgetMarkedRow(entity, row: row)

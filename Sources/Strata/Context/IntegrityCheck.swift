@@ -21,7 +21,8 @@ extension ModelContainer {
     /// at a record with those values; no two records share the values of a
     /// unique constraint; every relationship refers to a stored row; every
     /// to-one has its reverse-index entry and no entry lacks its to-one;
-    /// every join pair has its mirror.
+    /// every join pair has its mirror; every to-one whose inverse is a
+    /// to-one (a one-to-one) is mutual: the row it points at points back.
     ///
     /// Returns the problems found, none for a healthy store. It reads every
     /// record and keeps the expected keys of one entity in memory at a
@@ -75,6 +76,9 @@ extension ModelContainer {
             }
         }
         var expectedUnique: [String: [[UInt8]: Int64]] = [:]
+        // One-to-one pointers, checked against the other side once the
+        // records are read: (row, field, target).
+        var oneToOnes: [(row: Int64, field: Int, target: Int64)] = []
         try tx.forEach(tree) { rawKey, value in
             guard let row = try? RowKey.decode(rawKey) else {
                 problem(treeName, nil, "a key of \(rawKey.count) bytes is not a row id")
@@ -117,6 +121,9 @@ extension ModelContainer {
                         problem(index.name, row, "no reverse-index entry for \(entity.properties[field].name)")
                     }
                 }
+                if let target = rows.first, entity.inverseSides[field]?.isToOne == true {
+                    oneToOnes.append((row, field, target))
+                }
                 guard let destination = destinations[field] else { continue }
                 for target in rows where try tx.get(RowKey.encode(target), in: destination) == nil {
                     let name = entity.properties[field].name
@@ -124,6 +131,29 @@ extension ModelContainer {
                 }
             }
             return true
+        }
+
+        // One-to-ones point back.
+        for (row, field, target) in oneToOnes {
+            guard let side = entity.inverseSides[field], let other = schema.entity(forType: side.type),
+                let destination = destinations[field], let bytes = try tx.get(RowKey.encode(target), in: destination)
+            else { continue }  // a missing target is reported above
+            let back: Int64?
+            do {
+                back = try _RecordReader.withReader(bytes, entity: other, row: target) {
+                    try $0.toOneRow(field: side.field)
+                }
+            } catch {
+                continue  // reported with the other entity's records
+            }
+            if back != row {
+                let name = entity.properties[field].name
+                let inverse = other.properties[side.field].name
+                problem(
+                    treeName, row,
+                    "\(name) points at \(other.name) row \(target), whose \(inverse) points at "
+                        + (back.map { "row \($0)" } ?? "nothing") + " (a one-to-one must be mutual)")
+            }
         }
 
         // Reverse-index entries no record accounts for.

@@ -362,6 +362,7 @@ public final class ModelContext {
         var upserted: [(model: any PersistentModel, row: Int64)] = []
         var upsertedRows: Set<PersistentIdentifier> = []
         var savedChanges: SavedChanges.Builder?
+        var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
         do {
             try store.write { tx in
                 var save = SaveTransaction(tx: tx, schema: container.schema)
@@ -393,6 +394,7 @@ public final class ModelContext {
                     try HistoryLog.append(history, author: author, tx: tx)
                 }
                 savedChanges = save.changes
+                sideEffects = save.sideEffects
             }
         } catch {
             // Nothing was written: give upserted models their own rows back.
@@ -444,6 +446,7 @@ public final class ModelContext {
         changed = [:]
         deleted = [:]
         clearMarkedRows()
+        if !sideEffects.isEmpty { refreshOwnModels(sideEffects) }
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [

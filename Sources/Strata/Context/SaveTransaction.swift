@@ -36,6 +36,10 @@ struct SaveTransaction {
     /// What the save changed in stored rows, for the container's other
     /// contexts to merge; nil when there are none.
     var changes: SavedChanges.Builder?
+    /// Rows this save changed beyond the models it was given (a one-to-one
+    /// whose other side let go of a row in storage): the saving context
+    /// refreshes its own models of them.
+    private(set) var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
 
     init(tx: WriteTransaction, schema: Schema) {
         self.tx = tx
@@ -306,6 +310,7 @@ struct SaveTransaction {
                 if let before {
                     try tx.delete(PairKey.encode(before, row), in: tree(index))
                     noteInverse(of: entity, field: field, target: before)
+                    try letGo(of: row, entity: entity, field: field, target: before)
                 }
                 if let after {
                     try tx.put(PairKey.encode(after, row), [], in: tree(index))
@@ -330,7 +335,19 @@ struct SaveTransaction {
                     try tx.put(PairKey.encode(target, row), [], in: tree(mirror))
                     noteInverse(of: entity, field: field, target: target)
                 }
-            case .viaInverse, .mirror:
+            case .viaInverse(let index):
+                // Written by the other side's to-ones, but an upsert
+                // replaces the stored row's to-many: the rows it held that
+                // the inserted model does not let go.
+                guard only == nil, old != nil, let side = entity.inverseSides[field],
+                    let other = schema.entity(forType: side.type)
+                else { continue }
+                let wanted = Set(
+                    (InverseSync.value(of: model, field: field) as? [any PersistentModel] ?? []).map(\._strataState.rowID))
+                for target in try pairs(index, of: row) where !wanted.contains(target) {
+                    try clearToOne(side.field, of: target, other, ifAt: row)
+                }
+            case .mirror:
                 break  // written by the other side
             }
         }
@@ -347,6 +364,38 @@ struct SaveTransaction {
             // An upsert replaced every field; a change wrote its own.
             changes?.update(entity, row: row, fields: only ?? _FieldSet(all: entity.properties.count))
         }
+    }
+
+    /// Relationship `field` of `row` no longer points at `target`: when
+    /// its inverse is a to-one (a one-to-one) that still points back at
+    /// `row`, it is cleared in storage. Changes made to loaded models keep
+    /// both sides as they are made; this catches the one path that does
+    /// not: an insert upserted into a stored row replaces that row's
+    /// to-ones, and the targets it had pointed back at it.
+    private mutating func letGo(of row: Int64, entity: Schema.Entity, field: Int, target: Int64) throws {
+        guard let side = entity.inverseSides[field], side.isToOne, let other = schema.entity(forType: side.type) else {
+            return
+        }
+        try clearToOne(side.field, of: target, other, ifAt: row)
+    }
+
+    /// Sets to-one `field` of `row` (of `entity`) to nil in storage when it
+    /// points at `target`.
+    private mutating func clearToOne(_ field: Int, of row: Int64, _ entity: Schema.Entity, ifAt target: Int64) throws {
+        guard case .toOne(let index)? = entity.relationshipStorage[field],
+            let bytes = try record(entity, row: row),
+            try toOneRow(bytes, field: field, entity, row: row) == target
+        else { return }
+        var cleared = _RecordWriter()
+        cleared.null(field)
+        var fields = _FieldSet()
+        fields.insert(field)
+        let updated = try Self.overlay(bytes, cleared.bytes, fields: fields, entity, row: row)
+        try tx.put(RowKey.encode(row), updated, in: recordTree(entity))
+        try tx.delete(PairKey.encode(target, row), in: tree(index))
+        history?.update(entity, row: row, fields: [field])
+        changes?.update(entity, row: row, field: field)
+        sideEffects.append((entity, row, field))
     }
 
     /// `stored` with the fields of `fields` taken from `fresh` (both

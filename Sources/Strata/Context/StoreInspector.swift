@@ -120,8 +120,9 @@ package enum StoreInspector {
     /// Checks every record against the stored schema: it parses (known
     /// wire types, fields in order, lengths in bounds), its field numbers
     /// are the entity's, each field's wire type fits its stored type, and
-    /// each to-one points at a stored row. `progress` gets (rows done,
-    /// rows in all). Problems are capped at `limit`.
+    /// each to-one points at a stored row, and each to-one whose inverse
+    /// is a to-one (a one-to-one) is pointed back at. `progress` gets
+    /// (rows done, rows in all). Problems are capped at `limit`.
     package static func checkRecords(
         _ tx: ReadTransaction, limit: Int = 1000, progress: (Int, Int) -> Void = { _, _ in }
     ) throws -> [String] {
@@ -129,6 +130,9 @@ package enum StoreInspector {
         var problems: [String] = []
         let total = try rowCounts(tx).reduce(0) { $0 + $1.rows }
         var done = 0
+        let inverses = oneToOneInverses(stored)
+        // One-to-one pointers to check once every record is read.
+        var pointers: [(entity: String, row: Int64, field: Int, target: Int64)] = []
         for (name, entity) in stored.entities.sorted(by: { $0.key < $1.key }) {
             guard let tree = try tx.treeIfPresent(Store.treeName(entityName: name)) else {
                 problems.append("entity \(name): its record tree e.\(name) is missing")
@@ -160,6 +164,11 @@ package enum StoreInspector {
                 do {
                     try problems += checkFields(
                         value, row: row, entity: entity, name: name, targets: targets, tx: tx, toOnes: &toOnes)
+                    for field in entity.properties.map(\.field) where inverses[Pointer(name, field)] != nil {
+                        if let target = try toOneRow(value, field: field, row: row) {
+                            pointers.append((name, row, field, target))
+                        }
+                    }
                 } catch let error as SwiftDataError {
                     // The reader names the placeholder entity; name the real one.
                     let message = error.message.replacingOccurrences(of: "\(placeholder.name) row \(row)", with: "")
@@ -170,8 +179,86 @@ package enum StoreInspector {
                 try problems += checkDerived(name: name, entity: entity, rows: try tx.count(tree), toOnes: toOnes, tx: tx)
             }
         }
+        for pointer in pointers where problems.count < limit {
+            guard let inverse = inverses[Pointer(pointer.entity, pointer.field)],
+                let tree = try tx.treeIfPresent(Store.treeName(entityName: inverse.entity)),
+                let bytes = try tx.get(RowKey.encode(pointer.target), in: tree)
+            else { continue }  // a missing target is reported with the record
+            // A target record that does not parse reads as pointing at
+            // nothing here (and is reported with its own entity too).
+            guard let back = try? toOneRow(bytes, field: inverse.field, row: pointer.target), back == pointer.row
+            else {
+                let from: String = stored.entities[pointer.entity]?.properties[pointer.field].name ?? "?"
+                let to: String = stored.entities[inverse.entity]?.properties[inverse.field].name ?? "?"
+                let backText: String =
+                    (try? toOneRow(bytes, field: inverse.field, row: pointer.target)).flatMap { $0 }
+                    .map { "row \($0)" } ?? "nothing"
+                let at = "e.\(pointer.entity) row \(pointer.row): \(from) points at \(inverse.entity) row \(pointer.target)"
+                problems.append(at + ", whose \(to) points at \(backText) (a one-to-one must be mutual)")
+                continue
+            }
+        }
         progress(done, total)
         return Array(problems.prefix(limit))
+    }
+
+    /// A to-one property: entity name and field.
+    private struct Pointer: Hashable {
+        let entity: String
+        let field: Int
+        init(_ entity: String, _ field: Int) {
+            self.entity = entity
+            self.field = field
+        }
+    }
+
+    /// The row id in to-one `field` of a record read without its model
+    /// type, nil when absent or nil.
+    private static func toOneRow(_ bytes: [UInt8], field: Int, row: Int64) throws -> Int64? {
+        try _RecordReader.withReader(bytes, entity: placeholder, row: row) { try $0.toOneRow(field: field) }
+    }
+
+    /// Each stored to-one whose inverse is a to-one, with that inverse,
+    /// worked out from the stored schema as the model layer works it out
+    /// from the types: the inverse a side names, else the relationship of
+    /// the destination naming this one, else the only relationship each
+    /// way between the two entities when neither names an inverse (never
+    /// a relationship of an entity to itself as its own inverse).
+    private static func oneToOneInverses(_ stored: StoredSchema) -> [Pointer: Pointer] {
+        func destination(_ property: StoredEntity.Property) -> String {
+            StoredEntity.baseType(property.type, array: true)
+        }
+        func namedInverse(_ property: StoredEntity.Property) -> String? {
+            property.detail.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.hasPrefix("inverse ") }.map { String($0.dropFirst(8)) }
+        }
+        func relationships(_ entity: StoredEntity) -> [StoredEntity.Property] {
+            entity.properties.filter { $0.kind == "to-one" || $0.kind == "to-many" }
+        }
+        var result: [Pointer: Pointer] = [:]
+        for (name, entity) in stored.entities {
+            for property in entity.properties where property.kind == "to-one" {
+                let target = destination(property)
+                guard let other = stored.entities[target] else { continue }
+                var inverse: StoredEntity.Property?
+                if let named = namedInverse(property) {
+                    inverse = other.property(named: named)
+                } else if let naming = relationships(other).first(where: {
+                    destination($0) == name && namedInverse($0) == property.name
+                }) {
+                    inverse = naming
+                } else {
+                    let mine = relationships(entity).filter { destination($0) == target && namedInverse($0) == nil }
+                    let theirs = relationships(other).filter { destination($0) == name && namedInverse($0) == nil }
+                    let itself = target == name && theirs.first?.field == property.field
+                    if mine.count == 1, theirs.count == 1, !itself { inverse = theirs[0] }
+                }
+                if let inverse, inverse.kind == "to-one" {
+                    result[Pointer(name, property.field)] = Pointer(target, inverse.field)
+                }
+            }
+        }
+        return result
     }
 
     /// The trees derived from an entity's records, checked by count (each
