@@ -9,7 +9,7 @@ import XCTest
 /// and overwritten bytes, spliced fields) and read back through `fetch`.
 /// Each read must either succeed or throw `corruptRecord`; a trap fails
 /// the whole test run. Seed printed; replay with `STRATA_SEED`.
-final class RecordDamageTests: XCTestCase {
+final class RecordDamageTests: StoreTestCase {
     func testDamagedRecordsReadOrThrowCorruptRecord() throws {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "RecordDamageTests"))
         let rounds = Int(environmentValue("STRATA_DAMAGE_ROUNDS") ?? "") ?? 3_000
@@ -149,6 +149,68 @@ final class RecordDamageTests: XCTestCase {
     }
 
     /// Fetches every model and touches every property, relationships too.
+    /// Row ids run from 1 to `Int64.max`. A record tree whose last key is
+    /// out of that range (a negative row, which sorts after every positive
+    /// one, or row 0) fails the open with corruptRecord naming the entity,
+    /// instead of handing out rows at or below 0 that later reads skip.
+    func testOutOfRangeLastRowKeyFailsTheOpen() throws {
+        for (name, row) in [("negative", Int64(-5)), ("minimum", .min), ("minus-one", -1), ("zero", 0)] {
+            let store = name + ".store"
+            // Row 0 sorts first: it is the last key only when alone.
+            try damageLastRow(store: store, row: row, moving: row == 0)
+            XCTAssertThrowsError(try container(for: [Everything.self], name: store), name) { error in
+                XCTAssertEqual((error as? SwiftDataError)?.code, .corruptRecord, "\(name): \(error)")
+                XCTAssertTrue("\(error)".contains("Everything"), "\(name): \(error)")
+            }
+        }
+    }
+
+    /// A last row of `Int64.max` opens (it is a row id; its record reads),
+    /// but no row is left to allocate: an insert's save throws
+    /// corruptRecord naming the entity and writes nothing, instead of
+    /// trapping on the overflow.
+    func testExhaustedRowIdsFailTheSaveWithoutTrapping() throws {
+        try damageLastRow(store: "max.store", row: .max)
+        let container = try self.container(for: [Everything.self], name: "max.store")
+        let context = ModelContext(container)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Everything>()), 2)
+        let stored = try context.fetch(FetchDescriptor<Everything>()).map(\.persistentModelID.rowID)
+        XCTAssertEqual(stored, [1, .max])
+        context.insert(Everything(seed: 7))
+        context.insert(Everything(seed: 8))
+        for _ in 0..<2 {
+            XCTAssertThrowsError(try context.save()) { error in
+                XCTAssertEqual((error as? SwiftDataError)?.code, .corruptRecord, "\(error)")
+                XCTAssertTrue("\(error)".contains("Everything"), "\(error)")
+            }
+        }
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Everything>()), 2)
+        // Rolled back, the context saves other changes again.
+        context.rollback()
+        let first = try XCTUnwrap(try context.fetch(FetchDescriptor<Everything>()).first)
+        first.int = 99
+        try context.save()
+        XCTAssertEqual(try ModelContext(container).fetch(FetchDescriptor<Everything>()).map(\.int).first, 99)
+    }
+
+    /// Makes store `store` in the test directory with one saved
+    /// `Everything` at row 1, and writes a copy of its record under row
+    /// key `row` straight into the entity's record tree (`moving`: and
+    /// removes row 1).
+    private func damageLastRow(store: String, row: Int64, moving: Bool = false) throws {
+        let container = try self.container(for: [Everything.self], name: store)
+        let context = ModelContext(container)
+        context.insert(Everything(seed: 1))
+        try context.save()
+        let tree = Store.treeName(entityName: "Everything")
+        try container.store.database.write { tx in
+            let records = try tx.tree(tree)
+            let record = try XCTUnwrap(try tx.get(RowKey.encode(1), in: records))
+            try tx.put(RowKey.encode(row), record, in: records)
+            if moving { try tx.delete(RowKey.encode(1), in: records) }
+        }
+    }
+
     private func readEverything(in context: ModelContext) throws {
         for model in try context.fetch(FetchDescriptor<Everything>()) {
             _ = (model.string, model.decimal, model.url, model.uuid, model.shape, model.address, model.scores)

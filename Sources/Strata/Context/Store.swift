@@ -16,7 +16,10 @@ import Synchronization
 /// identifier is permanent from the moment a model is inserted — unless
 /// the save upserts it into a stored row with the same unique values, when
 /// it takes that row's identifier. Ids of inserts that are rolled back or
-/// upserted are not reused.
+/// upserted are not reused. Stored row ids run from 1 to `Int64.max`: a
+/// last key outside that range (a damaged tree) fails the open with
+/// ``SwiftDataError/corruptRecord``, and an entity whose last row is
+/// `Int64.max` gets no more rows (see ``allocateRow(_:)``).
 final class Store: @unchecked Sendable {
     let database: Database
     let identifier: String
@@ -27,6 +30,9 @@ final class Store: @unchecked Sendable {
     let schema: Schema
     /// Each entity's last row id, by the entity's ordinal in ``schema``.
     private let nextRows: Mutex<[Int64]>
+    /// Set once an entity's row ids ran out (``allocateRow(_:)`` returned
+    /// 0): saves then check that they write no row 0.
+    private let rowsExhausted = Atomic<Bool>(false)
 
     static func treeName(_ entity: Schema.Entity) -> String { entity.recordTree }
 
@@ -102,32 +108,81 @@ final class Store: @unchecked Sendable {
     /// migration). A failure inside the pinned transaction is remembered
     /// (``pinnedFailure``).
     func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
-        guard let pinned else { return try database.write(body) }
+        guard let pinned else {
+            return try database.write { tx in
+                let result = try body(tx)
+                try refuseUnallocatedRows(tx)
+                return result
+            }
+        }
         do {
-            return try body(pinned)
+            let result = try body(pinned)
+            try refuseUnallocatedRows(pinned)
+            return result
         } catch {
             pinnedFailure = pinnedFailure ?? error
             throw error
         }
     }
 
+    /// Throws when the transaction wrote a record for row 0: a model
+    /// inserted after its entity's row ids ran out. The write then commits
+    /// nothing.
+    private func refuseUnallocatedRows(_ tx: WriteTransaction) throws {
+        guard rowsExhausted.load(ordering: .relaxed) else { return }
+        let last = nextRows.withLock { $0 }
+        for entity in schema.entities where last[entity.ordinal] == .max {
+            guard let tree = try tx.treeIfPresent(entity.recordTree), try tx.get(RowKey.encode(0), in: tree) != nil
+            else { continue }
+            throw SwiftDataError(
+                .corruptRecord,
+                "\(entity.name): no row id is left for an insert (the last stored row is \(Int64.max)); "
+                    + "the store is probably damaged: check it, or copy the models into a new store")
+        }
+    }
+
     /// Each entity's last row id, by ordinal.
+    ///
+    /// - Throws: ``SwiftDataError/corruptRecord`` naming the entity when
+    ///   its tree's last key is not a row id from 1 to `Int64.max` (keys
+    ///   sort as unsigned big-endian bytes, so a negative row id, had one
+    ///   been written, would be the last key).
     private static func lastRows(_ tx: ReadTransaction, schema: Schema) throws -> [Int64] {
         var rows = [Int64](repeating: 0, count: schema.entities.count)
         for entity in schema.entities {
             var last: Int64 = 0
             if let tree = try tx.treeIfPresent(treeName(entity)) {
                 let cursor = try tx.cursor(tree)
-                if try cursor.last() { last = try RowKey.decode(try cursor.key()) }
+                if try cursor.last() {
+                    let key = try cursor.key()
+                    let row = try? RowKey.decode(key)
+                    guard let row, row >= 1 else {
+                        let shown = row.map { "row \($0)" } ?? "a key of \(key.count) bytes"
+                        throw SwiftDataError(
+                            .corruptRecord,
+                            "\(entity.name): the last key of \(treeName(entity)) is \(shown), not a row id from 1 to \(Int64.max)"
+                        )
+                    }
+                    last = row
+                }
             }
             rows[entity.ordinal] = last
         }
         return rows
     }
 
-    /// A new row id for `entity` (an entity of this store's schema).
+    /// A new row id for `entity` (an entity of this store's schema), or 0
+    /// — no row, as before an insert — when its row ids have run out (its
+    /// last row is `Int64.max`, which only a damaged store reaches). The
+    /// insert cannot throw; a save that would write row 0 throws
+    /// ``SwiftDataError/corruptRecord`` naming the entity, and commits
+    /// nothing (see ``write(_:)``).
     func allocateRow(_ entity: Schema.Entity) -> Int64 {
         nextRows.withLock { rows in
+            guard rows[entity.ordinal] < .max else {
+                rowsExhausted.store(true, ordering: .relaxed)
+                return 0
+            }
             rows[entity.ordinal] += 1
             return rows[entity.ordinal]
         }
