@@ -441,3 +441,46 @@ extension ContextMergeTests {
         XCTAssertFalse(context.hasChanges)
     }
 }
+
+extension ContextMergeTests {
+    /// `model(for:)` of an identifier that names no stored model returns a
+    /// `MissingModel` (it trapped): a deleted row, an unknown entity, a
+    /// temporary identifier, a damaged record.
+    func testModelForAnIdentifierWithoutAModelDoesNotTrap() throws {
+        let container = try tripContainer()
+        let context = ModelContext(container)
+        let trip = Trip(name: "Alps", destination: "Zermatt")
+        context.insert(trip)
+        let temporary = Trip(name: "Unsaved", destination: "Nowhere").persistentModelID
+        try context.save()
+        let id = trip.persistentModelID
+
+        let other = ModelContext(container)
+        XCTAssertTrue(other.model(for: id) is Trip)
+        context.delete(trip)
+        try context.save()
+        for missing in [id, temporary, PersistentIdentifier(entityName: "Nope", rowID: 1)] {
+            let model = other.model(for: missing)
+            XCTAssertNil(model as? Trip, "\(missing)")
+            XCTAssertTrue(model.isDeleted)
+            XCTAssertEqual((model as? MissingModel)?.identifier, missing)
+        }
+
+        // A record that does not decode: existingModel says why.
+        let setup = ModelContext(container)
+        let damaged = Trip(name: "Coast", destination: "Nice")
+        setup.insert(damaged)
+        try setup.save()
+        let entity = try XCTUnwrap(container.schema.entity(forType: Trip.self))
+        let key = RowKey.encode(damaged.persistentModelID.rowID)
+        let original = try XCTUnwrap(container.store.read { tx in try tx.get(key, in: tx.tree(entity.recordTree)) })
+        try container.store.write { tx in try tx.put(key, [1, 0x08, 0xFF], in: tx.tree(entity.recordTree)) }
+        let fresh = ModelContext(container)
+        XCTAssertTrue(fresh.model(for: damaged.persistentModelID) is MissingModel)
+        XCTAssertThrowsError(try fresh.existingModel(for: damaged.persistentModelID) as Trip?) { error in
+            XCTAssertEqual(error as? SwiftDataError, .corruptRecord)
+        }
+        // The record back as it was, for the tear-down's integrity check.
+        try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+    }
+}

@@ -617,23 +617,35 @@ public final class ModelContext {
         try load(type, row: row)
     }
 
-    /// The model with identifier `id`, as SwiftData's `model(for:)`.
+    /// The model with identifier `id`, as SwiftData's `model(for:)`: the
+    /// instance registered here, or one loaded from the store.
     ///
-    /// - Precondition: the identifier names a model that is registered here
-    ///   or stored (SwiftData traps too). Use ``existingModel(for:)`` or
-    ///   ``registeredModel(for:)`` when that is not certain.
+    /// When there is no such model — an identifier of a row that was never
+    /// saved or is deleted, of an entity the container does not know, or
+    /// of a record that does not decode — SwiftData returns a model that
+    /// traps when it is read. Strata returns a ``MissingModel`` instead
+    /// (its `isDeleted` is true, it has no properties), so the usual
+    /// `context.model(for: id) as? Trip` is nil there rather than a crash
+    /// later. ``existingModel(for:)`` throws the reason instead.
     public func model(for id: PersistentIdentifier) -> any PersistentModel {
-        guard let entity = container.schema.entity(named: id.entityName) else {
-            preconditionFailure("\(id.entityName) is not in the container's schema")
-        }
         mergeSavedChanges()
+        guard let entity = container.schema.entity(named: id.entityName) else { return MissingModel(id) }
         if let registered = registry[entity.ordinal][id.rowID] { return registered }
-        do {
-            if let model = try loadExistential(entity.type, row: id.rowID) { return model }
-        } catch {
-            preconditionFailure("model(for: \(id)): \(error)")
-        }
-        preconditionFailure("model(for: \(id)): no such model in the store")
+        guard id.rowID > 0, let model = try? loadExistential(entity.type, row: id.rowID) else { return MissingModel(id) }
+        return model
+    }
+}
+
+/// What ``ModelContext/model(for:)`` returns for an identifier that names
+/// no stored model: deleted (`isDeleted` is true), without a context or
+/// properties. ``identifier`` is the identifier that was asked for.
+@Model public final class MissingModel {
+    /// The identifier `model(for:)` was given.
+    @Transient public var identifier = PersistentIdentifier(entityName: "", rowID: 0)
+
+    init(_ identifier: PersistentIdentifier) {
+        self.identifier = identifier
+        _strataState.status = .deleted
     }
 }
 
