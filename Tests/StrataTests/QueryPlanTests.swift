@@ -613,3 +613,61 @@ final class FloatingSortTests: StoreTestCase {
         XCTAssertEqual(try uids(#Predicate { $0.plainFloat == floatZero }), floatZeros)
     }
 }
+
+/// `fetch(_:batchSize:)` returns one consistent result with a fixed count:
+/// rows another context deletes after the fetch, and records damaged
+/// after it, never make reading the collection trap; a record that does
+/// not decode when the fetch runs fails the fetch.
+final class BatchedFetchTests: StoreTestCase {
+    var container: ModelContainer!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        container = try self.container(for: [Measure.self])
+        let writer = ModelContext(container)
+        for uid in 0..<20 { writer.insert(Measure(uid: uid, value: Double(uid))) }
+        try writer.save()
+    }
+
+    func testRowsDeletedAfterTheFetchKeepTheirPlace() throws {
+        let reader = ModelContext(container)
+        let results = try reader.fetch(FetchDescriptor<Measure>(sortBy: [SortDescriptor(\.uid)]), batchSize: 3)
+        // Another context deletes rows of every batch but the first.
+        let doomed = [4, 5, 9, 13, 14, 19]
+        let deleter = ModelContext(container)
+        for model in try deleter.fetch(FetchDescriptor<Measure>()) where doomed.contains(model.uid) {
+            deleter.delete(model)
+        }
+        try deleter.save()
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Measure>()), 14)
+
+        XCTAssertEqual(results.count, 20)
+        XCTAssertEqual(results.map(\.uid), Array(0..<20))
+        XCTAssertEqual(results[19].indexed, 19)
+        XCTAssertEqual(Array(results.reversed()).map(\.uid), Array((0..<20).reversed()))
+        reader.processPendingChanges()
+        XCTAssertEqual(results.filter(\.isDeleted).map(\.uid), doomed)
+        XCTAssertEqual(results.count, 20)
+    }
+
+    func testDamagedRecordsFailTheFetchNotTheCollection() throws {
+        let tree = Store.treeName(entityName: "Measure")
+        let database = container.store.database
+        let original = try XCTUnwrap(try database.read { tx in try tx.get(RowKey.encode(5), in: tx.tree(tree)) })
+        func damage(_ record: [UInt8]) throws {
+            try database.write { tx in try tx.put(RowKey.encode(5), record, in: tx.tree(tree)) }
+        }
+
+        // Fetched, then damaged: the collection holds what the fetch read.
+        let results = try ModelContext(container).fetch(FetchDescriptor<Measure>(), batchSize: 4)
+        try damage([])
+        XCTAssertEqual(results.map(\.uid).sorted(), Array(0..<20))
+
+        // Damaged when the fetch runs: the fetch throws.
+        XCTAssertThrowsError(try ModelContext(container).fetch(FetchDescriptor<Measure>(), batchSize: 4)) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .corruptRecord, "\(error)")
+        }
+        try damage(original)
+        XCTAssertEqual(try ModelContext(container).fetch(FetchDescriptor<Measure>(), batchSize: 4).count, 20)
+    }
+}

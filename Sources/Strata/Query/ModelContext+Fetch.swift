@@ -60,13 +60,20 @@ extension ModelContext {
         try withQuery(descriptor) { $0.plan.description }
     }
 
-    /// A lazy collection of the models matching `descriptor`: the matching
-    /// rows are found at once, their models are built `batchSize` at a time
-    /// as elements are read, and only the batch last read is kept.
+    /// The models matching `descriptor`, as a ``FetchResultsCollection``.
+    ///
+    /// Strata builds every model when this returns, in the fetch's read
+    /// transaction, so the collection is one consistent result and reading
+    /// it cannot fail: see ``FetchResultsCollection`` for why, and
+    /// ``enumerate(_:batchSize:allowEscapingMutations:block:)`` to walk a
+    /// large result with bounded memory. `batchSize` is accepted for
+    /// SwiftData compatibility.
     ///
     /// - Throws: ``SwiftDataError/includePendingChangesWithBatchSize`` when
     ///   `includePendingChanges` is true and the context has unsaved
-    ///   changes (set it to false, or save first), as SwiftData does.
+    ///   changes (set it to false, or save first), as SwiftData does; what
+    ///   ``fetch(_:)`` throws, such as ``SwiftDataError/corruptRecord`` for
+    ///   a record that does not decode.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws
         -> FetchResultsCollection<T>
     {
@@ -77,8 +84,7 @@ extension ModelContext {
         }
         var stored = descriptor
         stored.includePendingChanges = false
-        let rows = try withQuery(stored) { try $0.results(materialize: false).rows }
-        return FetchResultsCollection(context: self, entity: try entity(for: T.self), rows: rows, batchSize: batchSize)
+        return FetchResultsCollection(models: try withQuery(stored) { try $0.results(materialize: true).models })
     }
 
     /// Calls `block` with each model matching `descriptor`, loading them
@@ -189,44 +195,32 @@ extension ModelContext {
     }
 }
 
-/// The lazy result of ``ModelContext/fetch(_:batchSize:)``: random access
-/// by position, models built a batch at a time on first access to the
-/// batch, and only the most recent batch kept.
+/// The result of ``ModelContext/fetch(_:batchSize:)``: the models a fetch
+/// found, by position.
+///
+/// SwiftData builds these models a batch at a time as they are read. A
+/// subscript cannot throw, so that design leaves nothing to return for a
+/// row deleted (by another context's save) after the fetch, or for a
+/// record that no longer decodes: SwiftData traps when such a model is
+/// read. Strata builds every model when the fetch runs instead, in its
+/// read transaction, and throws from the fetch if one cannot be built.
+/// The collection is then one consistent snapshot with a fixed count:
+/// a model deleted since keeps its place and its values, and reads
+/// `isDeleted` once the context merges the deletion, as any fetched
+/// model does. The models are registered in the context, as
+/// ``ModelContext/fetch(_:)``'s are; to walk a large result with bounded
+/// memory, use ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)``.
 public final class FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
-    private let context: ModelContext
-    private let entity: Schema.Entity
-    private let rows: [Int64]
-    private let batchSize: Int
-    private var batchStart = -1
-    private var batch: [Element?] = []
+    private let models: [Element]
 
-    init(context: ModelContext, entity: Schema.Entity, rows: [Int64], batchSize: Int) {
-        self.context = context
-        self.entity = entity
-        self.rows = rows
-        self.batchSize = Swift.max(batchSize, 1)
+    init(models: [Element]) {
+        self.models = models
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { rows.count }
+    public var endIndex: Int { models.count }
 
-    /// The model at `position`. A row deleted from the store since the
-    /// fetch is a precondition failure, as an index out of range is.
-    public subscript(position: Int) -> Element {
-        precondition(position >= 0 && position < rows.count, "FetchResultsCollection index \(position) out of range")
-        let start = position - position % batchSize
-        if start != batchStart { load(from: start) }
-        guard let model = batch[position - start] else {
-            preconditionFailure("FetchResultsCollection: \(entity.name) row \(rows[position]) is no longer stored")
-        }
-        return model
-    }
-
-    private func load(from start: Int) {
-        let end = Swift.min(start + batchSize, rows.count)
-        let loaded = (try? context.models(of: entity, rows: rows[start..<end])) ?? []
-        batch = loaded.map { $0.map { unsafeDowncast($0, to: Element.self) } }
-        batch += Array(repeating: nil, count: Swift.max(0, end - start - batch.count))
-        batchStart = start
-    }
+    /// The model at `position`; a position out of range traps, as an
+    /// array's does.
+    public subscript(position: Int) -> Element { models[position] }
 }
