@@ -1,6 +1,7 @@
 import Foundation
 import StrataEngine
 import StrataTesting
+import Synchronization
 import XCTest
 
 @testable import Strata
@@ -482,5 +483,67 @@ extension ContextMergeTests {
         }
         // The record back as it was, for the tear-down's integrity check.
         try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+    }
+}
+
+extension ContextMergeTests {
+    /// A context that holds no model is not sent saves; once it fetches,
+    /// it is.
+    func testOnlyContextsThatHoldModelsReceiveSaves() throws {
+        let container = try container(for: [Tally.self])
+        let writer = ModelContext(container)
+        writer.insert(Tally(name: "t"))
+        try writer.save()
+        let idle = ModelContext(container)
+        let tally = try XCTUnwrap(writer.fetch(FetchDescriptor<Tally>()).first)
+        tally.a = 1
+        try writer.save()
+        XCTAssertTrue(idle.inbox.isEmpty)
+        let seen = try XCTUnwrap(idle.fetch(FetchDescriptor<Tally>()).first)
+        tally.a = 2
+        try writer.save()
+        XCTAssertFalse(idle.inbox.isEmpty)
+        idle.processPendingChanges()
+        XCTAssertEqual(seen.a, 2)
+    }
+
+    /// Three threads, each with its own context, each changing its own
+    /// attribute of the same rows and saving while the others do: no
+    /// save undoes another's attribute, and every context ends up seeing
+    /// the store.
+    func testConcurrentSavesOfDifferentAttributesLoseNothing() throws {
+        let container = try container(for: [Tally.self])
+        let setup = ModelContext(container)
+        for index in 0..<20 { setup.insert(Tally(name: "t\(index)")) }
+        try setup.save()
+        let rounds = 40
+        let group = DispatchGroup()
+        let failures = Mutex<[String]>([])
+        for worker in 0..<3 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let context = ModelContext(container)
+                    for round in 1...rounds {
+                        for tally in try context.fetch(FetchDescriptor<Tally>()) {
+                            switch worker {
+                            case 0: tally.a = round
+                            case 1: tally.b = round
+                            default: tally.c = round
+                            }
+                        }
+                        try context.save()
+                    }
+                } catch {
+                    failures.withLock { $0.append("worker \(worker): \(error)") }
+                }
+            }.start()
+        }
+        group.wait()
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        for tally in try ModelContext(container).fetch(FetchDescriptor<Tally>()) {
+            XCTAssertEqual([tally.a, tally.b, tally.c], [rounds, rounds, rounds], tally.name)
+        }
     }
 }

@@ -71,6 +71,11 @@ final class ContextInbox: Sendable {
     /// True while ``pending`` is not empty: the context's entry points test
     /// it without taking the lock.
     private let hasPending = Atomic<Bool>(false)
+    /// False until the context may hold a model (it set this before its
+    /// first fetch, load or insert): a save skips contexts that hold none.
+    /// Set before the context's read transaction starts, so a save that
+    /// committed after that snapshot began sees it set.
+    let holdsModels = Atomic<Bool>(false)
     /// Set for the container's `mainContext`: an arriving save also
     /// schedules a merge on the main queue, so observers of its models see
     /// other contexts' saves without another call into the context.
@@ -130,17 +135,27 @@ final class MergeHub: Sendable {
         }
     }
 
-    /// True when a context other than `inbox`'s is alive (a save then
-    /// gathers its changes for them).
+    /// True when a context other than `inbox`'s is alive and may hold
+    /// models (a save then gathers its changes for them).
     func hasOthers(than inbox: ContextInbox) -> Bool {
-        inboxes.withLock { list in list.contains { $0.inbox != nil && $0.inbox !== inbox } }
+        inboxes.withLock { list in
+            list.contains { entry in
+                guard let other = entry.inbox, other !== inbox else { return false }
+                return other.holdsModels.load(ordering: .sequentiallyConsistent)
+            }
+        }
     }
 
     /// Hands `changes` to every context but the one that saved them.
     func publish(_ changes: SavedChanges, from inbox: ContextInbox) {
         let targets = inboxes.withLock { list in
             list.removeAll { $0.inbox == nil }
-            return list.compactMap { $0.inbox === inbox ? nil : $0.inbox }
+            return list.compactMap { entry -> ContextInbox? in
+                guard let target = entry.inbox, target !== inbox,
+                    target.holdsModels.load(ordering: .sequentiallyConsistent)
+                else { return nil }
+                return target
+            }
         }
         for target in targets { target.deliver(changes) }
     }
@@ -169,6 +184,7 @@ extension ModelContext {
     }
 
     func mergeSavedChangesOrThrow() throws {
+        noteMayHoldModels()
         guard !inbox.isEmpty else { return }
         let saves = inbox.take()
         var done = 0
@@ -184,6 +200,14 @@ extension ModelContext {
             inbox.putBack(Array(saves[done...]))
             throw error
         }
+    }
+
+    /// Tells saves from now on to reach this context (see
+    /// ``ContextInbox/holdsModels``); called before anything that may
+    /// register a model reads the store.
+    func noteMayHoldModels() {
+        guard !inbox.holdsModels.load(ordering: .relaxed) else { return }
+        inbox.holdsModels.store(true, ordering: .sequentiallyConsistent)
     }
 
     private func merge(_ changes: SavedChanges, snapshot: Snapshot) throws {

@@ -113,6 +113,7 @@ public final class ModelContext {
                 .unknownModelType, "\(T.self) is not in the container's schema (\(schemaNames)); add it to ModelContainer(for:)")
             return
         }
+        noteMayHoldModels()
         state.rowID = store.allocateRow(entity)
         state.status = .inserted
         state.link = link

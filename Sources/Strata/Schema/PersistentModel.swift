@@ -148,9 +148,13 @@ public final class _ContextLink {
     /// models. Nil once the container is gone too.
     var loadingContext: ModelContext? {
         if let context { return context }
-        if let successor { return successor }
+        if let successor {
+            successor.mergeSavedChanges()
+            return successor
+        }
         guard let container else { return nil }
         let made = ModelContext(container)
+        made.noteMayHoldModels()
         successor = made
         return made
     }
