@@ -23,7 +23,7 @@ final class HistoryTests: StoreTestCase {
     func makeContainer(history: Bool = true) throws -> ModelContainer {
         var configuration = ModelConfiguration(url: storeURL())
         configuration.recordsHistory = history
-        return try ModelContainer(for: Schema([Memo.self]), configurations: [configuration])
+        return try track(ModelContainer(for: Schema([Memo.self]), configurations: [configuration]))
     }
 
     func history(_ container: ModelContainer, _ predicate: Predicate<DefaultHistoryTransaction>? = nil) throws
@@ -141,22 +141,24 @@ final class HistoryTests: StoreTestCase {
         var configuration = ModelConfiguration(url: storeURL("fast.store"))
         configuration.durability = Durability.none
         do {
-            let container = try ModelContainer(for: Schema([Memo.self]), configurations: [configuration])
+            let container = try track(ModelContainer(for: Schema([Memo.self]), configurations: [configuration]))
             XCTAssertEqual(container.store.database.options.durability, Durability.none)
             let context = ModelContext(container)
             context.insert(Memo(title: "bulk", body: "", priority: 0))
             try context.save()
         }
-        let reopened = try ModelContainer(
-            for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL("fast.store"))])
+        let reopened = try track(
+            ModelContainer(
+                for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL("fast.store"))]))
         XCTAssertEqual(reopened.store.database.options.durability, .full)
         XCTAssertEqual(try count(Memo.self, in: reopened), 1)
     }
 
     func testDeletingHistoryOfAReadOnlyStoreIsRefused() throws {
         _ = try threeSaves(try makeContainer())
-        let readOnly = try ModelContainer(
-            for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL(), allowsSave: false)])
+        let readOnly = try track(
+            ModelContainer(
+                for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL(), allowsSave: false)]))
         XCTAssertThrowsError(try ModelContext(readOnly).deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())) {
             error in
             XCTAssertEqual(error as? SwiftDataError, .readOnlyStore)

@@ -36,17 +36,19 @@ final class MigrationTests: StoreTestCase {
     }
 
     func makeV1(count: Int, code: (Int) -> Int = { $0 }) throws {
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()]))
         try Self.fillV1(container, count: count, code: code)
     }
 
     func testChainV1ToV3OverManyRows() throws {
         try makeV1(count: rows)
         let steps = Mutex<[MigrationProgress]>([])
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV3.self), migrationPlan: LibraryPlan.self,
-            configurations: [configuration()], migrationProgress: { progress in steps.withLock { $0.append(progress) } })
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV3.self), migrationPlan: LibraryPlan.self,
+                configurations: [configuration()], migrationProgress: { progress in steps.withLock { $0.append(progress) } }))
         let context = ModelContext(container)
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<LibraryV3.Book>()), rows)
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<LibraryV3.Writer>()), 100)
@@ -88,8 +90,9 @@ final class MigrationTests: StoreTestCase {
 
         // Opening again at V3 does nothing: no commit.
         container.store.close()
-        let reopened = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV3.self), migrationPlan: LibraryPlan.self, configurations: [configuration()])
+        let reopened = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV3.self), migrationPlan: LibraryPlan.self, configurations: [configuration()]))
         XCTAssertEqual(reopened.store.database.statistics.commits, 0)
     }
 
@@ -103,8 +106,9 @@ final class MigrationTests: StoreTestCase {
             XCTAssertTrue(message.contains("Book.pages: its type changed from Int to String"), message)
             XCTAssertTrue(message.contains("Book.added: an added non-optional attribute needs a default value"), message)
         }
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()]))
         let books = try ModelContext(container).fetch(
             FetchDescriptor<LibraryV1.Book>(sortBy: [SortDescriptor(\.pages)]))
         XCTAssertEqual(books.count, 50)
@@ -113,8 +117,9 @@ final class MigrationTests: StoreTestCase {
 
     func testLightweightChangesApplyWithoutAPlan() throws {
         try makeV1(count: 300)
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV2.self), configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV2.self), configurations: [configuration()]))
         let books = try ModelContext(container).fetch(FetchDescriptor<LibraryV2.Book>(sortBy: [SortDescriptor(\.pages)]))
         XCTAssertEqual(books.count, 300)
         XCTAssertEqual(Set(books.map(\.name)), Set((0..<300).map { "Book \($0)" }))
@@ -134,8 +139,9 @@ final class MigrationTests: StoreTestCase {
             XCTAssertTrue(message.contains("share (0)"), message)
         }
         // Nothing happened: the store is still V1, even the first stage.
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()]))
         XCTAssertEqual(try count(LibraryV1.Book.self, in: container), 200)
         XCTAssertEqual(container.store.database.statistics.commits, 0)
         XCTAssertEqual(try container.checkIntegrity(), [])
@@ -145,9 +151,10 @@ final class MigrationTests: StoreTestCase {
     /// old schema, then the unique constraint is added.
     func testWillMigrateRemovesDuplicatesBeforeAUniqueConstraint() throws {
         try makeV1(count: 200, code: { $0 % 150 })
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV1UniqueCode.self), migrationPlan: LibraryDedupPlan.self,
-            configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV1UniqueCode.self), migrationPlan: LibraryDedupPlan.self,
+                configurations: [configuration()]))
         let books = try ModelContext(container).fetch(FetchDescriptor<LibraryV1UniqueCode.Book>())
         XCTAssertEqual(books.count, 150)
         XCTAssertEqual(Set(books.map(\.code)).count, 150)
@@ -166,8 +173,9 @@ final class MigrationTests: StoreTestCase {
         ) { error in
             XCTAssertTrue(error is LibraryFailingPlan.Failure, "\(error)")
         }
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()]))
         XCTAssertEqual(try count(LibraryV1.Book.self, in: container), 100)
         XCTAssertEqual(container.store.database.statistics.commits, 0)
     }
@@ -184,8 +192,9 @@ final class MigrationTests: StoreTestCase {
         ) { error in
             XCTAssertEqual(error as? SwiftDataError, .uniqueConstraintViolation, "\(error)")
         }
-        let container = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        let container = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()]))
         XCTAssertEqual(container.store.database.statistics.commits, 0, "the store is still V1")
         let codes = try ModelContext(container).fetch(FetchDescriptor<LibraryV1.Book>()).map(\.code)
         XCTAssertEqual(codes.sorted(), Array(0..<20))
@@ -193,8 +202,9 @@ final class MigrationTests: StoreTestCase {
 
     func testBackwardMigrationIsRefused() throws {
         try makeV1(count: 10)
-        _ = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV2.self), migrationPlan: LibraryPlan.self, configurations: [configuration()])
+        _ = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV2.self), migrationPlan: LibraryPlan.self, configurations: [configuration()]))
         XCTAssertThrowsError(
             try ModelContainer(
                 for: Schema(versionedSchema: LibraryV1.self), migrationPlan: LibraryPlan.self,
@@ -206,14 +216,15 @@ final class MigrationTests: StoreTestCase {
 
     func testStoredSchemaRecordsStableIdsAndTheVersion() throws {
         try makeV1(count: 5)
-        let v1 = try ModelContainer(for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()])
+        let v1 = try track(ModelContainer(for: Schema(versionedSchema: LibraryV1.self), configurations: [configuration()]))
         let before = try v1.store.database.read { try StoredSchema($0) }
         withExtendedLifetime(v1) {}
         let titleID = before.entities["Book"]?.property(named: "title")?.id
         XCTAssertNotNil(titleID)
         v1.store.close()
-        let v2 = try ModelContainer(
-            for: Schema(versionedSchema: LibraryV2.self), migrationPlan: LibraryPlan.self, configurations: [configuration()])
+        let v2 = try track(
+            ModelContainer(
+                for: Schema(versionedSchema: LibraryV2.self), migrationPlan: LibraryPlan.self, configurations: [configuration()]))
         let after = try v2.store.database.read { try StoredSchema($0) }
         XCTAssertEqual(after.version, "2.0.0")
         XCTAssertEqual(after.entities["Book"]?.property(named: "name")?.id, titleID, "a rename keeps the id")
@@ -240,11 +251,12 @@ final class MigrationTests: StoreTestCase {
             try database.close()
         }
         let schema = Schema(versionedSchema: LibraryV1.self)
-        let readOnly = try ModelContainer(
-            for: schema, configurations: [ModelConfiguration(url: storeURL("library.store"), allowsSave: false)])
+        let readOnly = try track(
+            ModelContainer(
+                for: schema, configurations: [ModelConfiguration(url: storeURL("library.store"), allowsSave: false)]))
         XCTAssertEqual(try count(LibraryV1.Book.self, in: readOnly), 20)
         readOnly.store.close()
-        let writable = try ModelContainer(for: schema, configurations: [configuration()])
+        let writable = try track(ModelContainer(for: schema, configurations: [configuration()]))
         XCTAssertEqual(try count(LibraryV1.Book.self, in: writable), 20)
         let stored = try writable.store.database.read { try StoredSchema($0) }
         XCTAssertEqual(stored.hash, StoredSchema.hash(of: StoredSchema.describe(schema)))
@@ -267,8 +279,9 @@ final class MigrationTests: StoreTestCase {
     func testAnEntityWithRowsIsNotDroppedAutomatically() throws {
         let url = storeURL("two.store")
         do {
-            let container = try ModelContainer(
-                for: Schema([Memo.self, HashPlain.Item.self]), configurations: [ModelConfiguration(url: url)])
+            let container = try track(
+                ModelContainer(
+                    for: Schema([Memo.self, HashPlain.Item.self]), configurations: [ModelConfiguration(url: url)]))
             let context = ModelContext(container)
             context.insert(Memo(title: "m", body: "", priority: 1))
             context.insert(HashPlain.Item(value: 7))
@@ -280,8 +293,9 @@ final class MigrationTests: StoreTestCase {
             let message = (error as? SwiftDataError)?.message ?? ""
             XCTAssertTrue(message.contains("Item: missing from the schema but holds 1 rows"), message)
         }
-        let both = try ModelContainer(
-            for: Schema([Memo.self, HashPlain.Item.self]), configurations: [ModelConfiguration(url: url)])
+        let both = try track(
+            ModelContainer(
+                for: Schema([Memo.self, HashPlain.Item.self]), configurations: [ModelConfiguration(url: url)]))
         XCTAssertEqual(try count(HashPlain.Item.self, in: both), 1)
     }
 

@@ -14,8 +14,9 @@ final class ObservationTests: StoreTestCase {
         XCTAssertTrue(
             _ObservationProbe.isReliable,
             "Observation no longer hashes the key paths a tracking records: every getter now makes a registrar")
-        let container = try ModelContainer(
-            for: Trip.self, configurations: ModelConfiguration(url: storeURL()))
+        let container = try track(
+            ModelContainer(
+                for: Trip.self, configurations: ModelConfiguration(url: storeURL())))
         let writer = ModelContext(container)
         writer.insert(Trip(name: "A", destination: "X"))
         writer.insert(Trip(name: "B", destination: "X"))

@@ -13,8 +13,9 @@ final class RecordDamageTests: StoreTestCase {
     func testDamagedRecordsReadOrThrowCorruptRecord() throws {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "RecordDamageTests"))
         let rounds = Int(environmentValue("STRATA_DAMAGE_ROUNDS") ?? "") ?? 3_000
-        let container = try ModelContainer(
-            for: Everything.self, Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try track(
+            ModelContainer(
+                for: Everything.self, Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
         do {
             let context = ModelContext(container)
             for seed in 0..<6 { context.insert(Everything(seed: seed)) }
@@ -158,7 +159,7 @@ final class RecordDamageTests: StoreTestCase {
             let store = name + ".store"
             // Row 0 sorts first: it is the last key only when alone.
             try damageLastRow(store: store, row: row, moving: row == 0)
-            XCTAssertThrowsError(try container(for: [Everything.self], name: store), name) { error in
+            XCTAssertThrowsError(try self.container(for: [Everything.self], name: store), name) { error in
                 XCTAssertEqual((error as? SwiftDataError)?.code, .corruptRecord, "\(name): \(error)")
                 XCTAssertTrue("\(error)".contains("Everything"), "\(name): \(error)")
             }
@@ -209,6 +210,7 @@ final class RecordDamageTests: StoreTestCase {
             try tx.put(RowKey.encode(row), record, in: records)
             if moving { try tx.delete(RowKey.encode(1), in: records) }
         }
+        if row < 1 { skipIntegrityCheck(of: container, because: "row \(row) is not a row id: the store no longer opens") }
     }
 
     private func readEverything(in context: ModelContext) throws {

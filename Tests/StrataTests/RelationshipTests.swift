@@ -187,6 +187,7 @@ extension RelationshipTests {
         ada.courses = [Course(title: "Logic")]
         context.insert(ada)
         try context.save()
+        skipIntegrityCheck(of: container, because: "the join's mirror tree is emptied, as checked here")
         try container.store.database.write { tx in
             let mirror = try tx.tree("m.Course.students")
             for (key, _) in try tx.scan(mirror) { try tx.delete(key, in: mirror) }

@@ -239,6 +239,7 @@ final class UniqueIndexTests: StoreTestCase {
         for i in 0..<5 { context.insert(Member(email: "m\(i)@x", team: "t", number: i, nickname: "n\(i)")) }
         try context.save()
         try assertHealthy(container)
+        skipIntegrityCheck(of: container, because: "index and unique entries are removed and added, as checked here")
         try container.store.database.write { tx in
             let index = try tx.tree("i.Member.nickname")
             let first = try XCTUnwrap(tx.scan(index).first?.key)
@@ -263,6 +264,7 @@ final class UniqueIndexTests: StoreTestCase {
         context.insert(trip)
         try context.save()
         try assertHealthy(container)
+        skipIntegrityCheck(of: container, because: "the accommodation records are removed, as checked here")
         try container.store.database.write { tx in
             let tree = try tx.tree("e.LivingAccommodation")
             for (key, _) in try tx.scan(tree) { try tx.delete(key, in: tree) }
