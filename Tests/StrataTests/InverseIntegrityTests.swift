@@ -208,9 +208,45 @@ final class InverseIntegrityTests: StoreTestCase {
             try tx.delete(PairKey.encode(ann.persistentModelID.rowID, row), in: reverse)
             try tx.put(PairKey.encode(bob.persistentModelID.rowID, row), [], in: reverse)
         }
+        skipIntegrityCheck(of: container, because: "the test breaks a one-to-one in storage")
         let problems = try container.checkIntegrity().map(\.description)
         XCTAssertEqual(problems.count, 2, "\(problems)")
         XCTAssertTrue(problems.contains { $0.contains("passport points at Passport row \(row), whose holder points at row") })
         XCTAssertTrue(problems.contains { $0.contains("holder points at Citizen row") && $0.contains("points at nothing") })
+    }
+}
+
+extension InverseIntegrityTests {
+    /// A to-one whose target record is damaged reads as nil without losing
+    /// the stored reference: a save of another attribute keeps it, and once
+    /// the record is whole again the relationship loads (it used to be
+    /// dropped from the model, then from the store by its next save).
+    func testADamagedTargetDoesNotLoseTheReference() throws {
+        let container = try makeContainer()
+        let context = ModelContext(container)
+        let rex = Pet(name: "rex")
+        let ann = Citizen(name: "ann")
+        context.insert(rex)
+        context.insert(ann)
+        rex.owner = ann
+        try context.save()
+
+        let entity = try XCTUnwrap(container.schema.entity(forType: Citizen.self))
+        let key = RowKey.encode(ann.persistentModelID.rowID)
+        let original = try XCTUnwrap(container.store.read { tx in try tx.get(key, in: tx.tree(entity.recordTree)) })
+        try container.store.write { tx in try tx.put(key, [1, 0x08, 0xFF], in: tx.tree(entity.recordTree)) }
+
+        let reader = ModelContext(container)
+        let pet = try XCTUnwrap(reader.fetch(FetchDescriptor<Pet>()).first)
+        XCTAssertNil(pet.owner)
+        XCTAssertFalse(pet.hasChanges)
+        pet.name = "rex the second"
+        try reader.save()
+
+        try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+        XCTAssertEqual(pet.owner?.name, "ann", "the reference survived the save and loads now")
+        let fresh = try XCTUnwrap(ModelContext(container).fetch(FetchDescriptor<Pet>()).first)
+        XCTAssertEqual(fresh.owner?.name, "ann")
+        XCTAssertEqual(fresh.name, "rex the second")
     }
 }

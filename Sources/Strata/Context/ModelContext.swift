@@ -562,6 +562,12 @@ public final class ModelContext {
         try? load(T.self, row: row)
     }
 
+    /// The registered or stored model of `type` with row `row`; nil when
+    /// the row does not exist; throws when its record cannot be read.
+    func loadRelated<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
+        try load(T.self, row: row)
+    }
+
     private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
         let entity = try entity(for: T.self)
         if let existing = registry[entity.ordinal][row] as? T { return existing }

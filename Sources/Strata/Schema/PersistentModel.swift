@@ -348,10 +348,20 @@ public final class _ModelState {
     @inlinable public func resolve<T>(_ value: inout T, field: Int) {}
 
     /// Loads a to-one relationship read from the record.
+    ///
+    /// A target that cannot be read (a damaged record, an I/O error) reads
+    /// as nil but stays unloaded: the model keeps the stored row id (a save
+    /// writes it back, never nil in its place), and the next read tries
+    /// again. A target row that does not exist reads as nil (the integrity
+    /// check reports the dangling reference).
     public func resolve<T: PersistentModel>(_ value: inout T?, field: Int) {
-        guard case .rows(let rows)? = takeFault(field: field), let row = rows.first, let context = link?.loadingContext
-        else { return }
-        value = context.relatedModel(T.self, row: row)
+        guard case .rows(let rows)? = faults[field], let context = link?.loadingContext else { return }
+        do {
+            if let row = rows.first { value = try context.loadRelated(T.self, row: row) }
+            _ = takeFault(field: field)
+        } catch {
+            value = nil
+        }
     }
 
     /// Loads a to-many relationship from the tree that holds it.
