@@ -2,7 +2,7 @@
 ///
 /// | level | a commit returns after | after a power loss |
 /// |---|---|---|
-/// | `full` | its WAL frames are written **and** synced (one `fdatasync`) | every commit that returned is present |
+/// | `full` | its WAL frames are written **and** synced (one `fdatasync`; `F_FULLFSYNC` on Apple platforms) | every commit that returned is present |
 /// | `normal` | its WAL frames are written (not synced); the WAL is synced before each checkpoint | the newest commits may be missing; the store is consistent and holds a prefix of the commits |
 /// | `none` | its WAL frames are written; nothing is ever synced | anything may be lost and the file may be damaged; for tests and bulk loads that can be redone |
 ///

@@ -48,7 +48,7 @@ public struct POSIXFileSystem: StorageFileSystem {
         }
         let fd = dir.withCString { systemOpen($0, O_RDONLY | O_CLOEXEC, 0) }
         if fd < 0 { throw posixError("open directory", dir) }
-        defer { _ = Glibc.close(fd) }
+        defer { systemClose(fd) }
         if fsync(fd) != 0 && errno != EINVAL { throw posixError("fsync directory", dir) }
     }
 }
@@ -59,6 +59,15 @@ private func systemOpen(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mo
         return Glibc.open(path, flags, mode)
     #else
         return Darwin.open(path, flags, mode)
+    #endif
+}
+
+@inline(__always)
+private func systemClose(_ fd: Int32) {
+    #if canImport(Glibc)
+        _ = Glibc.close(fd)
+    #else
+        _ = Darwin.close(fd)
     #endif
 }
 
@@ -78,7 +87,7 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         self.path = path
     }
 
-    deinit { if fd >= 0 { _ = Glibc.close(fd) } }
+    deinit { if fd >= 0 { systemClose(fd) } }
 
     public func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
         var done = 0
@@ -106,7 +115,16 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         }
     }
 
+    /// Makes everything written so far durable: `fdatasync` on Linux. On
+    /// Apple platforms `fsync` only hands the data to the drive, which may
+    /// keep it in a volatile cache and reorder it; `fcntl(F_FULLFSYNC)`
+    /// makes the drive write its cache out, so that is used, falling back
+    /// to `fsync` when it fails (a file system that does not support it),
+    /// as SQLite does.
     public func sync() throws {
+        #if canImport(Darwin)
+            if fcntl(fd, F_FULLFSYNC) == 0 { return }
+        #endif
         while true {
             #if os(Linux)
                 let rc = fdatasync(fd)
