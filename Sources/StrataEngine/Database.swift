@@ -29,7 +29,10 @@ public final class Database: @unchecked Sendable {
     let wal: WAL
     let gate = WriterGate()
 
-    /// Guards everything below it.
+    /// Guards every field below it but `committedFreelist` (the writer's),
+    /// and the log's `generation` and `frameCount` (see ``WAL``): every
+    /// access to them holds it, except in `open` before the handle is
+    /// shared.
     let stateLock = Lock()
     @exclusivity(unchecked) var cache: PageCache
     /// Page number → its versions in the WAL of the current generation,
@@ -69,6 +72,8 @@ public final class Database: @unchecked Sendable {
     @exclusivity(unchecked) var backfilledSeq: UInt64 = 0
     @exclusivity(unchecked) var isClosed = false
     /// Set when an fsync failed: the handle refuses writes from then on.
+    /// Guarded by `stateLock`, like everything here: every read and write
+    /// holds it.
     @exclusivity(unchecked) var poisoned: String?
 
     /// Counters for tools and tests (guarded by `stateLock`).
@@ -493,15 +498,17 @@ public final class Database: @unchecked Sendable {
         let alreadyClosed = stateLock.withLock { isClosed }
         if alreadyClosed { return }
         var failure: Error?
-        if poisoned == nil {
+        if stateLock.withLock({ poisoned == nil }) {
             do {
                 try checkpointLocked()
                 let done = stateLock.withLock { backfilledSeq == committed.seq && readers.isEmpty }
                 if try done && wal.file.size() > 0 {
                     try wal.file.truncate(to: 0)
                     if options.durability != .none { try wal.file.sync() }
-                    wal.headerValid = false
-                    wal.frameCount = 0
+                    stateLock.withLock {
+                        wal.headerValid = false
+                        wal.frameCount = 0
+                    }
                 }
             } catch {
                 failure = error
@@ -520,7 +527,7 @@ public final class Database: @unchecked Sendable {
     }
 
     deinit {
-        if !isClosed {
+        if !stateLock.withLock({ isClosed }) {
             try? close()
         }
     }
@@ -563,7 +570,7 @@ public final class Database: @unchecked Sendable {
     /// reader of an older snapshot that finds no log version of that page
     /// reads it from the main file and must find its old image there.
     func checkpointLocked(recent: RecentCommit? = nil) throws {
-        if let poisoned { throw StorageError.readOnly(poisoned) }
+        if let poisoned = stateLock.withLock({ poisoned }) { throw StorageError.readOnly(poisoned) }
         let plan: (target: UInt64, copies: [(UInt32, Int)], generation: UInt32, pageCount: UInt32, full: Bool)? =
             stateLock.withLock {
                 let target = min(readers.keys.min() ?? committed.seq, committed.seq)

@@ -331,7 +331,10 @@ public final class WriteTransaction: ReadTransaction {
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
 
         try db.restartLogIfPossible()
-        let first = try db.wal.appendCommit(pages, pageCount: header.pageCount)
+        // Only this thread changes the frame count, but `statistics` reads it
+        // from any thread: every access holds the state lock.
+        let first = db.stateLock.withLock { db.wal.frameCount }
+        try db.wal.appendCommit(pages, at: first, pageCount: header.pageCount)
         if db.options.durability == .full {
             do {
                 try db.wal.file.sync()
@@ -342,12 +345,11 @@ public final class WriteTransaction: ReadTransaction {
                 throw error
             }
         }
-        db.wal.commitAppended(frameCount: first + pages.count)
-        db.publish(pages: pages, firstFrame: first, header: header, freelist: freelist)
-        if db.wal.frameCount >= db.options.checkpointThresholdFrames {
+        let generation = db.publish(pages: pages, firstFrame: first, header: header, freelist: freelist)
+        if first + pages.count >= db.options.checkpointThresholdFrames {
             // The commit is durable already; a failed checkpoint is retried
             // after a later commit (or poisons the handle if an fsync failed).
-            let recent = Database.RecentCommit(firstFrame: first, generation: db.wal.generation, pages: pages)
+            let recent = Database.RecentCommit(firstFrame: first, generation: generation, pages: pages)
             try? db.checkpointLocked(recent: recent)
         }
     }
@@ -384,10 +386,15 @@ public final class WriteTransaction: ReadTransaction {
 }
 
 extension Database {
-    /// Makes a written commit visible: index its frames, cache its pages,
-    /// advance the committed snapshot.
-    func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, header: FileHeader, freelist: Freelist) {
-        stateLock.withLock {
+    /// Makes a written (and, as the durability level requires, synced)
+    /// commit visible: adopt its frames in the log, index them, cache its
+    /// pages, advance the committed snapshot, all in one critical section.
+    /// Returns the log's generation the frames belong to.
+    func publish(
+        pages: [(number: UInt32, page: Page)], firstFrame: Int, header: FileHeader, freelist: Freelist
+    ) -> UInt32 {
+        let generation: UInt32 = stateLock.withLock {
+            wal.commitAppended(frameCount: firstFrame + pages.count)
             let seq = committed.seq + 1
             let generation = wal.generation
             for (i, entry) in pages.enumerated() {
@@ -396,9 +403,11 @@ extension Database {
             }
             committed = Snapshot(seq: seq, header: header)
             counters.commits += 1
+            return generation
         }
         var published = freelist
         published.changed = false
         committedFreelist = published
+        return generation
     }
 }

@@ -90,6 +90,51 @@ final class ConcurrencyTests: EngineTestCase {
         XCTAssertLessThan(db.statistics.walFrames, 10)
     }
 
+    /// `statistics` read from other threads while the writer commits. The
+    /// log's frame count is read and written under the state lock only, and
+    /// the writer advances it in the critical section that publishes the
+    /// commit, so every reading counts whole commits: with one frame per
+    /// commit here (the same leaf rewritten, no checkpoint, no restart),
+    /// `walFrames - commits` never changes. The writer used to set the count
+    /// outside the lock (a data race, which ThreadSanitizer reports under
+    /// `swift test --sanitize=thread`) and before publishing, so a reading
+    /// could count a commit's frame without the commit.
+    func testStatisticsReadDuringCommitsCountWholeCommits() throws {
+        var options = DatabaseOptions(durability: .none)
+        options.checkpointThresholdFrames = 1 << 30
+        let db = try open("statistics.strata", options)
+        try db.write { tx in try tx.put(bytes("k"), bytes("0"), in: try tx.createTree("t")) }
+        let start = db.statistics
+        let offset = start.walFrames - start.commits
+        let commits = 4000
+        let failures = FailureLog()
+        let done = AtomicFlag()
+        let group = DispatchGroup()
+        for reader in 0..<2 {
+            DispatchQueue.global().async(group: group) {
+                var last = start.commits
+                while !done.isSet {
+                    let s = db.statistics
+                    if s.walFrames - s.commits != offset {
+                        failures.add("reader \(reader): \(s.walFrames) frames after \(s.commits) commits")
+                    }
+                    if s.commits < last { failures.add("reader \(reader): commits went back from \(last) to \(s.commits)") }
+                    last = s.commits
+                }
+            }
+        }
+        for n in 1...commits {
+            try db.write { tx in try tx.put(bytes("k"), bytes("\(n)"), in: try tx.tree("t")) }
+        }
+        done.set()
+        group.wait()
+        XCTAssertEqual(failures.messages, [])
+        let end = db.statistics
+        XCTAssertEqual(end.commits, start.commits + commits)
+        XCTAssertEqual(end.walFrames, start.walFrames + commits, "one frame per commit")
+        XCTAssertEqual(end.checkpoints, 0)
+    }
+
     func testWritersWaitForEachOther() throws {
         let db = try open("writers.strata", DatabaseOptions(durability: .none))
         try db.write { tx in _ = try tx.createTree("t") }

@@ -1,14 +1,23 @@
 /// Writer-side state of the `-wal` file: where the next frame goes and the
-/// running checksum. Only the thread holding the writer lock (or `open`,
-/// before the handle is shared) touches it; readers read frames by offset.
+/// running checksum. Only the thread holding the writer gate (or `open`,
+/// before the handle is shared) changes it; readers read frames by offset.
+///
+/// `generation` and `frameCount` are read by other threads too (readers key
+/// and re-check frames by generation, ``Database/statistics`` reports the
+/// frame count), so they are guarded by the owning ``Database``'s
+/// `stateLock`: every read and write of them holds it, the writer's
+/// included. The only exception is ``recover()``, which `open` runs before
+/// the handle is shared. The other fields are the writer's alone.
 final class WAL: @unchecked Sendable {
     let file: any StorageFile
     let path: String
     let pageSize: Int
+    /// Bumped by each restart. Guarded by the database's `stateLock`.
     var generation: UInt32 = 0
     var salt1: UInt32 = 0
     var salt2: UInt32 = 0
-    /// Frames of the current generation that hold committed data.
+    /// Frames of the current generation that hold committed data. Guarded
+    /// by the database's `stateLock` (see the type's documentation).
     var frameCount = 0
     /// Checksum of the last committed frame (the header's when there is none).
     var lastChecksum: UInt32 = 0
@@ -120,7 +129,9 @@ final class WAL: @unchecked Sendable {
     }
 
     /// Starts a new generation at offset 0: new salts and a new header. The
-    /// caller syncs the header before writing any frame of the generation.
+    /// caller holds the database's `stateLock` (this changes `generation`
+    /// and `frameCount`) and syncs the header before writing any frame of
+    /// the generation.
     func restart() throws {
         generation &+= 1
         salt1 &+= 1
@@ -143,15 +154,15 @@ final class WAL: @unchecked Sendable {
         headerValid = true
     }
 
-    /// Writes one transaction's pages as frames after the last commit, the
-    /// last one marked as the commit frame; the caller syncs and then
-    /// advances `frameCount`. Pages must already carry their page checksums.
-    /// Returns the index of the first frame. On error nothing is published:
-    /// the frames written so far lie past the last commit and are ignored by
-    /// recovery and overwritten by the next commit.
-    func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32) throws -> Int {
+    /// Writes one transaction's pages as frames from frame `first` on (the
+    /// `frameCount` the caller read under the state lock: the frame after
+    /// the last commit), the last one marked as the commit frame; the caller
+    /// syncs and then advances `frameCount` with ``commitAppended(frameCount:)``.
+    /// Pages must already carry their page checksums. On error nothing is
+    /// published: the frames written so far lie past the last commit and are
+    /// ignored by recovery and overwritten by the next commit.
+    func appendCommit(_ pages: [(number: UInt32, page: Page)], at first: Int, pageCount: UInt32) throws {
         precondition(!pages.isEmpty && headerValid)
-        let first = frameCount
         let batchFrames = min(pages.count, max(1, (1 << 20) / frameSize))
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: batchFrames * frameSize, alignment: 16)
         defer { buffer.deallocate() }
@@ -176,7 +187,6 @@ final class WAL: @unchecked Sendable {
             i += n
         }
         pendingChecksum = chain
-        return first
     }
 
     /// The chained checksum of the frame at `frame`: CRC-32C continued from
@@ -187,7 +197,8 @@ final class WAL: @unchecked Sendable {
     }
 
     /// Adopts the frames of the last `appendCommit` once they are durable as
-    /// the durability level requires.
+    /// the durability level requires. The caller holds the database's
+    /// `stateLock`.
     func commitAppended(frameCount newCount: Int) {
         frameCount = newCount
         lastChecksum = pendingChecksum
