@@ -94,6 +94,10 @@ public final class Database: @unchecked Sendable {
     /// never touched (mapped memory past the end of a file is not readable).
     @exclusivity(unchecked) var mainFilePages: UInt32 = 0
 
+    /// The serial number of the last transaction begun (see ``Tree``),
+    /// counting from a random start.
+    @exclusivity(unchecked) var transactionSerial = UInt64.random(in: 0...UInt64.max)
+
     /// Writer-owned (guarded by `gate`): the committed free-page set.
     @exclusivity(unchecked) var committedFreelist = Freelist()
 
@@ -419,12 +423,13 @@ public final class Database: @unchecked Sendable {
     /// checkpoint's target (the oldest reader's sequence) is then already
     /// backfilled. Pages not verified yet take the ordinary path once.
     public func beginRead() throws -> ReadTransaction {
-        let (snapshot, direct): (Snapshot, MappedMainFile?) = try stateLock.withLock {
+        let (snapshot, direct, serial): (Snapshot, MappedMainFile?, UInt64) = try stateLock.withLock {
             if isClosed { throw StorageError.closed }
             readers[committed.seq, default: 0] += 1
-            return (committed, backfilledSeq == committed.seq ? mapped : nil)
+            transactionSerial &+= 1
+            return (committed, backfilledSeq == committed.seq ? mapped : nil, transactionSerial)
         }
-        return ReadTransaction(db: self, snapshot: snapshot, direct: direct)
+        return ReadTransaction(db: self, snapshot: snapshot, serial: serial, direct: direct)
     }
 
     func endRead(_ seq: UInt64) {
@@ -450,12 +455,13 @@ public final class Database: @unchecked Sendable {
         if options.readOnly { throw StorageError.readOnly("opened read-only") }
         gate.acquire()
         do {
-            let snapshot: Snapshot = try stateLock.withLock {
+            let (snapshot, serial): (Snapshot, UInt64) = try stateLock.withLock {
                 if isClosed { throw StorageError.closed }
                 if let poisoned { throw StorageError.readOnly(poisoned) }
-                return committed
+                transactionSerial &+= 1
+                return (committed, transactionSerial)
             }
-            return WriteTransaction(db: self, snapshot: snapshot, freelist: committedFreelist)
+            return WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: committedFreelist)
         } catch {
             gate.release()
             throw error

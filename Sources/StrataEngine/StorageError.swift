@@ -24,6 +24,10 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidTreeName(String)
     /// The named tree does not exist.
     case noSuchTree(String)
+    /// A ``Tree`` handle used in a transaction other than the one that
+    /// returned it, or after its tree was dropped or renamed (even if a tree
+    /// of that name exists again): `reason` says which.
+    case staleTree(name: String, reason: String)
     /// The disk is full (`ENOSPC`, `EDQUOT`).
     case diskFull(path: String)
     /// Any other system call failure, with its `errno`.
@@ -51,6 +55,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
             return "value of \(length) bytes exceeds the maximum value length of \(maximum) bytes"
         case .invalidTreeName(let name): return "invalid tree name: \(name)"
         case .noSuchTree(let name): return "no tree named \(name)"
+        case .staleTree(let name, let reason): return "stale handle of tree \(name): \(reason)"
         case .diskFull(let path): return "disk full while writing \(path)"
         case .io(let operation, let path, let errno):
             return "\(operation) failed on \(path): errno \(errno) (\(String(cString: strerror(errno))))"

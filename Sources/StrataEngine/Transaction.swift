@@ -1,14 +1,40 @@
 /// A named tree of a store, as seen by one transaction. Get one with
-/// ``ReadTransaction/tree(_:)`` or ``WriteTransaction/createTree(_:)``; it is
-/// valid only inside the transaction that returned it.
+/// ``ReadTransaction/tree(_:)`` or ``WriteTransaction/createTree(_:)``.
+///
+/// A handle is tied to the tree it was resolved for, in the transaction that
+/// returned it: used in another transaction, or after its tree was dropped
+/// or renamed (even if a tree of the same name was created again, perhaps
+/// on the same root page), it throws ``StorageError/staleTree(name:reason:)``
+/// instead of reading or writing pages that are no longer that tree's.
 public struct Tree: Hashable, Sendable, CustomStringConvertible {
     /// The tree's name in the catalog.
     public let name: String
     /// The root page. Roots never move, so the number is stable for the
     /// tree's whole life.
     let root: UInt32
+    /// The serial number of the transaction that returned the handle.
+    let owner: UInt64
+    /// Which tree of that root: 0 for the tree the transaction's snapshot
+    /// holds there, else the number the writer gave the tree when it
+    /// created or renamed it.
+    let instance: UInt32
+    /// The writer's count of drops and renames when the handle was made:
+    /// while the count is unchanged the tree cannot have gone, and a use
+    /// checks no more than that. Not part of the handle's identity.
+    let epoch: UInt32
 
     public var description: String { "Tree(\(name))" }
+
+    public static func == (a: Tree, b: Tree) -> Bool {
+        a.root == b.root && a.owner == b.owner && a.instance == b.instance && a.name == b.name
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(root)
+        hasher.combine(owner)
+        hasher.combine(instance)
+    }
 }
 
 /// A read-only view of one snapshot: every read sees the store exactly as
@@ -24,6 +50,18 @@ public class ReadTransaction {
     @exclusivity(unchecked) var ended = false
     /// Entry counts as stored in the catalog, by root page.
     @exclusivity(unchecked) var counts: [UInt32: Int] = [:]
+    /// This transaction's serial number: the owner of the ``Tree``s it
+    /// returns. Unique among the handle's transactions (and, counting from
+    /// a random start, practically among all handles').
+    let serial: UInt64
+    /// The writer's count of tree drops and renames (see ``Tree``); always
+    /// 0 in a reader, whose trees never change.
+    @exclusivity(unchecked) var treeEpoch: UInt32 = 0
+    /// The writer's trees created, dropped or renamed in this transaction,
+    /// by root: the live tree's name and instance, or a nil name when the
+    /// root's tree was dropped. Roots not listed hold the snapshot's tree
+    /// (instance 0), if any. Always empty in a reader.
+    @exclusivity(unchecked) var treeInstances: [UInt32: (name: String?, instance: UInt32)] = [:]
 
     /// Pages this snapshot has fetched, direct-mapped by page number. A page
     /// number's image never changes within a snapshot, so the upper levels
@@ -44,9 +82,10 @@ public class ReadTransaction {
     /// the main file's mapping (for tests and tools).
     package var readsMainFileDirectly: Bool { direct != nil }
 
-    init(db: Database, snapshot: Database.Snapshot, direct: MappedMainFile? = nil) {
+    init(db: Database, snapshot: Database.Snapshot, serial: UInt64, direct: MappedMainFile? = nil) {
         self.db = db
         self.snapshot = snapshot
+        self.serial = serial
         self.direct = direct
         directView = direct?.view
         memoPages = .allocate(capacity: Self.memoSize)
@@ -89,6 +128,33 @@ public class ReadTransaction {
         if let failure { throw StorageError.transactionFailed(failure) }
     }
 
+    /// Throws ``StorageError/staleTree(name:reason:)`` unless `tree` is a
+    /// handle this transaction returned whose tree has been neither dropped
+    /// nor renamed since.
+    @inline(__always) func checkHandle(_ tree: Tree) throws {
+        guard tree.owner == serial, tree.epoch == treeEpoch || isLive(tree) else { throw staleHandle(tree) }
+    }
+
+    /// True when the tree `tree` was made for is still the tree at its root.
+    private func isLive(_ tree: Tree) -> Bool {
+        guard let live = treeInstances[tree.root] else { return tree.instance == 0 }
+        return live.name == tree.name && live.instance == tree.instance
+    }
+
+    private func staleHandle(_ tree: Tree) -> StorageError {
+        StorageError.staleTree(
+            name: tree.name,
+            reason: tree.owner != serial
+                ? "it was returned by another transaction (a Tree is valid only in the transaction that returned it)"
+                : "the tree was dropped or renamed since the handle was returned (look it up again)")
+    }
+
+    /// The handle of the tree `name` whose root is `root`.
+    func handle(_ name: String, root: UInt32) -> Tree {
+        let instance = treeInstances.isEmpty ? 0 : treeInstances[root]?.instance ?? 0
+        return Tree(name: name, root: root, owner: serial, instance: instance, epoch: treeEpoch)
+    }
+
     /// Pages this transaction can see: the snapshot's, or for the writer its
     /// own page count, pages it allocated included.
     var visiblePageCount: UInt32 { snapshot.header.pageCount }
@@ -111,7 +177,7 @@ public class ReadTransaction {
         let reader = !isWriter
         if reader, let (root, count) = db.cachedCatalogEntry(name, seq: snapshot.seq) {
             if counts[root] == nil { counts[root] = count }
-            return Tree(name: name, root: root)
+            return handle(name, root: root)
         }
         let key = Array(name.utf8)
         guard key.count <= Database.maxKeyLength else { return nil }
@@ -119,7 +185,7 @@ public class ReadTransaction {
         let (root, count) = try decodeCatalogValue(value, name: name)
         if counts[root] == nil { counts[root] = count }
         if reader { db.rememberCatalogEntry(name, seq: snapshot.seq, root: root, count: count) }
-        return Tree(name: name, root: root)
+        return handle(name, root: root)
     }
 
     /// True for the write transaction, whose catalog changes as it runs.
@@ -160,6 +226,7 @@ public class ReadTransaction {
     /// Number of entries in `tree`, kept in the catalog (no scan).
     public func count(_ tree: Tree) throws -> Int {
         try checkOpen()
+        try checkHandle(tree)
         if let n = counts[tree.root] { return n }
         _ = try self.tree(tree.name)
         return counts[tree.root] ?? 0
@@ -170,6 +237,7 @@ public class ReadTransaction {
     /// The value stored under `key`, or nil.
     public func get(_ key: [UInt8], in tree: Tree) throws -> [UInt8]? {
         try checkOpen()
+        try checkHandle(tree)
         return try value(for: key, root: tree.root)
     }
 
@@ -178,6 +246,7 @@ public class ReadTransaction {
     /// buffer is valid only during the call.
     public func withValue<R>(for key: [UInt8], in tree: Tree, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         try checkOpen()
+        try checkHandle(tree)
         return try key.withUnsafeBytes { k -> R? in
             let (leaf, index, found) = try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count)
             guard found else { return nil }
@@ -194,6 +263,7 @@ public class ReadTransaction {
     /// True when `key` is present in `tree`.
     public func contains(_ key: [UInt8], in tree: Tree) throws -> Bool {
         try checkOpen()
+        try checkHandle(tree)
         return try key.withUnsafeBytes { k in
             try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count).2
         }
@@ -202,7 +272,8 @@ public class ReadTransaction {
     /// A cursor over `tree`, not yet positioned.
     public func cursor(_ tree: Tree) throws -> Cursor {
         try checkOpen()
-        return Cursor(tx: self, root: tree.root)
+        try checkHandle(tree)
+        return Cursor(tx: self, tree: tree)
     }
 
     /// Entries with `lower <= key < upper` (either bound may be nil), in

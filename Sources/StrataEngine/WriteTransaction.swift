@@ -31,12 +31,24 @@ public final class WriteTransaction: ReadTransaction {
     /// ``counts`` and ``changedTrees`` are known to exist.
     @exclusivity(unchecked) private var lastTouched: (root: UInt32, name: String)?
 
-    init(db: Database, snapshot: Database.Snapshot, freelist: Freelist) {
+    /// The instance number the next tree created or renamed gets (see
+    /// ``Tree``).
+    private var nextTreeInstance: UInt32 = 1
+
+    init(db: Database, snapshot: Database.Snapshot, serial: UInt64, freelist: Freelist) {
         header = snapshot.header
         self.freelist = freelist
         self.freelist.changed = false
         cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
-        super.init(db: db, snapshot: snapshot)
+        super.init(db: db, snapshot: snapshot, serial: serial)
+    }
+
+    /// Records that the tree at `root` is now the new tree `name` (created
+    /// or renamed) and returns its handle.
+    private func newInstance(_ name: String, root: UInt32) -> Tree {
+        treeInstances[root] = (name, nextTreeInstance)
+        nextTreeInstance &+= 1
+        return handle(name, root: root)
     }
 
     deinit {
@@ -103,16 +115,21 @@ public final class WriteTransaction: ReadTransaction {
             counts[root] = 0
             changedTrees[root] = name
             try putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
-            return Tree(name: name, root: root)
+            return newInstance(name, root: root)
         }
     }
 
     /// Deletes the tree called `name` and frees all its pages. Returns false
-    /// when there was no such tree.
+    /// when there was no such tree. Its handles are stale from then on (see
+    /// ``Tree``), even if a tree of that name is created again.
     @discardableResult public func dropTree(_ name: String) throws -> Bool {
         try checkOpen()
         return try changing {
             guard let tree = try treeIfPresent(name) else { return false }
+            // The handles go first: from here on the tree is half freed.
+            treeInstances[tree.root] = (nil, 0)
+            treeEpoch &+= 1
+            modifications += 1
             try freeSubtree(tree.root)
             counts.removeValue(forKey: tree.root)
             changedTrees.removeValue(forKey: tree.root)
@@ -123,10 +140,9 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// Renames tree `from` to `to`, which must not exist; its entries and
-    /// root stay. `Tree` values carrying the old name must not be used
-    /// afterwards (writes through them would revive the old name), which
-    /// is why this is for the package's own use (a migration builds a
-    /// table's new records in a fresh tree, in key order, then renames it).
+    /// root stay. Handles of the old name are stale afterwards (see
+    /// ``Tree``). For the package's own use (a migration builds a table's
+    /// new records in a fresh tree, in key order, then renames it).
     @discardableResult package func renameTree(_ from: String, to: String) throws -> Tree {
         try checkOpen()
         return try changing {
@@ -137,17 +153,20 @@ public final class WriteTransaction: ReadTransaction {
             }
             guard try treeIfPresent(to) == nil else { throw StorageError.invalidTreeName("a tree named \(to) exists") }
             let value = catalogValue(root: tree.root, count: try count(tree))
+            treeEpoch &+= 1
+            modifications += 1
             _ = try deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
             try putRaw(key, value, root: FileHeader.catalogRoot)
             changedTrees[tree.root] = to
             lastTouched = nil
-            return Tree(name: to, root: tree.root)
+            return newInstance(to, root: tree.root)
         }
     }
 
     /// Removes every entry of `tree`, keeping the tree.
     public func clear(_ tree: Tree) throws {
         try checkOpen()
+        try checkHandle(tree)
         try changing {
             let root = try treeNode(tree.root)
             if !root.isLeaf {
@@ -191,6 +210,7 @@ public final class WriteTransaction: ReadTransaction {
 
     override public func count(_ tree: Tree) throws -> Int {
         try checkOpen()
+        try checkHandle(tree)
         if let n = counts[tree.root] { return n }
         return try super.count(tree)
     }
@@ -200,6 +220,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Stores `value` under `key`, replacing any previous value.
     public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
         try checkOpen()
+        try checkHandle(tree)
         try changing {
             // Consecutive puts into one tree skip the bookkeeping lookups but
             // the count's increment.
@@ -219,6 +240,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Removes `key`; returns false when it was absent.
     @discardableResult public func delete(_ key: [UInt8], in tree: Tree) throws -> Bool {
         try checkOpen()
+        try checkHandle(tree)
         return try changing {
             try ensureCounted(tree)
             guard try deleteRaw(key, root: tree.root) else { return false }
@@ -241,6 +263,7 @@ public final class WriteTransaction: ReadTransaction {
     /// one buffer (no array per key).
     @discardableResult public func delete(sortedKeys keys: KeyBatch, in tree: Tree) throws -> Int {
         try checkOpen()
+        try checkHandle(tree)
         return try changing {
             try ensureCounted(tree)
             let removed = try deleteSortedRaw(keys, root: tree.root)
@@ -268,7 +291,8 @@ public final class WriteTransaction: ReadTransaction {
     private func noteFailure(_ error: any Error) {
         if let error = error as? StorageError {
             switch error {
-            case .keyTooLong, .valueTooLarge, .invalidTreeName, .noSuchTree, .transactionEnded, .transactionFailed:
+            case .keyTooLong, .valueTooLarge, .invalidTreeName, .noSuchTree, .staleTree, .transactionEnded,
+                .transactionFailed:
                 return
             default:
                 break

@@ -10,6 +10,10 @@ public final class Cursor {
 
     let tx: ReadTransaction
     let root: UInt32
+    /// The handle the cursor was made from (nil for the catalog's cursor),
+    /// checked whenever the cursor descends from the root: a tree dropped
+    /// in the write transaction is not read through an old cursor.
+    let tree: Tree?
     /// Branches on the path from the root: node and the child index taken.
     @exclusivity(unchecked) private var path: [(node: Node, index: Int)] = []
     @exclusivity(unchecked) private var leaf: Node?
@@ -21,6 +25,19 @@ public final class Cursor {
     init(tx: ReadTransaction, root: UInt32) {
         self.tx = tx
         self.root = root
+        tree = nil
+    }
+
+    init(tx: ReadTransaction, tree: Tree) {
+        self.tx = tx
+        self.root = tree.root
+        self.tree = tree
+    }
+
+    /// The root, once the cursor's handle is checked (see ``Tree``).
+    @inline(__always) private func checkedRoot() throws -> UInt32 {
+        if let tree { try tx.checkHandle(tree) }
+        return root
     }
 
     /// True when the cursor rests on an entry.
@@ -32,7 +49,7 @@ public final class Cursor {
     @discardableResult public func first() throws -> Bool {
         try tx.checkOpen()
         path.removeAll(keepingCapacity: true)
-        try descendEdge(fromKeepingPath: root, leftmost: true)
+        try descendEdge(fromKeepingPath: try checkedRoot(), leftmost: true)
         return try settleForward()
     }
 
@@ -40,7 +57,7 @@ public final class Cursor {
     @discardableResult public func last() throws -> Bool {
         try tx.checkOpen()
         path.removeAll(keepingCapacity: true)
-        try descendEdge(fromKeepingPath: root, leftmost: false)
+        try descendEdge(fromKeepingPath: try checkedRoot(), leftmost: false)
         return try settleBackward()
     }
 
@@ -54,7 +71,7 @@ public final class Cursor {
 
     func seek(_ key: UnsafeRawPointer, _ keyCount: Int) throws -> (valid: Bool, exact: Bool) {
         path.removeAll(keepingCapacity: true)
-        var number = root
+        var number = try checkedRoot()
         var bounds = SeparatorBounds(keyCount: keyCount)
         while true {
             let node = try tx.treeNode(number)

@@ -1,0 +1,149 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+/// A `Tree` handle is tied to the tree it was resolved for, in the
+/// transaction that returned it. A handle resolved by name alone wrote,
+/// after its tree was dropped, into the old root page: into whatever tree
+/// had been given that page since, and at commit it pointed the catalog
+/// entry of its name back at that page.
+final class TreeHandleTests: EngineTestCase {
+    func expectStale(
+        _ body: @autoclosure () throws -> some Any, _ reason: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertThrowsError(try body(), file: file, line: line) { error in
+            guard case StorageError.staleTree(let name, let why) = error else {
+                return XCTFail("expected staleTree, got \(error)", file: file, line: line)
+            }
+            XCTAssertEqual(name, "t", file: file, line: line)
+            XCTAssertTrue(why.contains(reason), why, file: file, line: line)
+        }
+    }
+
+    /// Drop "t", give its root page to a new tree "u", create "t" again:
+    /// every use of the old handle throws, nothing is written through it,
+    /// and the transaction goes on and commits a healthy store.
+    func testHandleOfADroppedTreeIsStaleInItsTransaction() throws {
+        let db = try open("dropped.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            for i in 0..<10 { try tx.put(bytes("k\(i)"), bytes("old"), in: t) }
+        }
+        try db.write { tx in
+            let old = try tx.tree("t")
+            XCTAssertTrue(try tx.dropTree("t"))
+            let u = try tx.createTree("u")  // the lowest free page: t's old root
+            let t = try tx.createTree("t")
+            XCTAssertNotEqual(t, old)
+            expectStale(try tx.get(bytes("k0"), in: old), "dropped or renamed")
+            expectStale(try tx.count(old), "dropped or renamed")
+            expectStale(try tx.cursor(old), "dropped or renamed")
+            expectStale(try tx.scan(old), "dropped or renamed")
+            expectStale(try tx.clear(old), "dropped or renamed")
+            expectStale(try tx.delete(bytes("k1"), in: old), "dropped or renamed")
+            // This one wrote into u's root and, at commit, pointed t's
+            // catalog entry at it, leaving u's count wrong.
+            expectStale(try tx.put(bytes("k0"), bytes("through the old handle"), in: old), "dropped or renamed")
+            // The errors changed nothing: the transaction goes on.
+            try tx.put(bytes("k0"), bytes("new"), in: t)
+            XCTAssertEqual(try tx.count(t), 1)
+            XCTAssertEqual(try tx.count(u), 0)
+            XCTAssertEqual(try tx.tree("t"), t)
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.scan(try tx.tree("t")).map(\.value), [bytes("new")])
+            XCTAssertEqual(try tx.count(try tx.tree("u")), 0)
+        }
+        let report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+    }
+
+    /// Dropped and created again on the same root page: the new tree's
+    /// handle works, the old one is stale.
+    func testHandleOfATreeCreatedAgainOnTheSameRootIsStale() throws {
+        let db = try open("again.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("t")) }
+        try db.write { tx in
+            let old = try tx.tree("t")
+            try tx.dropTree("t")
+            let t = try tx.createTree("t")
+            expectStale(try tx.put(bytes("b"), bytes("2"), in: old), "dropped or renamed")
+            XCTAssertEqual(try tx.count(t), 0)
+        }
+        try db.read { tx in XCTAssertEqual(try tx.count(try tx.tree("t")), 0) }
+    }
+
+    /// A handle from an earlier transaction is refused, whatever happened
+    /// to its tree since; so is one from a write transaction in a reader.
+    func testHandleFromAnotherTransactionIsStale() throws {
+        let db = try open("other.strata", DatabaseOptions(durability: .none))
+        let first = try db.write { tx in
+            let t = try tx.createTree("t")
+            try tx.put(bytes("a"), bytes("1"), in: t)
+            return t
+        }
+        try db.write { tx in
+            try tx.dropTree("t")
+            try tx.put(bytes("b"), bytes("2"), in: try tx.createTree("t"))
+        }
+        try db.write { tx in expectStale(try tx.put(bytes("c"), bytes("3"), in: first), "another transaction") }
+        try db.read { tx in expectStale(try tx.get(bytes("a"), in: first), "another transaction") }
+        let reader = try db.read { tx in try tx.tree("t") }
+        try db.read { tx in expectStale(try tx.count(reader), "another transaction") }
+        try db.read { tx in XCTAssertEqual(try tx.scan(try tx.tree("t")).map(\.key), [bytes("b")]) }
+    }
+
+    /// After a rename the old name's handle is stale and the one
+    /// `renameTree` returned works; a cursor over a tree dropped under it
+    /// throws instead of reading freed pages.
+    func testRenamedAndDroppedUnderACursor() throws {
+        let db = try open("renamed.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            for i in 0..<500 { try tx.put(bytes("k\(i)"), [UInt8](repeating: 1, count: 100), in: t) }
+        }
+        try db.write { tx in
+            let old = try tx.tree("t")
+            let renamed = try tx.renameTree("t", to: "r")
+            XCTAssertEqual(try tx.count(renamed), 500)
+            expectStale(try tx.count(old), "dropped or renamed")
+            let back = try tx.renameTree("r", to: "t")
+            expectStale(try tx.count(old), "dropped or renamed")
+            XCTAssertEqual(try tx.count(back), 500)
+
+            let cursor = try tx.cursor(back)
+            XCTAssertTrue(try cursor.first())
+            XCTAssertTrue(try cursor.next())
+            try tx.dropTree("t")
+            expectStale(try cursor.next(), "dropped or renamed")
+            expectStale(try cursor.first(), "dropped or renamed")
+        }
+        try db.read { tx in XCTAssertEqual(try tx.treeNames(), []) }
+    }
+
+    /// Handles that stay valid: drops and renames of other trees do not
+    /// touch them, and a tree looked up twice gives equal handles.
+    func testHandlesOfOtherTreesStayValid() throws {
+        let db = try open("others.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in
+            try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("t"))
+            try tx.createTree("x")
+            try tx.createTree("y")
+        }
+        try db.write { tx in
+            let t = try tx.tree("t")
+            let created = try tx.createTree("c")
+            try tx.dropTree("x")
+            try tx.renameTree("y", to: "z")
+            try tx.put(bytes("b"), bytes("2"), in: t)
+            try tx.put(bytes("b"), bytes("2"), in: created)
+            XCTAssertEqual(try tx.tree("t"), t)
+            XCTAssertEqual(try tx.tree("c"), created)
+            XCTAssertEqual(try tx.count(t), 2)
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.tree("t"), try tx.tree("t"))
+            XCTAssertEqual(try tx.treeNames(), ["c", "t", "z"])
+        }
+    }
+}
