@@ -24,7 +24,8 @@ public final class Database: @unchecked Sendable {
     /// The page size the store was created with.
     public let pageSize: Int
 
-    let fileSystem: any StorageFileSystem
+    /// The file system the store was opened on.
+    package let fileSystem: any StorageFileSystem
     let main: any StorageFile
     let wal: WAL
     let gate = WriterGate()
@@ -234,8 +235,14 @@ public final class Database: @unchecked Sendable {
         }
         db.committedFreelist = try db.loadFreelist(db.committed)
         ok = true
+        openObserver?(db)
         return db
     }
+
+    /// Called with every handle `open` returns. The engine's tests set it
+    /// to find every store a test used and check it at tear-down; nothing
+    /// else should. Set it only while no other thread opens a store.
+    package nonisolated(unsafe) static var openObserver: ((Database) -> Void)?
 
     /// Creates a new store atomically: the first two pages are written and
     /// synced under a temporary name, which is then renamed into place, so

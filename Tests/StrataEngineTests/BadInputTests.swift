@@ -51,6 +51,7 @@ final class BadInputTests: EngineTestCase {
 
     func testTruncatedFile() throws {
         let path = try makeStore()
+        expectDamaged(path, because: "cut in half to be refused")
         var data = try XCTUnwrap(readFile(path))
         data.removeLast(data.count / 2)
         try writeFile(path, data)
@@ -59,6 +60,7 @@ final class BadInputTests: EngineTestCase {
 
     func testDamagedHeader() throws {
         let path = try makeStore()
+        expectDamaged(path, because: "its header is damaged to be refused")
         var data = try XCTUnwrap(readFile(path))
         data[30] ^= 0x40
         try writeFile(path, data)
@@ -75,8 +77,8 @@ final class BadInputTests: EngineTestCase {
         let damaged = 7
         data[damaged * 4096 + 2000] ^= 0xff
         try writeFile(path, data)
+        expectDamaged(path, because: "page \(damaged) is damaged to be found")
         let db = try Database.open(path: path)
-        forget(db)
         let report = try db.check()
         XCTAssertFalse(report.isHealthy)
         XCTAssertTrue(report.problems.contains { $0.contains("corrupt page \(damaged): checksum mismatch") }, "\(report)")
@@ -100,6 +102,7 @@ final class BadInputTests: EngineTestCase {
         // A page that passes its checksum but whose cell offsets point
         // outside the page: validation, not the checksum, must catch it.
         let (fs, path) = try makeSmallMemoryStore()
+        expectDamaged(path, because: "its tree's leaf is broken to be found")
         try XCTUnwrap(fs.file(path)).withContents { data in
             let base = 2 * 4096  // the tree's root leaf
             data[base + 16] = 0xff  // first slot offset -> 0xff.. beyond the page
@@ -127,6 +130,7 @@ final class BadInputTests: EngineTestCase {
     func testADamagedCatalogCountIsCorruptionNotATrap() throws {
         for (damaged, expected) in [(UInt64(0), "does not count the tree's entries"), (UInt64(Int.max), "out of range")] {
             let (fs, path) = try makeSmallMemoryStore()
+            expectDamaged(path, because: "its catalog count is damaged to be found")
             try XCTUnwrap(fs.file(path)).withContents { data in
                 // The catalog (page 1) holds "t" → root (4 bytes), count 10 (8 bytes).
                 let catalog = 4096..<8192

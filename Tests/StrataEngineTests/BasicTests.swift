@@ -14,7 +14,6 @@ final class BasicTests: EngineTestCase {
             XCTAssertFalse(try tx.delete(bytes("zz"), in: t))
         }
         try db.close()
-        forget(db)
         db = try open()
         try db.read { tx in
             let t = try tx.tree("t")

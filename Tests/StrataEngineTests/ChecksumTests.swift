@@ -59,6 +59,7 @@ final class ChecksumTests: EngineTestCase {
         let db = try Database.open(path: path, options: DatabaseOptions(durability: .none))
         try db.write { tx in try tx.put(bytes("k"), bytes("v"), in: try tx.createTree("t")) }
         try db.close()
+        expectDamaged(path, because: "made a store of the old format to be refused")
         var data = try XCTUnwrap(readFile(path))
         XCTAssertEqual(Array(data[16..<20]), [0, 0, 0, 2])
         data[19] = 1

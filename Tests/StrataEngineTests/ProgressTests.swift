@@ -5,12 +5,9 @@ import XCTest
 
 /// `check`, `compact` and `backup` report progress that grows, stays
 /// within its total, and ends complete (check and backup).
-final class ProgressTests: XCTestCase {
+final class ProgressTests: EngineTestCase {
     func testLongOperationsReportProgress() throws {
-        let directory = TemporaryDirectory(prefix: "strata-progress")
-        defer { directory.remove() }
-        let db = try Database.open(path: directory.file("store"))
-        defer { try? db.close() }
+        let db = try open("store")
         try db.write { tx in
             let tree = try tx.createTree("t")
             for i in 0..<20_000 { try tx.put(Array("key \(i)".utf8), [UInt8](repeating: 1, count: 200), in: tree) }
@@ -29,5 +26,11 @@ final class ProgressTests: XCTestCase {
         XCTAssertEqual(checkCalls.last.map { $0.0 == $0.1 }, true)
         XCTAssertEqual(backupCalls.last.map { $0.0 == $0.1 }, true)
         XCTAssertEqual(compactCalls.last?.1, 20_000)
+        // Opened, the copies are checked at tear-down too.
+        for copy in ["compact", "backup"] {
+            let opened = try Database.open(path: directory.file(copy), options: DatabaseOptions(readOnly: true))
+            XCTAssertEqual(try opened.read { tx in try tx.count(try tx.tree("t")) }, 20_000, copy)
+            try opened.close()
+        }
     }
 }

@@ -162,6 +162,7 @@ final class TornHeaderTests: EngineTestCase {
         let db = try Database.open(path: path, options: DatabaseOptions(durability: .full), fileSystem: fs)
         try db.write { tx in try tx.put(bytes("a"), bytes("b"), in: try tx.createTree("t")) }
         try db.close()
+        expectDamaged(path, because: "its header is torn with no log to repair it")
         try XCTUnwrap(fs.file(path)).withContents { data in data[100] ^= 1 }
         XCTAssertThrowsError(try Database.open(path: path, fileSystem: fs)) { error in
             XCTAssertEqual(error as? StorageError, .corruptFile("header page checksum mismatch"))

@@ -60,7 +60,6 @@ final class SpaceTests: EngineTestCase {
         let compacted = directory.file("compact.strata")
         try db.compact(to: compacted)
         try db.close()
-        forget(db)
         XCTAssertLessThan(fileSize(compacted) * 4, fileSize(directory.file("big.strata")))
         let copy = try open("compact.strata")
         try copy.read { tx in
@@ -128,7 +127,6 @@ final class SpaceTests: EngineTestCase {
                 try tx.put([], [], in: t)
             }
             try db.close()
-            forget(db)
             db = try open(name, DatabaseOptions(pageSize: 4096))  // an existing store keeps its page size
             XCTAssertEqual(db.pageSize, pageSize)
             try db.read { tx in

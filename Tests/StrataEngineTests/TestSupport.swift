@@ -2,47 +2,123 @@ import StrataEngine
 import StrataTesting
 import XCTest
 
-/// Opens stores in a fresh temporary directory and, at tear-down, closes
-/// them, runs `check()` on each (every engine test ends with an integrity
-/// check), and removes the directory.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Every engine test ends with an integrity check of every store it used.
+///
+/// Each store a test opens — through ``open(_:_:)``, `Database.open`
+/// directly, a reopen after a simulated crash, a `compact` target — is
+/// recorded (by `Database.openObserver`). At tear-down each handle still
+/// open is checked and closed, then each store (path and file system) is
+/// opened again read-only and checked: a store the test closed is checked
+/// too, as the next open would find it. A failing or throwing check fails
+/// the test. A test that damages a store on purpose exempts it with
+/// ``expectDamaged(_:because:)``.
 class EngineTestCase: XCTestCase {
     var directory: TemporaryDirectory!
-    private var opened: [Database] = []
+    private var stores: StoreRegistry!
 
     override func setUp() {
         super.setUp()
         directory = TemporaryDirectory(prefix: "strata-test")
+        let stores = StoreRegistry()
+        self.stores = stores
+        Database.openObserver = { stores.add($0) }
     }
 
     override func tearDown() {
-        for db in opened {
-            if let report = try? db.check() {
-                XCTAssertTrue(report.isHealthy, "check() after the test:\n\(report)")
-            }
-            try? db.close()
-        }
-        opened.removeAll()
+        Database.openObserver = nil
+        stores.checkAll()
         directory.remove()
         super.tearDown()
     }
 
-    /// Opens (creating) `name` in the test directory; checked at tear-down.
+    /// Opens (creating) `name` in the test directory.
     func open(_ name: String = "store.strata", _ options: DatabaseOptions = DatabaseOptions()) throws -> Database {
-        let db = try Database.open(path: directory.file(name), options: options)
-        opened.append(db)
-        return db
+        try Database.open(path: directory.file(name), options: options)
     }
 
-    /// Opens with a given file system; checked at tear-down.
+    /// Opens with a given file system.
     func open(_ path: String, options: DatabaseOptions = DatabaseOptions(), fileSystem: any StorageFileSystem) throws -> Database
     {
-        let db = try Database.open(path: path, options: options, fileSystem: fileSystem)
-        opened.append(db)
-        return db
+        try Database.open(path: path, options: options, fileSystem: fileSystem)
     }
 
-    func forget(_ db: Database) {
-        opened.removeAll { $0 === db }
+    /// Leaves the store at `path` (on any file system) out of the
+    /// tear-down check: the test damaged it on purpose, for `reason`.
+    func expectDamaged(_ path: String, because reason: String) {
+        stores.exempt(path, reason)
+    }
+}
+
+/// The stores a test opened, and their check at tear-down.
+final class StoreRegistry: @unchecked Sendable {
+    private struct Opened {
+        weak var handle: Database?
+        let path: String
+        let fileSystem: any StorageFileSystem
+        /// Identifies the store: its path and, for a file system that is an
+        /// object (a simulated one), that object.
+        let key: String
+    }
+
+    private let lock = Lock()
+    private var opened: [Opened] = []
+    private var exempted: [String: String] = [:]
+
+    func add(_ db: Database) {
+        let fs = db.fileSystem
+        let owner = type(of: fs) is AnyObject.Type ? "\(ObjectIdentifier(fs as AnyObject))" : "\(type(of: fs))"
+        lock.withLock { opened.append(Opened(handle: db, path: db.path, fileSystem: fs, key: owner + ":" + db.path)) }
+    }
+
+    func exempt(_ path: String, _ reason: String) {
+        lock.withLock { exempted[path] = reason }
+    }
+
+    /// Checks and closes every handle still open, then reopens every store
+    /// read-only and checks it; failures are test failures.
+    func checkAll() {
+        let (opened, exempted) = lock.withLock { (self.opened, self.exempted) }
+        for entry in opened {
+            guard let db = entry.handle else { continue }
+            let checked = exempted[entry.path] == nil
+            if checked {
+                do {
+                    let report = try db.check()
+                    XCTAssertTrue(report.isHealthy, "check() of the open handle of \(entry.path) after the test:\n\(report)")
+                } catch StorageError.closed {
+                    // Closed by the test: the reopened store is checked below.
+                } catch {
+                    XCTFail("check() of the open handle of \(entry.path) threw after the test: \(error)")
+                }
+            }
+            do {
+                try db.close()
+            } catch {
+                if checked { XCTFail("closing \(entry.path) after the test threw: \(error)") }
+            }
+        }
+        var seen: Set<String> = []
+        for entry in opened where exempted[entry.path] == nil && seen.insert(entry.key).inserted {
+            // A store the test removed has nothing left to check.
+            guard entry.fileSystem.exists(entry.path) else { continue }
+            do {
+                let db = try Database.open(
+                    path: entry.path, options: DatabaseOptions(readOnly: true), fileSystem: entry.fileSystem)
+                defer { try? db.close() }
+                let report = try db.check()
+                XCTAssertTrue(report.isHealthy, "check() of \(entry.path), reopened after the test:\n\(report)")
+            } catch {
+                XCTFail("reopening and checking \(entry.path) after the test threw: \(error)")
+            }
+        }
     }
 }
 
