@@ -250,3 +250,29 @@ extension InverseIntegrityTests {
         XCTAssertEqual(fresh.name, "rex the second")
     }
 }
+
+extension InverseIntegrityTests {
+    /// A to-many with a target whose record is damaged reads the targets
+    /// it can and stays unloaded: once the record is whole, the next read
+    /// has them all (the list used to stay short for the model's life).
+    func testADamagedTargetOfAToManyIsReadAgainLater() throws {
+        let container = try makeContainer()
+        let context = ModelContext(container)
+        let ann = Citizen(name: "ann")
+        context.insert(ann)
+        ann.pets = [Pet(name: "rex"), Pet(name: "tom")]
+        try context.save()
+        let tom = try XCTUnwrap(ann.pets.first { $0.name == "tom" })
+
+        let entity = try XCTUnwrap(container.schema.entity(forType: Pet.self))
+        let key = RowKey.encode(tom.persistentModelID.rowID)
+        let original = try XCTUnwrap(container.store.read { tx in try tx.get(key, in: tx.tree(entity.recordTree)) })
+        try container.store.write { tx in try tx.put(key, [1, 0x08, 0xFF], in: tx.tree(entity.recordTree)) }
+
+        let reader = ModelContext(container)
+        let citizen = try XCTUnwrap(reader.fetch(FetchDescriptor<Citizen>()).first)
+        XCTAssertEqual(citizen.pets.map(\.name), ["rex"])
+        try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+        XCTAssertEqual(citizen.pets.map(\.name).sorted(), ["rex", "tom"])
+    }
+}

@@ -523,8 +523,13 @@ public final class ModelContext {
     /// The target rows stored for `row` in a reverse index or join tree.
     /// A damaged entry is skipped (the integrity check reports it).
     func derivedRows(tree: String, row: Int64) -> [Int64] {
-        if let snapshot { return (try? snapshot.pairs(tree, of: row)) ?? [] }
-        return (try? store.read { tx in try Snapshot(tx).pairs(tree, of: row) }) ?? []
+        (try? derivedRowsOrThrow(tree: tree, row: row)) ?? []
+    }
+
+    /// ``derivedRows(tree:row:)``, throwing what reading the tree throws.
+    func derivedRowsOrThrow(tree: String, row: Int64) throws -> [Int64] {
+        if let snapshot { return try snapshot.pairs(tree, of: row) }
+        return try store.read { tx in try Snapshot(tx).pairs(tree, of: row) }
     }
 
     /// Reads many rows in one read transaction, with tree handles looked up
@@ -554,12 +559,6 @@ public final class ModelContext {
         func record(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
             try tree(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
-    }
-
-    /// The registered or stored model of `type` with row `row`, or nil.
-    /// Used to load relationships; a missing or damaged row reads as nil.
-    func relatedModel<T: PersistentModel>(_ type: T.Type, row: Int64) -> T? {
-        try? load(T.self, row: row)
     }
 
     /// The registered or stored model of `type` with row `row`; nil when

@@ -365,15 +365,36 @@ public final class _ModelState {
     }
 
     /// Loads a to-many relationship from the tree that holds it.
+    ///
+    /// When the tree or a target's record cannot be read, the targets that
+    /// could be read are returned and the relationship stays unloaded, so
+    /// the next read tries again (until the program assigns the
+    /// relationship itself, nothing of it is written back).
     public func resolve<T: PersistentModel>(_ value: inout [T], field: Int) {
-        guard let fault = takeFault(field: field), let context = link?.loadingContext else { return }
+        guard let fault = faults[field], let context = link?.loadingContext else { return }
+        let rows: [Int64]
         switch fault {
-        case .rows(let rows):
-            value = rows.compactMap { context.relatedModel(T.self, row: $0) }
+        case .rows(let listed):
+            rows = listed
         case .derived(let tree, let row):
-            value = context.derivedRows(tree: tree, row: row).compactMap { context.relatedModel(T.self, row: $0) }
+            guard let stored = try? context.derivedRowsOrThrow(tree: tree, row: row) else {
+                value = []
+                return
+            }
+            rows = stored
         case .external:
-            break  // only Data attributes are stored outside their record
+            return  // only Data attributes are stored outside their record
         }
+        var loaded: [T] = []
+        var complete = true
+        for row in rows {
+            do {
+                if let model = try context.loadRelated(T.self, row: row) { loaded.append(model) }
+            } catch {
+                complete = false
+            }
+        }
+        value = loaded
+        if complete { _ = takeFault(field: field) }
     }
 }
