@@ -547,3 +547,72 @@ extension ContextMergeTests {
         }
     }
 }
+
+extension ContextMergeTests {
+    private func citizenContainer() throws -> ModelContainer {
+        try container(for: [Citizen.self, Passport.self, Pet.self, Club.self], name: "citizens.store")
+    }
+
+    private func citizen(_ context: ModelContext, _ name: String) throws -> Citizen {
+        try XCTUnwrap(context.fetch(FetchDescriptor<Citizen>(predicate: #Predicate { $0.name == name })).first)
+    }
+
+    private func club(_ context: ModelContext, _ name: String) throws -> Club {
+        try XCTUnwrap(context.fetch(FetchDescriptor<Club>(predicate: #Predicate { $0.name == name })).first)
+    }
+
+    /// Two contexts change one many-to-many: each save adds and removes
+    /// only what its context did (a save wrote its whole list, dropping the
+    /// other context's addition).
+    func testManyToManyChangesFromTwoContextsBothLand() throws {
+        let container = try citizenContainer()
+        let setup = ModelContext(container)
+        setup.insert(Citizen(name: "ann"))
+        setup.insert(Club(name: "chess"))
+        setup.insert(Club(name: "go"))
+        try setup.save()
+
+        let one = ModelContext(container)
+        let two = ModelContext(container)
+        try club(one, "chess").members.append(try citizen(one, "ann"))
+        let annTwo = try citizen(two, "ann")
+        annTwo.clubs.append(try club(two, "go"))
+        try two.save()
+        try one.save()
+        XCTAssertEqual(try citizen(ModelContext(container), "ann").clubs.map(\.name).sorted(), ["chess", "go"])
+        XCTAssertEqual(try citizen(one, "ann").clubs.map(\.name).sorted(), ["chess", "go"], "read again after the save")
+        two.processPendingChanges()
+        XCTAssertEqual(annTwo.clubs.map(\.name).sorted(), ["chess", "go"])
+    }
+
+    /// A relationship to a model another save deleted is not written back,
+    /// and a one-to-many the context changed is read again after its save.
+    func testASaveNeitherRelinksDeletedTargetsNorKeepsStaleLists() throws {
+        let container = try citizenContainer()
+        let setup = ModelContext(container)
+        let ann = Citizen(name: "ann")
+        let bob = Citizen(name: "bob")
+        setup.insert(ann)
+        setup.insert(bob)
+        ann.clubs = [Club(name: "chess"), Club(name: "go")]
+        ann.pets = [Pet(name: "rex")]
+        try setup.save()
+
+        let one = ModelContext(container)
+        let two = ModelContext(container)
+        let annOne = try citizen(one, "ann")
+        XCTAssertEqual(annOne.clubs.count, 2)
+        annOne.clubs.append(Club(name: "bridge"))
+        annOne.pets.append(Pet(name: "tom"))
+        two.delete(try club(two, "chess"))
+        try XCTUnwrap(citizen(two, "ann").pets.first).owner = try citizen(two, "bob")
+        try two.save()
+        try one.save()
+
+        let fresh = try citizen(ModelContext(container), "ann")
+        XCTAssertEqual(fresh.clubs.map(\.name).sorted(), ["bridge", "go"])
+        XCTAssertEqual(annOne.clubs.map(\.name).sorted(), ["bridge", "go"])
+        XCTAssertEqual(annOne.pets.map(\.name), ["tom"], "rex moved to bob in the other save")
+        XCTAssertEqual(try citizen(one, "bob").pets.map(\.name), ["rex"])
+    }
+}

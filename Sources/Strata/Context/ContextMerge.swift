@@ -71,10 +71,12 @@ final class ContextInbox: Sendable {
     /// True while ``pending`` is not empty: the context's entry points test
     /// it without taking the lock.
     private let hasPending = Atomic<Bool>(false)
-    /// False until the context may hold a model (it set this before its
-    /// first fetch, load or insert): a save skips contexts that hold none.
-    /// Set before the context's read transaction starts, so a save that
-    /// committed after that snapshot began sees it set.
+    /// False until the context may hold a model (it sets this before its
+    /// first fetch, load or insert): a save's changes, published after its
+    /// commit, skip contexts that hold none. It is set before the context's
+    /// read transaction starts, and both that start and a commit take the
+    /// engine's state lock, so a save that committed after the snapshot
+    /// began sees it set when it publishes.
     let holdsModels = Atomic<Bool>(false)
     /// Set for the container's `mainContext`: an arriving save also
     /// schedules a merge on the main queue, so observers of its models see
@@ -90,11 +92,16 @@ final class ContextInbox: Sendable {
     func deliver(_ changes: SavedChanges) {
         let first = pending.withLock { list in
             list.append(changes)
+            hasPending.store(true, ordering: .releasing)
             return list.count == 1
         }
-        hasPending.store(true, ordering: .releasing)
-        guard first, mergesOnMainQueue.load(ordering: .relaxed) else { return }
-        nonisolated(unsafe) let context = self.context
+        if first { scheduleMainQueueMerge() }
+    }
+
+    /// For `mainContext`: merges on the main queue soon.
+    private func scheduleMainQueueMerge() {
+        guard mergesOnMainQueue.load(ordering: .relaxed) else { return }
+        nonisolated(unsafe) weak let context = self.context
         DispatchQueue.main.async { context?.mergeSavedChanges() }
     }
 
@@ -116,6 +123,7 @@ final class ContextInbox: Sendable {
             list = changes + list
             hasPending.store(true, ordering: .releasing)
         }
+        scheduleMainQueueMerge()
     }
 }
 
@@ -135,15 +143,11 @@ final class MergeHub: Sendable {
         }
     }
 
-    /// True when a context other than `inbox`'s is alive and may hold
-    /// models (a save then gathers its changes for them).
+    /// True when a context other than `inbox`'s is alive (a save then
+    /// gathers its changes; whether one holds models is decided when they
+    /// are published, after the commit).
     func hasOthers(than inbox: ContextInbox) -> Bool {
-        inboxes.withLock { list in
-            list.contains { entry in
-                guard let other = entry.inbox, other !== inbox else { return false }
-                return other.holdsModels.load(ordering: .sequentiallyConsistent)
-            }
-        }
+        inboxes.withLock { list in list.contains { $0.inbox != nil && $0.inbox !== inbox } }
     }
 
     /// Hands `changes` to every context but the one that saved them.
@@ -174,15 +178,17 @@ extension ModelContext {
     ///   each field that changes.
     ///
     /// Called on the context's own thread at its entry points (fetches,
-    /// `save()`, `model(for:)`, `processPendingChanges()`), and on the main
-    /// queue for `mainContext`.
-    ///
-    /// - Throws: what reading the updated records throws; the saves not
-    ///   merged stay pending.
+    /// `save()`, `rollback()`, `model(for:)`, `registeredModel(for:)`,
+    /// `existingModel(for:)`, `processPendingChanges()`, and a lost
+    /// context's successor before it loads), and on the main queue for
+    /// `mainContext`. A read that fails leaves the saves not merged
+    /// pending, for the next entry point.
     func mergeSavedChanges() {
         try? mergeSavedChangesOrThrow()
     }
 
+    /// ``mergeSavedChanges()``, throwing what reading the store throws
+    /// (the saves not merged stay pending).
     func mergeSavedChangesOrThrow() throws {
         noteMayHoldModels()
         guard !inbox.isEmpty else { return }
@@ -277,9 +283,10 @@ extension ModelContext {
                 try model._strataLoad(from: &$0, fields: wanted)
             }
         } catch {
-            // The record did not decode: the model keeps what it had.
+            // The record does not decode: the model keeps what it had (a
+            // fetch of the row reports the damage), and the merge goes on.
             state.restoreFaults(faults)
-            throw error
+            return
         }
         Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: wanted)
     }

@@ -155,6 +155,9 @@ extension _ModelState {
     /// A to-many relationship: its current targets, loaded.
     public func willSet<T: PersistentModel>(_ value: inout [T], field: Int) -> [T]? {
         resolve(&value, field: field)
+        if status == .saved, !changedFields.contains(field), toManyBaselines[field] == nil {
+            toManyBaselines[field] = value.map(\._strataState.rowID)
+        }
         return value
     }
 

@@ -276,6 +276,7 @@ public final class ModelContext {
         let state = model._strataState
         state.isChanged = false
         state.changedFields = _FieldSet()
+        state.toManyBaselines = [:]
         guard state.status == .saved, let entity = container.schema.entity(forType: T.self),
             let bytes = try? store.read({ tx in
                 try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }
@@ -436,8 +437,15 @@ public final class ModelContext {
         }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values {
-            model._strataState.isChanged = false
-            model._strataState.changedFields = _FieldSet()
+            let state = model._strataState
+            // Changed to-manys read their trees again: what other saves
+            // did to them shows too.
+            if !state.toManyBaselines.isEmpty, let entity = container.schema.entity(forType: type(of: model)) {
+                Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: state.changedFields)
+            }
+            state.isChanged = false
+            state.changedFields = _FieldSet()
+            state.toManyBaselines = [:]
         }
         for model in deleted.values {
             unregister(model, state: model._strataState)

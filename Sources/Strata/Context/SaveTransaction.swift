@@ -320,10 +320,16 @@ struct SaveTransaction {
                 // A to-many not loaded since the model was read, or not
                 // changed by this context, is left as stored.
                 guard state.faults[field] == nil, only?.contains(field) != false else { continue }
+                // Targets another save deleted are not written back.
                 let targets = (InverseSync.value(of: model, field: field) as? [any PersistentModel] ?? [])
-                    .map(\._strataState.rowID).filter { $0 > 0 }
-                let wanted = Set(targets)
+                    .filter { !$0._strataState.deletedElsewhere }.map(\._strataState.rowID).filter { $0 > 0 }
+                var wanted = Set(targets)
                 let stored = Set(fresh ? [] : try pairs(join, of: row))
+                if only != nil, let baseline = state.toManyBaselines[field].map(Set.init) {
+                    // What this context added and removed, applied to what
+                    // is stored now: other saves' changes to the rest stay.
+                    wanted = stored.subtracting(baseline.subtracting(wanted)).union(wanted.subtracting(baseline))
+                }
                 if stored != wanted { changedOutside.append(field) }
                 for target in stored.subtracting(wanted) {
                     try tx.delete(PairKey.encode(row, target), in: tree(join))
@@ -369,9 +375,10 @@ struct SaveTransaction {
     /// Relationship `field` of `row` no longer points at `target`: when
     /// its inverse is a to-one (a one-to-one) that still points back at
     /// `row`, it is cleared in storage. Changes made to loaded models keep
-    /// both sides as they are made; this catches the one path that does
-    /// not: an insert upserted into a stored row replaces that row's
-    /// to-ones, and the targets it had pointed back at it.
+    /// both sides as they are made, so this usually finds nothing to do;
+    /// it matters for an insert upserted into a stored row (it replaces
+    /// that row's to-ones, and their targets pointed back at it) and for
+    /// a target changed by another save since this context loaded it.
     private mutating func letGo(of row: Int64, entity: Schema.Entity, field: Int, target: Int64) throws {
         guard let side = entity.inverseSides[field], side.isToOne, let other = schema.entity(forType: side.type) else {
             return

@@ -103,7 +103,7 @@ public struct _RecordWriter {
     public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
         if let rows = state.faultRows(field: field) {
             if let row = rows.first { writeRow(row, field: field) } else { null(field) }
-        } else if let value, value._strataState.rowID > 0 {
+        } else if let value, value._strataState.rowID > 0, !value._strataState.deletedElsewhere {
             writeRow(value._strataState.rowID, field: field)
         } else {
             null(field)

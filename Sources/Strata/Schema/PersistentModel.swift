@@ -188,6 +188,10 @@ public final class _ModelState {
     /// is then `.deleted`): a change to it makes the next save throw
     /// ``SwiftDataError/modelDeleted`` instead of re-creating the row.
     @exclusivity(unchecked) var deletedElsewhere = false
+    /// Each to-many changed since the last save, as it was before its
+    /// first change (its targets' rows): a save adds and removes what the
+    /// context changed, and keeps what other saves did to the rest.
+    @exclusivity(unchecked) var toManyBaselines: [Int: [Int64]] = [:]
     /// True while another model's relationship change is being mirrored
     /// into this one (its setter then does not mirror it back).
     @exclusivity(unchecked) var isApplyingInverse = false
