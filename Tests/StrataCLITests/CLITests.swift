@@ -57,8 +57,14 @@ final class CLITests: XCTestCase {
 
     /// Runs `strata arguments…`; returns its exit status, stdout and stderr.
     func run(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {
+        try run(executable: URL(fileURLWithPath: try tool()), arguments)
+    }
+
+    /// Runs `executable` with `arguments`; returns its exit status, stdout
+    /// and stderr.
+    func run(executable: URL, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try tool())
+        process.executableURL = executable
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()

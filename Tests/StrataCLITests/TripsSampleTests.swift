@@ -7,21 +7,10 @@ import XCTest
 /// each run used to add an accommodation pointing at the same trip, and
 /// the check found nothing wrong).
 extension CLITests {
-    /// Runs the `trips` example on `store`.
+    /// Runs the `trips` example (built beside `strata`) on `store`.
     func runTrips(_ store: String) throws -> (status: Int32, out: String, err: String) {
         let strata = URL(fileURLWithPath: try tool())
-        let process = Process()
-        process.executableURL = strata.deletingLastPathComponent().appendingPathComponent("trips")
-        process.arguments = [store]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+        return try run(executable: strata.deletingLastPathComponent().appendingPathComponent("trips"), [store])
     }
 
     func testTheTripsSampleRunTwiceLeavesTheStoreAsItWas() throws {
