@@ -616,3 +616,59 @@ extension ContextMergeTests {
         XCTAssertEqual(try citizen(one, "bob").pets.map(\.name), ["rex"])
     }
 }
+
+/// A model executor that is not a serial executor (a program may write
+/// one): the actor runs on a serial stand-in over the same context.
+final class PlainModelExecutor: ModelExecutor, @unchecked Sendable {
+    let modelContext: ModelContext
+    init(modelContext: ModelContext) { self.modelContext = modelContext }
+}
+
+actor PlainTripCounter: ModelActor {
+    nonisolated let modelContainer: ModelContainer
+    nonisolated let modelExecutor: any ModelExecutor
+
+    init(container: ModelContainer) {
+        modelContainer = container
+        modelExecutor = PlainModelExecutor(modelContext: ModelContext(container))
+    }
+
+    func insertAndCount(_ name: String) throws -> Int {
+        modelContext.insert(Trip(name: name, destination: "somewhere"))
+        try modelContext.save()
+        return try modelContext.fetchCount(FetchDescriptor<Trip>())
+    }
+}
+
+extension ContextMergeTests {
+    /// Inserting a model another live context holds (a trap before, as in
+    /// SwiftData) inserts nothing; the next save says why and writes
+    /// nothing.
+    func testInsertingAnotherContextsModelFailsTheSave() throws {
+        let container = try tripContainer()
+        let owner = ModelContext(container)
+        let trip = Trip(name: "Alps", destination: "Zermatt")
+        owner.insert(trip)
+        try owner.save()
+        let other = ModelContext(container)
+        other.insert(Trip(name: "Coast", destination: "Nice"))
+        other.insert(trip)
+        XCTAssertThrowsError(try other.save()) { error in
+            XCTAssertEqual(error as? SwiftDataError, .modelValidationFailure)
+            XCTAssertTrue("\(error)".contains("already belongs to another ModelContext"), "\(error)")
+        }
+        XCTAssertTrue(trip.modelContext === owner)
+        XCTAssertEqual(try count(Trip.self, in: container), 1)
+        other.rollback()
+        try other.save()
+    }
+
+    /// A ModelActor whose executor is not serial runs (it trapped).
+    func testAModelActorWithAPlainExecutorRuns() async throws {
+        let container = try tripContainer()
+        let counter = PlainTripCounter(container: container)
+        let first = try await counter.insertAndCount("a")
+        let second = try await counter.insertAndCount("b")
+        XCTAssertEqual([first, second], [1, 2])
+    }
+}

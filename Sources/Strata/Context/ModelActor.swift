@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Runs a ``ModelContext``'s work; a `@ModelActor` actor runs on one.
 public protocol ModelExecutor: AnyObject, Sendable {
     var modelContext: ModelContext { get }
@@ -33,10 +35,34 @@ extension ModelActor {
     /// The actor's context; use it only on the actor.
     public var modelContext: ModelContext { modelExecutor.modelContext }
 
+    /// The actor's serial executor: its model executor when that is a
+    /// ``SerialModelExecutor``, otherwise a ``DefaultSerialModelExecutor``
+    /// on the same context, made once per model executor (so the context
+    /// is still used from one thread at a time).
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
-        guard let serial = modelExecutor as? any SerialModelExecutor else {
-            preconditionFailure("a ModelActor's executor must be a SerialModelExecutor")
+        if let serial = modelExecutor as? any SerialModelExecutor { return serial.asUnownedSerialExecutor() }
+        return SerialFallback.executor(for: modelExecutor).asUnownedSerialExecutor()
+    }
+}
+
+/// Serial executors standing in for model executors that are not serial.
+private enum SerialFallback {
+    private struct Entry {
+        weak var owner: (any ModelExecutor)?
+        let executor: DefaultSerialModelExecutor
+    }
+
+    /// By the model executor's identity. Guarded by its mutex; entries of
+    /// executors that are gone are dropped as new ones are made.
+    private static let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+
+    static func executor(for owner: any ModelExecutor) -> DefaultSerialModelExecutor {
+        entries.withLock { entries in
+            if let known = entries[ObjectIdentifier(owner)], known.owner === owner { return known.executor }
+            entries = entries.filter { $0.value.owner != nil }
+            let made = DefaultSerialModelExecutor(modelContext: owner.modelContext)
+            entries[ObjectIdentifier(owner)] = Entry(owner: owner, executor: made)
+            return made
         }
-        return serial.asUnownedSerialExecutor()
     }
 }

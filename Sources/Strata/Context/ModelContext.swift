@@ -89,12 +89,18 @@ public final class ModelContext {
     /// Registers `model` and every model reachable from it through
     /// relationships; they are written at the next save.
     ///
-    /// Inserting a model that another live context holds is a programmer
-    /// error (a precondition failure), as in SwiftData.
+    /// Inserting a model that another live context holds (SwiftData traps
+    /// there) inserts nothing: the next ``save()`` throws
+    /// ``SwiftDataError/modelValidationFailure`` naming the model, and
+    /// writes nothing.
     public func insert<T: PersistentModel>(_ model: T) {
         let state = model._strataState
         if let owner = state.link, owner !== link, owner.context != nil {
-            preconditionFailure("\(T.self) \(model.persistentModelID) already belongs to another ModelContext")
+            pendingError = SwiftDataError(
+                .modelValidationFailure,
+                "\(T.self) \(model.persistentModelID) already belongs to another ModelContext; "
+                    + "fetch it in this one by its identifier instead")
+            return
         }
         switch state.status {
         case .inserted, .saved:

@@ -56,10 +56,11 @@ struct PredicateConversion {
         var pending: [Any] = [predicate.expression]
         var foundationOnly: String?
         while let node = pending.popLast() {
-            if let conjunction = TypeFacts.of(type(of: node)).conjunction {
-                let (lhs, rhs) = conjunction.operands(of: node)
-                pending.append(rhs)
-                pending.append(lhs)
+            if let conjunction = TypeFacts.of(type(of: node)).conjunction,
+                let operands = conjunction.operands(of: node)
+            {
+                pending.append(operands.1)
+                pending.append(operands.0)
                 continue
             }
             do {
@@ -594,8 +595,8 @@ extension QueryValue {
         case .optional(let type):
             guard let wrapped = type.unwrap(value) else { return .null }
             return make(wrapped)
-        case .key(let type): return .scalar(type.keyElement(of: value))
-        case .model(let type): return .row(type.rowID(of: value))
+        case .key(let type): return type.keyElement(of: value).map(QueryValue.scalar) ?? makeOther(value)
+        case .model(let type): return type.rowID(of: value).map(QueryValue.row) ?? makeOther(value)
         case .other: return makeOther(value)
         }
     }

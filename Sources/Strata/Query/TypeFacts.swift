@@ -8,7 +8,7 @@ import Synchronization
 /// _KeyElementConvertible`) costs a conformance lookup of a few thousand
 /// instructions, and translating a predicate takes a dozen of them: more
 /// than the rest of a point query. The facts are kept as metatypes; their
-/// static helpers cast an instance back to its exact type (`as! Self`),
+/// static helpers cast an instance back to its exact type (`as? Self`),
 /// which is a metadata comparison.
 struct TypeFacts: @unchecked Sendable {
     /// The type as a predicate node Strata translates.
@@ -76,24 +76,34 @@ struct TypeFacts: @unchecked Sendable {
 }
 
 extension QueryNode {
-    /// Translates `node`, known to be of type `Self`.
+    // The facts are looked up by a value's own type, so the casts below
+    // succeed; a value of another type is refused, never trapped on.
+
+    /// Translates `node`, which should be of type `Self`.
     static func convert(node: Any, _ converter: inout PredicateConversion) throws -> Converted {
-        try (node as! Self).convert(&converter)
+        guard let typed = node as? Self else {
+            throw PredicateConversion.Failure.unsupported("\(type(of: node)) is not a \(Self.self)")
+        }
+        return try typed.convert(&converter)
     }
 }
 
 extension ConjunctionNode {
-    static func operands(of node: Any) -> (Any, Any) { (node as! Self).operands }
+    /// The two operands of `node`; nil when it is not of type `Self`.
+    static func operands(of node: Any) -> (Any, Any)? { (node as? Self)?.operands }
 }
 
 extension OptionalValue {
-    static func unwrap(_ value: Any) -> Any? { (value as! Self).wrappedValue }
+    /// The wrapped value; nil for nil, or a value not of type `Self`.
+    static func unwrap(_ value: Any) -> Any? { (value as? Self)?.wrappedValue }
 }
 
 extension _KeyElementConvertible {
-    static func keyElement(of value: Any) -> KeyEncoding.Element { (value as! Self)._keyElement }
+    /// `value` as a key element; nil when it is not of type `Self`.
+    static func keyElement(of value: Any) -> KeyEncoding.Element? { (value as? Self)?._keyElement }
 }
 
 extension PersistentModel {
-    static func rowID(of value: Any) -> Int64 { (value as! Self)._strataState.rowID }
+    /// The row of model `value`; nil when it is not of type `Self`.
+    static func rowID(of value: Any) -> Int64? { (value as? Self)?._strataState.rowID }
 }
