@@ -472,17 +472,14 @@ extension ContextMergeTests {
         let damaged = Trip(name: "Coast", destination: "Nice")
         setup.insert(damaged)
         try setup.save()
-        let entity = try XCTUnwrap(container.schema.entity(forType: Trip.self))
-        let key = RowKey.encode(damaged.persistentModelID.rowID)
-        let original = try XCTUnwrap(container.store.read { tx in try tx.get(key, in: tx.tree(entity.recordTree)) })
-        try container.store.write { tx in try tx.put(key, [1, 0x08, 0xFF], in: tx.tree(entity.recordTree)) }
+        let original = try replaceRecord(of: damaged.persistentModelID, in: container, with: [1, 0x08, 0xFF])
         let fresh = ModelContext(container)
         XCTAssertTrue(fresh.model(for: damaged.persistentModelID) is MissingModel)
         XCTAssertThrowsError(try fresh.existingModel(for: damaged.persistentModelID) as Trip?) { error in
             XCTAssertEqual(error as? SwiftDataError, .corruptRecord)
         }
         // The record back as it was, for the tear-down's integrity check.
-        try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+        try replaceRecord(of: damaged.persistentModelID, in: container, with: original)
     }
 }
 

@@ -231,10 +231,7 @@ extension InverseIntegrityTests {
         rex.owner = ann
         try context.save()
 
-        let entity = try XCTUnwrap(container.schema.entity(forType: Citizen.self))
-        let key = RowKey.encode(ann.persistentModelID.rowID)
-        let original = try XCTUnwrap(container.store.read { tx in try tx.get(key, in: tx.tree(entity.recordTree)) })
-        try container.store.write { tx in try tx.put(key, [1, 0x08, 0xFF], in: tx.tree(entity.recordTree)) }
+        let original = try replaceRecord(of: ann.persistentModelID, in: container, with: [1, 0x08, 0xFF])
 
         let reader = ModelContext(container)
         let pet = try XCTUnwrap(reader.fetch(FetchDescriptor<Pet>()).first)
@@ -243,7 +240,7 @@ extension InverseIntegrityTests {
         pet.name = "rex the second"
         try reader.save()
 
-        try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+        try replaceRecord(of: ann.persistentModelID, in: container, with: original)
         XCTAssertEqual(pet.owner?.name, "ann", "the reference survived the save and loads now")
         let fresh = try XCTUnwrap(ModelContext(container).fetch(FetchDescriptor<Pet>()).first)
         XCTAssertEqual(fresh.owner?.name, "ann")
@@ -264,15 +261,12 @@ extension InverseIntegrityTests {
         try context.save()
         let tom = try XCTUnwrap(ann.pets.first { $0.name == "tom" })
 
-        let entity = try XCTUnwrap(container.schema.entity(forType: Pet.self))
-        let key = RowKey.encode(tom.persistentModelID.rowID)
-        let original = try XCTUnwrap(container.store.read { tx in try tx.get(key, in: tx.tree(entity.recordTree)) })
-        try container.store.write { tx in try tx.put(key, [1, 0x08, 0xFF], in: tx.tree(entity.recordTree)) }
+        let original = try replaceRecord(of: tom.persistentModelID, in: container, with: [1, 0x08, 0xFF])
 
         let reader = ModelContext(container)
         let citizen = try XCTUnwrap(reader.fetch(FetchDescriptor<Citizen>()).first)
         XCTAssertEqual(citizen.pets.map(\.name), ["rex"])
-        try container.store.write { tx in try tx.put(key, original, in: tx.tree(entity.recordTree)) }
+        try replaceRecord(of: tom.persistentModelID, in: container, with: original)
         XCTAssertEqual(citizen.pets.map(\.name).sorted(), ["rex", "tom"])
     }
 }

@@ -68,6 +68,21 @@ class StoreTestCase: XCTestCase {
         try ModelContext(container).fetchCount(FetchDescriptor<T>())
     }
 
+    /// Replaces the stored record of `id` with `bytes`, around the model
+    /// layer (to damage it, or to put it back); returns the record it had.
+    @discardableResult func replaceRecord(of id: PersistentIdentifier, in container: ModelContainer, with bytes: [UInt8])
+        throws -> [UInt8]
+    {
+        let entity = try XCTUnwrap(container.schema.entity(named: id.entityName))
+        let key = RowKey.encode(id.rowID)
+        return try container.store.write { tx in
+            let records = try tx.tree(entity.recordTree)
+            let original = try XCTUnwrap(tx.get(key, in: records), "no record for \(id)")
+            try tx.put(key, bytes, in: records)
+            return original
+        }
+    }
+
     // MARK: Integrity check at tear-down
 
     /// Has `container`'s store checked at tear-down; returns it.

@@ -186,6 +186,7 @@ public final class ModelContext {
             if state.deletedElsewhere, changed.removeValue(forKey: ObjectIdentifier(model)) != nil {
                 state.isChanged = false
                 state.changedFields = _FieldSet()
+                state.toManyBaselines = [:]
             }
             return
         case .detached:
