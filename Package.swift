@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataTesting", targets: ["StrataTesting"]),
+        .library(name: "StrataObjectTesting", targets: ["StrataObjectTesting"]),
         .executable(name: "trips", targets: ["trips"]),
         .executable(name: "strata", targets: ["StrataCLI"]),
     ],
@@ -35,6 +36,9 @@ let package = Package(
         ),
         .target(name: "Strata", dependencies: ["StrataEngine", "StrataMacros", "CZlib"]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine"]),
+        // The object-store fuzz harness and its models (Fuzz/, and the
+        // replay in StrataTests).
+        .target(name: "StrataObjectTesting", dependencies: ["Strata", "StrataEngine", "StrataTesting"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),
         // The command-line tool (module StrataCLI: a module named `strata`
@@ -44,7 +48,7 @@ let package = Package(
             dependencies: ["Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/strata"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting", "CStrataCRC32C"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTesting"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTesting", "StrataObjectTesting"]),
         .testTarget(
             name: "StrataMacrosTests",
             dependencies: [

@@ -1,10 +1,13 @@
 // Writes the seed corpora under Fuzz/corpus/: small real store files, log
-// damage inputs and random operation strings. Deterministic: rerunning it
-// rewrites the same files. Run from Fuzz/ with a plain build:
+// damage inputs, random operation strings and edit lists of an object store.
+// Deterministic: rerunning it rewrites the same files. Run from Fuzz/ with a
+// plain build:
 //
-//     swift run fuzz-make-seeds
+//     swift run fuzz-make-seeds                 # every corpus
+//     swift run fuzz-make-seeds object-store    # only the corpora named
 
 import StrataEngine
+import StrataObjectTesting
 import StrataTesting
 
 #if canImport(Glibc)
@@ -20,7 +23,12 @@ let corpus: String = {
     return parts.joined(separator: "/") + "/corpus"
 }()
 
+/// The corpora to write: those named on the command line, or all.
+let only = Set(CommandLine.arguments.dropFirst())
+
 func save(_ target: String, _ name: String, _ bytes: [UInt8]) {
+    guard only.isEmpty || only.contains(target) else { return }
+    mkdir("\(corpus)/\(target)", 0o755)  // fails harmlessly when it exists
     let path = "\(corpus)/\(target)/\(name)"
     guard let file = fopen(path, "wb") else { fatalError("cannot write \(path)") }
     _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, bytes.count, file) }
@@ -113,6 +121,12 @@ save("wal", "garbage-before-stale-frames", [cut(frame: current), overwrite] + ra
 for (i, count) in [16, 200, 1000, 4000].enumerated() {
     var random = SeededRandom(seed: UInt64(100 + i))
     save("operations", "random-\(count)", random.bytes(count))
+}
+
+// MARK: object-store
+
+for (name, input) in ObjectFuzzHarness.seeds {
+    save("object-store", name, input)
 }
 
 /// Unused: lets this tool link when the whole package is built with

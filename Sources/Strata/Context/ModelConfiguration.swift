@@ -80,8 +80,9 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     }
 
     /// A configuration whose store lives at `url` on `fileSystem` (tests
-    /// open stores on a simulated file this way).
-    init(url: URL, fileSystem: any StorageFileSystem) {
+    /// open stores on a simulated file this way, and so does the object
+    /// fuzz harness in `StrataObjectTesting`).
+    package init(url: URL, fileSystem: any StorageFileSystem) {
         self.name = url.deletingPathExtension().lastPathComponent
         self.schema = nil
         self.url = url

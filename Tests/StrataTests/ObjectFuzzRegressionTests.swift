@@ -1,0 +1,43 @@
+import Foundation
+import StrataObjectTesting
+import StrataTesting
+import XCTest
+
+/// Replays the seeds (`Fuzz/corpus/object-store/`) and the fixed findings
+/// (`Fuzz/regressions/object-store/`) of the `fuzz-object-store` target
+/// through ``ObjectFuzzHarness/objectStore(_:)``, and runs random edit
+/// lists through it, so that the path is exercised without libFuzzer too.
+/// The harness traps on a bug, which stops the test run.
+final class ObjectFuzzRegressionTests: XCTestCase {
+    /// `Fuzz/` in this checkout.
+    static let fuzzDirectory: String = {
+        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)  // Tests/StrataTests/ObjectFuzzRegressionTests.swift
+        return parts.joined(separator: "/") + "/Fuzz"
+    }()
+
+    func testReplaySeedsAndRegressions() throws {
+        let seeds = files(in: "\(Self.fuzzDirectory)/corpus/object-store")
+        XCTAssertFalse(seeds.isEmpty, "no seeds in Fuzz/corpus/object-store")
+        for path in seeds + files(in: "\(Self.fuzzDirectory)/regressions/object-store") {
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path), path)
+            ObjectFuzzHarness.objectStore([UInt8](bytes))
+        }
+    }
+
+    /// Random edit lists (`STRATA_OBJECT_FUZZ_RUNS`, 200 by default); the
+    /// seed is printed, replay with `STRATA_SEED`.
+    func testRandomEdits() {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "ObjectFuzzRandomEdits"))
+        let runs = Int(environmentValue("STRATA_OBJECT_FUZZ_RUNS") ?? "") ?? 200
+        for _ in 0..<runs {
+            ObjectFuzzHarness.objectStore(ObjectFuzzHarness.randomEdits(using: &random))
+        }
+    }
+
+    /// Regular files in `directory`, sorted; none when it does not exist.
+    func files(in directory: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { !$0.hasPrefix(".") }.map { directory + "/" + $0 }.sorted()
+    }
+}
