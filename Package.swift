@@ -56,6 +56,12 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
             ]
         ),
+        // SwiftData-style model files compiled with only `import Strata`,
+        // in both language modes.
+        .testTarget(name: "FidelityTests", dependencies: ["Strata", "StrataTesting"]),
+        .testTarget(
+            name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
         .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),
     ]

@@ -6,7 +6,8 @@ import SwiftSyntax
 enum ModelDiagnostic: String, DiagnosticMessage {
     case modelNotAClass
     case modelActorNotAnActor
-    case letProperty
+    case letWithInitialValue
+    case storedPropertyInIfConfig
     case multipleBindings
     case missingType
     case transientWithoutDefault
@@ -19,8 +20,12 @@ enum ModelDiagnostic: String, DiagnosticMessage {
             return "@Model can only be applied to a class; use 'class' (SwiftData models are reference types)"
         case .modelActorNotAnActor:
             return "@ModelActor can only be applied to an actor"
-        case .letProperty:
-            return "a @Model class stores 'var' properties only; make it 'var', or mark it @Transient to keep it out of the store"
+        case .letWithInitialValue:
+            return "a stored 'let' with an initial value cannot be read back from the store; "
+                + "make it 'var', or declare 'let name: Type' and set it in init"
+        case .storedPropertyInIfConfig:
+            return "a @Model class cannot persist a stored property declared inside '#if'; "
+                + "declare it outside the '#if' block (computed properties and methods may stay inside)"
         case .multipleBindings:
             return "declare one property per 'var' in a @Model class"
         case .missingType:

@@ -12,14 +12,20 @@ public struct ModelActorMacro: MemberMacro, ExtensionMacro {
         conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        guard declaration.is(ActorDeclSyntax.self) else {
+        guard let actor = declaration.as(ActorDeclSyntax.self) else {
             throw DiagnosticsError(node, .modelActorNotAnActor)
         }
+        // The members take the actor's access level (public and package
+        // actors need them visible to satisfy `ModelActor` outside).
+        let access = actor.modifiers.first { modifier in
+            [.keyword(.public), .keyword(.open), .keyword(.package)].contains(modifier.name.tokenKind)
+        }
+        let level = access.map { $0.name.tokenKind == .keyword(.package) ? "package " : "public " } ?? ""
         return [
-            "nonisolated let modelExecutor: any Strata.ModelExecutor",
-            "nonisolated let modelContainer: Strata.ModelContainer",
+            "\(raw: level)nonisolated let modelExecutor: any Strata.ModelExecutor",
+            "\(raw: level)nonisolated let modelContainer: Strata.ModelContainer",
             """
-            init(modelContainer: Strata.ModelContainer) {
+            \(raw: level)init(modelContainer: Strata.ModelContainer) {
                 let modelContext = Strata.ModelContext(modelContainer)
                 self.modelExecutor = Strata.DefaultSerialModelExecutor(modelContext: modelContext)
                 self.modelContainer = modelContainer

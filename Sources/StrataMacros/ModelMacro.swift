@@ -37,8 +37,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var keyCases: [String] = []
         var relationshipCases: [String] = []
         for (field, property) in properties.enumerated() {
-            guard let type = property.expressionType else { continue }  // diagnosed in validate
-            let defaultValue = property.initializer.map { "(\($0)) as \(type)" } ?? "nil"
+            let name = property.name
+            let storage = "self.\(property.storageName)"
+            let defaultValue =
+                property.initializer.map { initial in property.expressionType.map { "(\(initial)) as \($0)" } ?? "(\(initial))" }
+                ?? "nil"
             var options = "nil"
             if let relationship = property.relationship {
                 options = "Strata.Schema.Relationship(\(relationship.arguments?.trimmedDescription ?? ""))"
@@ -46,29 +49,30 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 options = "Strata.Schema.Attribute(\(attribute.arguments?.trimmedDescription ?? ""))"
             }
             metadata.append(
-                "Strata.Schema.PropertyMetadata(name: \"\(property.name)\", keypath: \\\(typeName).\(property.name), "
+                "Strata.Schema.PropertyMetadata(name: \"\(name)\", keypath: \\\(typeName).\(name), "
                     + "defaultValue: \(defaultValue), metadata: \(options))"
             )
+            let decode = "reader.decode(\(property.metatypeExpression), field: \(field), state: _strataState)"
             // An ephemeral attribute is tracked and observed but never
-            // stored: a loaded model starts with its default value.
+            // stored: a loaded model starts with its default value. A `let`
+            // is read once, when the model is made, and never changes.
             if !property.isEphemeral {
-                reads.append("self._\(property.name) = try reader.decode(\(type).self, field: \(field), state: _strataState)")
-                loads.append(
-                    "let __\(property.name) = try fields?.contains(\(field)) == false ? self._\(property.name) : "
-                        + "reader.decode(\(type).self, field: \(field), state: _strataState)")
-                assignments.append(
-                    "if fields?.contains(\(field)) != false { _strataState.withMutation(of: self, keyPath: \\.\(property.name)) "
-                        + "{ self._\(property.name) = __\(property.name) } }"
-                )
-                writes.append("writer.encode(self._\(property.name), field: \(field), state: _strataState)")
+                reads.append("\(storage) = try \(decode)")
+                if !property.isLet {
+                    loads.append("let __\(name) = try fields?.contains(\(field)) == false ? \(storage) : \(decode)")
+                    assignments.append(
+                        "if fields?.contains(\(field)) != false { _strataState.withMutation(of: self, keyPath: \\.\(name)) "
+                            + "{ \(storage) = __\(name) } }"
+                    )
+                }
+                writes.append("writer.encode(\(storage), field: \(field), state: _strataState)")
             }
-            keyCases.append("case \(field): return Strata._keyElement(self._\(property.name))")
-            if let optional = type.as(OptionalTypeSyntax.self) {
+            keyCases.append("case \(field): return Strata._keyElement(\(storage))")
+            // Overloads chosen by the property's type set relationships
+            // and leave attributes alone.
+            if !property.isLet {
                 relationshipCases.append(
-                    "case \(field): self.\(property.name) = value as? \(optional.wrappedType.trimmedDescription)")
-            } else if type.is(ArrayTypeSyntax.self) {
-                relationshipCases.append(
-                    "case \(field): self.\(property.name) = value as? \(type.trimmedDescription) ?? []")
+                    "case \(field): self.\(name) = Strata._relationshipValue(value, like: \(storage))")
             }
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
@@ -140,7 +144,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     ) throws -> [AttributeSyntax] {
         guard let classDecl = declaration.as(ClassDeclSyntax.self),
             let variable = member.as(VariableDeclSyntax.self),
-            let property = StoredProperty(persisted: variable),
+            let property = StoredProperty(persisted: variable), !property.isLet,
             !variable.hasAttribute("_PersistedProperty"),
             let field = StoredProperty.persisted(in: classDecl.memberBlock.members).firstIndex(where: {
                 $0.name == property.name
@@ -168,6 +172,18 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             diagnostics.append(Diagnostic(node: Syntax(node), message: message))
         }
         for item in members {
+            if let ifConfig = item.decl.as(IfConfigDeclSyntax.self) {
+                for clause in ifConfig.clauses {
+                    guard case .decls(let decls)? = clause.elements else { continue }
+                    for inner in decls {
+                        guard let variable = inner.decl.as(VariableDeclSyntax.self), !variable.isStatic,
+                            !variable.isComputed, !variable.hasAttribute("Transient")
+                        else { continue }
+                        report(variable, .storedPropertyInIfConfig)
+                    }
+                }
+                continue
+            }
             guard let variable = item.decl.as(VariableDeclSyntax.self), !variable.isStatic, !variable.isComputed else {
                 continue
             }
@@ -175,11 +191,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 if variable.bindings.contains(where: { $0.initializer == nil }) {
                     report(variable, .transientWithoutDefault)
                 }
-            } else if variable.bindingSpecifier.tokenKind == .keyword(.let) {
-                report(variable.bindingSpecifier, .letProperty)
             } else if variable.bindings.count > 1 {
                 report(variable, .multipleBindings)
-            } else if let property = StoredProperty(persisted: variable), property.type == nil {
+            } else if let property = StoredProperty(persisted: variable), property.isLet, property.initializer != nil {
+                report(variable.bindingSpecifier, .letWithInitialValue)
+            } else if let property = StoredProperty(persisted: variable), property.type == nil,
+                property.initializer == nil
+            {
                 report(variable, .missingType)
             } else if let property = StoredProperty(persisted: variable), property.isEphemeral,
                 property.initializer == nil

@@ -56,10 +56,23 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self),
-            let property = StoredProperty(persisted: variable),
-            let type = property.type
+            let property = StoredProperty(persisted: variable), !property.isLet
         else { return [] }
-        return ["@Transient private var _\(raw: property.name): \(type)"]
+        // `T!` is kept as `Optional<T>`: generic code that reads the peer
+        // sees an optional, never a value to unwrap.
+        // `T?` is spelled `Optional<T>` when the property has an initial
+        // value: a `T?` peer would start as nil on its own, and Swift would
+        // then skip the init accessor that stores the initial value.
+        if var type = property.expressionType {
+            if property.initializer != nil, let optional = type.as(OptionalTypeSyntax.self) {
+                type = "Optional<\(optional.wrappedType.trimmed)>"
+            }
+            return ["@Transient private var _\(raw: property.name): \(type)"]
+        }
+        // No annotation (`var count = 0`): the peer takes its type from the
+        // same initial value, as the property does.
+        guard let initial = property.initializer else { return [] }
+        return ["@Transient private var _\(raw: property.name) = \(initial)"]
     }
 
     private static func fieldNumber(_ node: AttributeSyntax) -> Int? {

@@ -20,12 +20,12 @@ struct StoredProperty {
         }
     }
 
-    /// Nil unless `variable` is a single stored instance `var` that is not
-    /// `@Transient` (lets, statics, computed and transient properties are
-    /// not persisted).
+    /// Nil unless `variable` is a single stored instance property that is
+    /// not `@Transient` (statics, lazy, computed and transient properties
+    /// are not persisted). A `let` is persisted: it is set once, by the
+    /// class's initializer or from the record.
     init?(persisted variable: VariableDeclSyntax) {
-        guard variable.bindingSpecifier.tokenKind == .keyword(.var),
-            !variable.isStatic, !variable.hasAttribute("Transient"),
+        guard !variable.isStatic, !variable.hasAttribute("Transient"),
             !variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.lazy) }),
             variable.bindings.count == 1, let binding = variable.bindings.first,
             let identifier = binding.pattern.as(IdentifierPatternSyntax.self)
@@ -33,12 +33,21 @@ struct StoredProperty {
         // Computed properties are not persisted; observed ones (willSet/didSet) are.
         if variable.isComputed { return nil }
         declaration = variable
-        name = identifier.identifier.trimmedDescription
+        isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
+        name = identifier.identifier.trimmedDescription.trimmingBackticks
         initializer = binding.initializer?.value.trimmed
-        type = binding.typeAnnotation?.type.trimmed ?? initializer.flatMap(Self.literalType)
+        type = binding.typeAnnotation?.type.trimmed
         attribute = variable.attribute(named: "Attribute")
         relationship = variable.attribute(named: "Relationship")
     }
+
+    /// A `let`: stored and read, never changed, so neither observed nor
+    /// tracked.
+    var isLet: Bool
+
+    /// The member that holds the value: a `var`'s private stored peer, a
+    /// `let` itself.
+    var storageName: String { isLet ? name : "_" + name }
 
     /// `@Attribute(.ephemeral)`: tracked, not stored.
     var isEphemeral: Bool { option(named: "ephemeral") }
@@ -51,25 +60,28 @@ struct StoredProperty {
         }
     }
 
-    /// The type of a literal initializer (`= 0`, `= ""`, `= 1.5`, `= true`).
-    static func literalType(_ expression: ExprSyntax) -> TypeSyntax? {
-        if expression.is(IntegerLiteralExprSyntax.self) { return "Int" }
-        if expression.is(FloatLiteralExprSyntax.self) { return "Double" }
-        if expression.is(StringLiteralExprSyntax.self) { return "String" }
-        if expression.is(BooleanLiteralExprSyntax.self) { return "Bool" }
-        if let prefix = expression.as(PrefixOperatorExprSyntax.self), prefix.operator.text == "-" {
-            return literalType(prefix.expression)
-        }
-        return nil
-    }
-
-    /// The type as it may be written in an expression (`T!` becomes `Optional<T>`).
+    /// The type as it may be written in an expression (`T!` becomes
+    /// `Optional<T>`), or nil when the declaration has no annotation.
     var expressionType: TypeSyntax? {
         guard let type else { return nil }
         if let iuo = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
             return "Optional<\(iuo.wrappedType.trimmed)>"
         }
         return type
+    }
+
+    /// An expression for the property's type as a metatype: `T.self`, or
+    /// for a declaration without annotation (`var count = 0`) the static
+    /// type of its peer, which has the same initial value.
+    var metatypeExpression: String {
+        if let expressionType { return "(\(expressionType.trimmedDescription)).self" }
+        return "Swift.type(of: self.\(storageName))"
+    }
+}
+
+extension String {
+    var trimmingBackticks: String {
+        hasPrefix("`") && hasSuffix("`") && count > 1 ? String(dropFirst().dropLast()) : self
     }
 }
 

@@ -75,7 +75,7 @@ final class ModelMacroTests: XCTestCase {
                         }
                     }
 
-                    private var _count: Int
+                    private var _count = 0
                     var cache = ""
                     var summary: String { title }
                     init(title: String) { self.title = title }
@@ -89,7 +89,7 @@ final class ModelMacroTests: XCTestCase {
                     static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                         [
                             Strata.Schema.PropertyMetadata(name: "title", keypath: \\Note.title, defaultValue: nil, metadata: Strata.Schema.Attribute(.unique)),
-                            Strata.Schema.PropertyMetadata(name: "count", keypath: \\Note.count, defaultValue: (0) as Int, metadata: nil)
+                            Strata.Schema.PropertyMetadata(name: "count", keypath: \\Note.count, defaultValue: (0), metadata: nil)
                         ]
                     }
 
@@ -104,13 +104,13 @@ final class ModelMacroTests: XCTestCase {
                     }
 
                     required init(_strataReader reader: inout Strata._RecordReader) throws {
-                        self._title = try reader.decode(String.self, field: 0, state: _strataState)
-                        self._count = try reader.decode(Int.self, field: 1, state: _strataState)
+                        self._title = try reader.decode((String).self, field: 0, state: _strataState)
+                        self._count = try reader.decode(Swift.type(of: self._count), field: 1, state: _strataState)
                     }
 
                     func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
-                        let __title = try fields?.contains(0) == false ? self._title : reader.decode(String.self, field: 0, state: _strataState)
-                        let __count = try fields?.contains(1) == false ? self._count : reader.decode(Int.self, field: 1, state: _strataState)
+                        let __title = try fields?.contains(0) == false ? self._title : reader.decode((String).self, field: 0, state: _strataState)
+                        let __count = try fields?.contains(1) == false ? self._count : reader.decode(Swift.type(of: self._count), field: 1, state: _strataState)
                         if fields?.contains(0) != false {
                             _strataState.withMutation(of: self, keyPath: \\.title) {
                                 self._title = __title
@@ -130,6 +130,10 @@ final class ModelMacroTests: XCTestCase {
 
                     func _strataSetRelationship(field: Int, to value: Any?) {
                         switch field {
+                        case 0:
+                            self.title = Strata._relationshipValue(value, like: self._title)
+                        case 1:
+                            self.count = Strata._relationshipValue(value, like: self._count)
                         default:
                             break
                         }
@@ -177,36 +181,40 @@ final class ModelMacroTests: XCTestCase {
         assertMacroExpansion(
             """
             @Model class Bad {
-                let id: Int
-                var inferred = makeDefault()
+                let id = 0
+                #if DEBUG
+                var debugName: String = ""
+                #endif
                 @Transient var cache: String
                 @Attribute(.ephemeral) var selected: Bool
-                init() { id = 0; cache = ""; selected = false }
+                init() { cache = ""; selected = false }
             }
             """,
             expandedSource: """
                 class Bad {
-                    let id: Int
-                    @_PersistedProperty(0)
-                    var inferred = makeDefault()
+                    let id = 0
+                    #if DEBUG
+                    var debugName: String = ""
+                    #endif
                     var cache: String
                     @_PersistedProperty(1) var selected: Bool
-                    init() { id = 0; cache = ""; selected = false }
+                    init() { cache = ""; selected = false }
                 }
                 """,
             diagnostics: [
                 DiagnosticSpec(
                     message:
-                        "a @Model class stores 'var' properties only; make it 'var', or mark it @Transient to keep it out of the store",
+                        "a stored 'let' with an initial value cannot be read back from the store; make it 'var', or declare 'let name: Type' and set it in init",
                     line: 2, column: 5),
                 DiagnosticSpec(
-                    message: "a persisted property needs an explicit type annotation (for example 'var count: Int = 0')",
-                    line: 3, column: 5),
-                DiagnosticSpec(message: "a @Transient property needs a default value", line: 4, column: 5),
+                    message:
+                        "a @Model class cannot persist a stored property declared inside '#if'; declare it outside the '#if' block (computed properties and methods may stay inside)",
+                    line: 4, column: 5),
+                DiagnosticSpec(message: "a @Transient property needs a default value", line: 6, column: 5),
                 DiagnosticSpec(
                     message:
                         "an @Attribute(.ephemeral) property needs a default value: it is not stored, so a loaded model starts with it",
-                    line: 5, column: 5),
+                    line: 7, column: 5),
             ],
             macros: ["Model": ModelMacro.self, "Transient": MarkerMacro.self, "Attribute": MarkerMacro.self]
         )

@@ -279,7 +279,7 @@ extension ModelContext {
         let faults = state.faults
         state.dropFaults(wanted)
         do {
-            try _RecordReader.withReader(bytes, entity: entity, row: state.rowID) {
+            try _RecordReader.withReader(bytes, entity: entity, row: state.rowID, loader: self) {
                 try model._strataLoad(from: &$0, fields: wanted)
             }
         } catch {

@@ -48,6 +48,11 @@ extension ModelContainer {
             problem(treeName, nil, "the entity's tree is missing")
             return
         }
+        let loader =
+            entity.hasRequiredToOne
+            ? RecordModelLoader(schema: schema) { entity, row in
+                try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+            } : nil
         var groupTrees: [String: Tree] = [:]
         for group in entity.keyGroups {
             if let groupTree = try tx.treeIfPresent(group.treeName) {
@@ -86,7 +91,7 @@ extension ModelContainer {
             }
             let model: any PersistentModel
             do {
-                model = try _RecordReader.withReader(value, entity: entity, row: row) {
+                model = try _RecordReader.withReader(value, entity: entity, row: row, loader: loader) {
                     try entity.type.init(_strataReader: &$0)
                 }
             } catch {
@@ -112,8 +117,13 @@ extension ModelContainer {
                     }
                 }
             }
-            for (field, fault) in model._strataState.faults {
-                guard case .rows(let rows) = fault else { continue }
+            // Each to-one's stored row, read from the record (a required
+            // to-one is loaded with its model, an optional one is a fault).
+            for relationship in entity.relationships where relationship.isToOneRelationship {
+                let field = relationship.field
+                let stored = try? _RecordReader.withReader(value, entity: entity, row: row) { try $0.toOneRow(field: field) }
+                guard let target = stored ?? nil else { continue }
+                let rows = [target]
                 if let index = toOneIndexes[field], let target = rows.first {
                     let key = PairKey.encode(target, row)
                     expectedIndex[index.name, default: []].insert(key)

@@ -161,6 +161,18 @@ extension _ModelState {
         return value
     }
 
+    /// A non-optional to-one relationship: its current target (loaded
+    /// with the model).
+    public func willSet<T: PersistentModel>(_ value: inout T, field: Int) -> T? { value }
+
+    /// An optional to-many relationship: its current targets, loaded.
+    public func willSet<T: PersistentModel>(_ value: inout [T]?, field: Int) -> [T]?? {
+        var list = value ?? []
+        let old = willSet(&list, field: field)
+        if value != nil || !list.isEmpty { value = list }
+        return .some(old)
+    }
+
     /// Attributes: nothing to sync.
     @inlinable public func didSet<M, T>(_ model: M, field: Int, old: T?, new: T) {}
 
@@ -173,6 +185,17 @@ extension _ModelState {
         let forward = InverseGraph.Side(type: M.self, field: field, isToOne: true)
         if let previous { InverseSync.remove(model, from: previous, side: side) }
         if let new { InverseSync.add(model, to: new, side: side, forward: forward) }
+    }
+
+    /// A non-optional to-one relationship changed: as an optional one.
+    public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: T?, new: T) {
+        didSet(model, field: field, old: Optional(old), new: Optional(new))
+    }
+
+    /// An optional to-many relationship changed: as a to-many, nil being
+    /// no targets.
+    public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: [T]??, new: [T]?) {
+        didSet(model, field: field, old: old.map { $0 ?? [] }, new: new ?? [])
     }
 
     /// A to-many relationship changed: update the inverse on each target
@@ -190,4 +213,33 @@ extension _ModelState {
             InverseSync.add(model, to: target, side: side, forward: forward)
         }
     }
+}
+
+// Generated `_strataSetRelationship(field:to:)` assigns a relationship
+// through these, chosen by the property's type; for an attribute the
+// catch-all keeps the current value (never called for one).
+
+/// A to-one relationship's new target.
+@inlinable public func _relationshipValue<T: PersistentModel>(_ value: Any?, like current: T?) -> T? { value as? T }
+
+/// A non-optional to-one relationship: it is never set to nil.
+@inlinable public func _relationshipValue<T: PersistentModel>(_ value: Any?, like current: T) -> T { value as? T ?? current }
+
+/// A to-many relationship's new targets.
+@inlinable public func _relationshipValue<T: PersistentModel>(_ value: Any?, like current: [T]) -> [T] {
+    _relationshipList(value) ?? []
+}
+
+/// An optional to-many relationship's new targets.
+@inlinable public func _relationshipValue<T: PersistentModel>(_ value: Any?, like current: [T]?) -> [T]? {
+    _relationshipList(value) ?? (current == nil ? nil : [])
+}
+
+/// Not a relationship.
+@inlinable public func _relationshipValue<T>(_ value: Any?, like current: T) -> T { current }
+
+@usableFromInline func _relationshipList<T: PersistentModel>(_ value: Any?) -> [T]? {
+    if let list = value as? [T] { return list }
+    if let list = value as? [any PersistentModel] { return list.compactMap { $0 as? T } }
+    return nil
 }

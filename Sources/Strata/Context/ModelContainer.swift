@@ -18,8 +18,15 @@ public final class ModelContainer: @unchecked Sendable {
     /// The store's configuration (Strata uses one per container).
     public let configurations: [ModelConfiguration]
     let store: Store
-    /// Carries each context's saves to the container's other contexts.
-    let mergeHub = MergeHub()
+    /// Carries each context's saves to the other contexts of every
+    /// container on the store.
+    var mergeHub: MergeHub { store.mergeHub }
+    /// Whether this container's contexts may save (a read-only container
+    /// may share a store another container writes).
+    let allowsSave: Bool
+    /// The key of the process-wide open store this container shares, or
+    /// nil when it owns its store alone.
+    private let sharedKey: String?
     private let mainContextLock = NSLock()
     nonisolated(unsafe) private var _mainContext: ModelContext?
 
@@ -52,15 +59,6 @@ public final class ModelContainer: @unchecked Sendable {
         let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
         var schema = givenSchema
         if let configured = configurations[0].schema, givenSchema.entities.isEmpty { schema = configured }
-        for entity in schema.entities {
-            for relationship in entity.relationships
-            where relationship.isToOneRelationship && !relationship.isOptional {
-                throw SwiftDataError(
-                    .unknownSchema,
-                    "\(entity.name).\(relationship.name): a to-one relationship must be optional "
-                        + "(\(relationship.destination)?), so that it can load lazily")
-            }
-        }
         let problems = schema.entities.flatMap(\.problems)
         if !problems.isEmpty {
             throw SwiftDataError(.unknownSchema, "the schema's constraints are invalid: " + problems.joined(separator: "; "))
@@ -72,11 +70,22 @@ public final class ModelContainer: @unchecked Sendable {
         }
         self.schema = schema
         self.configurations = configurations
+        let configuration = configurations[0]
+        self.allowsSave = configuration.allowsSave
         do {
-            self.store = try Store(
-                configuration: configurations[0], schema: schema, migrationPlan: migrationPlan, progress: migrationProgress)
+            if let key = SharedStores.key(for: configuration) {
+                self.store = try SharedStores.acquire(key: key, configuration: configuration, schema: schema) {
+                    try Store(
+                        configuration: configuration, schema: schema, migrationPlan: migrationPlan, progress: migrationProgress)
+                }
+                self.sharedKey = key
+            } else {
+                self.store = try Store(
+                    configuration: configuration, schema: schema, migrationPlan: migrationPlan, progress: migrationProgress)
+                self.sharedKey = nil
+            }
         } catch let error as StorageError {
-            throw SwiftDataError(.loadIssueModelContainer, "cannot open \(configurations[0].url.path): \(error)")
+            throw SwiftDataError(.loadIssueModelContainer, "cannot open \(configuration.url.path): \(error)")
         }
     }
 
@@ -86,9 +95,13 @@ public final class ModelContainer: @unchecked Sendable {
         self.schema = store.schema
         self.configurations = [ModelConfiguration(isStoredInMemoryOnly: true)]
         self.store = store
+        self.allowsSave = true
+        self.sharedKey = nil
     }
 
-    deinit { store.close() }
+    deinit {
+        if let sharedKey { SharedStores.release(key: sharedKey, store: store) } else { store.close() }
+    }
 
     /// The main actor's context. It saves automatically after changes.
     @MainActor public var mainContext: ModelContext {
@@ -103,4 +116,77 @@ public final class ModelContainer: @unchecked Sendable {
         return context
     }
 
+}
+
+/// The stores open in this process, by file: two containers on one file
+/// share one open store (a second open of the file would find it locked),
+/// so a save through either is seen by the other's next fetch, and their
+/// contexts merge each other's saves. The store closes with the last
+/// container on it.
+enum SharedStores {
+    private struct Entry {
+        let store: Store
+        var containers: Int
+    }
+
+    private static let open = Mutex<[String: Entry]>([:])
+
+    /// The key of a file store (its path with symbolic links resolved);
+    /// nil for in-memory stores and stores on a custom file system, which
+    /// are never shared.
+    static func key(for configuration: ModelConfiguration) -> String? {
+        guard !configuration.isStoredInMemoryOnly, configuration.fileSystem == nil else { return nil }
+        return configuration.url.standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    /// The open store of `key`, or a new one from `make`. Opening happens
+    /// under the lock, so two threads opening one file get one store.
+    static func acquire(
+        key: String, configuration: ModelConfiguration, schema: Schema, make: () throws -> Store
+    ) throws -> Store {
+        try open.withLock { open in
+            if var entry = open[key] {
+                guard entry.store.schema.describesSameModels(as: schema) else {
+                    throw SwiftDataError(
+                        .loadIssueModelContainer,
+                        "\(key) is already open in this process with another schema "
+                            + "(\(entry.store.schema.entities.map(\.name).joined(separator: ", "))); "
+                            + "containers on one file must use one schema")
+                }
+                if configuration.allowsSave && !entry.store.allowsSave {
+                    throw SwiftDataError(
+                        .loadIssueModelContainer,
+                        "\(key) is already open read-only in this process (allowsSave: false); "
+                            + "open the writable container first, or close the read-only one")
+                }
+                entry.containers += 1
+                open[key] = entry
+                return entry.store
+            }
+            let store = try make()
+            open[key] = Entry(store: store, containers: 1)
+            return store
+        }
+    }
+
+    /// A container on `key` is gone; the last one closes the store.
+    static func release(key: String, store: Store) {
+        open.withLock { open in
+            guard var entry = open[key], entry.store === store else { return }
+            entry.containers -= 1
+            if entry.containers > 0 {
+                open[key] = entry
+            } else {
+                open[key] = nil
+                entry.store.closeDatabase()
+            }
+        }
+    }
+
+    /// `store` is closed: containers opened later open the file again.
+    static func forget(_ store: Store) {
+        open.withLock { open in
+            if let key = open.first(where: { $0.value.store === store })?.key { open[key] = nil }
+        }
+    }
 }

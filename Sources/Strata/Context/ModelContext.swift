@@ -8,7 +8,7 @@
 ///
 /// `save()` is all-or-nothing: if it throws, nothing reached the store and
 /// the context still holds every pending change.
-public final class ModelContext {
+public final class ModelContext: _RelatedModelLoader {
     /// The container whose store this context reads and writes.
     public let container: ModelContainer
     /// Saves pending changes automatically. On for the container's
@@ -290,7 +290,7 @@ public final class ModelContext {
             })
         else { return }
         state.clearFaults()
-        try? _RecordReader.withReader(bytes, entity: entity, row: state.rowID) {
+        try? _RecordReader.withReader(bytes, entity: entity, row: state.rowID, loader: self) {
             try model._strataLoad(from: &$0, fields: nil)
         }
         Self.pointToManyAtTrees(state, entity: entity, row: state.rowID)
@@ -350,7 +350,7 @@ public final class ModelContext {
         if let pendingError { throw pendingError }
         try mergeSavedChangesOrThrow()
         guard hasChanges else { return }
-        guard store.allowsSave else {
+        guard store.allowsSave, container.allowsSave else {
             throw SwiftDataError(.readOnlyStore, "the configuration does not allow saving (allowsSave: false)")
         }
         // A change to a model another save deleted would re-create its row.
@@ -499,6 +499,7 @@ public final class ModelContext {
     /// row.
     func materialize(entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer) throws -> any PersistentModel {
         var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
+        if entity.hasRequiredToOne { reader.loader = self }
         let model = try entity.type.init(_strataReader: &reader)
         let state = model._strataState
         Self.pointToManyAtTrees(state, entity: entity, row: row)
@@ -575,6 +576,35 @@ public final class ModelContext {
             try tree(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
     }
+
+    /// How many required to-one targets are being loaded inside one
+    /// another (a cycle of them would never end).
+    private var requiredLoadDepth = 0
+
+    /// The registered or stored model of `type` in `row`: the target of a
+    /// non-optional to-one relationship, loaded with the model that
+    /// requires it.
+    func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
+        guard let entity = container.schema.entity(forType: type) else {
+            throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema (\(schemaNames))")
+        }
+        if let existing = registry[entity.ordinal][row] { return existing }
+        guard requiredLoadDepth < Self.requiredLoadLimit else {
+            throw SwiftDataError(
+                .corruptRecord,
+                "\(entity.name) row \(row): more than \(Self.requiredLoadLimit) non-optional to-one relationships "
+                    + "lead from one model to the next (a cycle of them cannot be loaded)")
+        }
+        requiredLoadDepth += 1
+        defer { requiredLoadDepth -= 1 }
+        let bytes = try store.read { tx in
+            try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+        }
+        guard let bytes else { return nil }
+        return try bytes.withUnsafeBytes { try materialize(entity: entity, row: row, bytes: $0) }
+    }
+
+    static let requiredLoadLimit = 64
 
     /// The registered or stored model of `type` with row `row`; nil when
     /// the row does not exist; throws when its record cannot be read.

@@ -81,7 +81,13 @@ struct SaveTransaction {
 
     /// `bytes` decoded into a new, unregistered instance.
     func decode(_ bytes: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> any PersistentModel {
-        try _RecordReader.withReader(bytes, entity: entity, row: row) {
+        let tx = tx
+        let loader =
+            entity.hasRequiredToOne
+            ? RecordModelLoader(schema: schema) { entity, row in
+                try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+            } : nil
+        return try _RecordReader.withReader(bytes, entity: entity, row: row, loader: loader) {
             try entity.type.init(_strataReader: &$0)
         }
     }

@@ -28,6 +28,8 @@ final class Store: @unchecked Sendable {
     /// a migration stage's saves record none).
     let recordsHistory: Bool
     let schema: Schema
+    /// Carries each context's saves to the store's other contexts.
+    let mergeHub = MergeHub()
     /// Each entity's last row id, by the entity's ordinal in ``schema``.
     private let nextRows: Mutex<[Int64]>
     /// Set once an entity's row ids ran out (``allocateRow(_:)`` returned
@@ -188,7 +190,16 @@ final class Store: @unchecked Sendable {
         }
     }
 
+    /// Closes the store now, also for other containers that share it (a
+    /// container on the file opened later opens it again).
     func close() {
+        // A migration stage's store (pinned) is never shared, and is made
+        // while the shared stores' lock is held.
+        if pinned == nil { SharedStores.forget(self) }
+        closeDatabase()
+    }
+
+    func closeDatabase() {
         if pinned == nil { try? database.close() }
     }
 }

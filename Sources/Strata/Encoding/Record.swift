@@ -101,6 +101,15 @@ public struct _RecordWriter {
 
     /// A to-one relationship: the target's row id.
     public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
+        encode(value, field: field, state: state, asModel: ())
+    }
+
+    /// A non-optional to-one relationship: the target's row id.
+    public mutating func encode<T: PersistentModel>(_ value: T, field: Int, state: _ModelState) {
+        encode(Optional(value), field: field, state: state, asModel: ())
+    }
+
+    private mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState, asModel: Void) {
         if let rows = state.faultRows(field: field) {
             if let row = rows.first { writeRow(row, field: field) } else { null(field) }
         } else if let value, value._strataState.rowID > 0, !value._strataState.deletedElsewhere {
@@ -113,6 +122,24 @@ public struct _RecordWriter {
     /// A to-many relationship is not part of the record: it lives in the
     /// index of its inverse to-one or in a join tree (``RelationshipStorage``).
     public mutating func encode<T: PersistentModel>(_ value: [T], field: Int, state: _ModelState) {}
+
+    /// An optional to-many relationship: as a to-many, not in the record.
+    public mutating func encode<T: PersistentModel>(_ value: [T]?, field: Int, state: _ModelState) {}
+
+    // A model class that is also Codable matches both the Encodable and
+    // the model overloads; these more specific ones make it a relationship.
+
+    public mutating func encode<T: PersistentModel & Encodable>(_ value: T?, field: Int, state: _ModelState) {
+        encode(value as T?, field: field, state: state, asModel: ())
+    }
+
+    public mutating func encode<T: PersistentModel & Encodable>(_ value: T, field: Int, state: _ModelState) {
+        encode(Optional(value), field: field, state: state, asModel: ())
+    }
+
+    public mutating func encode<T: PersistentModel & Encodable>(_ value: [T], field: Int, state: _ModelState) {}
+
+    public mutating func encode<T: PersistentModel & Encodable>(_ value: [T]?, field: Int, state: _ModelState) {}
 
     private mutating func writeRow(_ row: Int64, field: Int) {
         tag(field, RecordFormat.varint)
@@ -151,6 +178,9 @@ public struct _RecordReader {
     var entityName: String { entity.name }
     /// Fields kept outside the record (`.externalStorage`), with their tree.
     var externalTrees: [Int: String] { entity.externalTrees }
+    /// Loads the target of a non-optional to-one relationship, which a
+    /// model cannot be made without; nil where no store is at hand.
+    var loader: (any _RelatedModelLoader)?
 
     /// Inlined, and taking `entity` borrowed: a scan makes a reader for
     /// every row, and an owned argument cost a retain and a release each.
@@ -168,10 +198,12 @@ public struct _RecordReader {
 
     /// Runs `body` with a reader over `bytes`.
     static func withReader<R>(
-        _ bytes: [UInt8], entity: Schema.Entity, row: Int64, _ body: (inout _RecordReader) throws -> R
+        _ bytes: [UInt8], entity: Schema.Entity, row: Int64, loader: (any _RelatedModelLoader)? = nil,
+        _ body: (inout _RecordReader) throws -> R
     ) throws -> R {
         try bytes.withUnsafeBytes { raw in
             var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+            reader.loader = loader
             return try body(&reader)
         }
     }
@@ -518,10 +550,19 @@ public struct _RecordReader {
         return Int64(row)
     }
 
-    /// A non-optional to-one relationship cannot be left unloaded, so it is
-    /// not supported: the container refuses such a schema (declare `T?`).
+    /// A non-optional to-one relationship cannot be left unloaded (the
+    /// model's property must hold a model), so its target is loaded with
+    /// the model. A record without it, or with a row that is not stored,
+    /// is damaged.
     public mutating func decode<T: PersistentModel>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
-        throw SwiftDataError(.unknownSchema, "\(entityName) field \(field): a to-one relationship must be optional (\(T.self)?)")
+        guard let row = try toOneRow(field: field) else { throw missing(field) }
+        guard let loader else {
+            throw corrupt(field: field, "the \(T.self) it requires cannot be loaded without a context")
+        }
+        guard let target = try loader.loadRequired(T.self, row: row) as? T else {
+            throw corrupt(field: field, "the \(T.self) it requires (row \(row)) is not stored")
+        }
+        return target
     }
 
     /// A to-many relationship is not part of the record (a field written
@@ -529,6 +570,39 @@ public struct _RecordReader {
     /// that holds it, and it loads on first access.
     public mutating func decode<T: PersistentModel>(_ type: [T].Type, field: Int, state: _ModelState) throws -> [T] {
         []
+    }
+
+    /// An optional to-many relationship: as a to-many (a stored model's
+    /// is an empty list until it loads, never nil).
+    public mutating func decode<T: PersistentModel>(_ type: [T]?.Type, field: Int, state: _ModelState) throws -> [T]? {
+        []
+    }
+
+    // A model class that is also Codable matches both the Decodable and
+    // the model overloads; these more specific ones make it a relationship.
+
+    public mutating func decode<T: PersistentModel & Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws
+        -> T?
+    { try decodeModel(T?.self, field: field, state: state) }
+
+    public mutating func decode<T: PersistentModel & Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        try decodeModel(T.self, field: field, state: state)
+    }
+
+    public mutating func decode<T: PersistentModel & Decodable>(_ type: [T].Type, field: Int, state: _ModelState) throws
+        -> [T]
+    { [] }
+
+    public mutating func decode<T: PersistentModel & Decodable>(_ type: [T]?.Type, field: Int, state: _ModelState) throws
+        -> [T]?
+    { [] }
+
+    private mutating func decodeModel<T: PersistentModel>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        try decode(T?.self, field: field, state: state)
+    }
+
+    private mutating func decodeModel<T: PersistentModel>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        try decode(T.self, field: field, state: state)
     }
 }
 
@@ -576,5 +650,46 @@ extension _RecordWriter {
     mutating func appendCopy(field: Int, wire: UInt8, value: UnsafeRawBufferPointer) {
         tag(field, wire)
         bytes.append(contentsOf: value)
+    }
+}
+
+/// Loads the target of a non-optional to-one relationship while a model is
+/// being made (``_RecordReader/decode(_:field:state:)``).
+protocol _RelatedModelLoader: AnyObject {
+    /// The model of `type` stored in `row`, or nil when no such row is
+    /// stored. Throws when its record cannot be read, or when required
+    /// relationships nest too deeply (a cycle of them).
+    func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)?
+}
+
+/// Loads required to-one targets straight from a transaction's records,
+/// as new unregistered models: for code that makes models outside a
+/// context (a save's key computation, the integrity check).
+final class RecordModelLoader: _RelatedModelLoader {
+    private let schema: Schema
+    private let record: (Schema.Entity, Int64) throws -> [UInt8]?
+    private var depth = 0
+
+    init(schema: Schema, record: @escaping (Schema.Entity, Int64) throws -> [UInt8]?) {
+        self.schema = schema
+        self.record = record
+    }
+
+    func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
+        guard let entity = schema.entity(forType: type) else {
+            throw SwiftDataError(.unknownModelType, "\(type) is not in the schema")
+        }
+        guard depth < ModelContext.requiredLoadLimit else {
+            throw SwiftDataError(
+                .corruptRecord,
+                "\(entity.name) row \(row): more than \(ModelContext.requiredLoadLimit) non-optional to-one "
+                    + "relationships lead from one model to the next (a cycle of them cannot be loaded)")
+        }
+        depth += 1
+        defer { depth -= 1 }
+        guard let bytes = try record(entity, row) else { return nil }
+        return try _RecordReader.withReader(bytes, entity: entity, row: row, loader: self) {
+            try entity.type.init(_strataReader: &$0)
+        }
     }
 }

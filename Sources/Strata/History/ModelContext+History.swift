@@ -24,7 +24,9 @@ extension ModelContext {
     /// fetches with a token older than the newest deleted one throw
     /// ``SwiftDataError/historyTokenExpired``.
     public func deleteHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws {
-        guard store.allowsSave else { throw SwiftDataError(.readOnlyStore, "deleteHistory on a read-only store") }
+        guard store.allowsSave, container.allowsSave else {
+            throw SwiftDataError(.readOnlyStore, "deleteHistory on a read-only store")
+        }
         try store.write { tx in
             guard let tree = try tx.treeIfPresent(HistoryLog.transactions) else { return }
             let doomed = try select(

@@ -368,6 +368,15 @@ public final class _ModelState {
         }
     }
 
+    /// Loads an optional to-many relationship (`[T]?`, the form
+    /// CloudKit-compatible schemas use): a stored model's is never nil.
+    public func resolve<T: PersistentModel>(_ value: inout [T]?, field: Int) {
+        guard faults[field] != nil else { return }
+        var list = value ?? []
+        resolve(&list, field: field)
+        value = list
+    }
+
     /// Loads a to-many relationship from the tree that holds it.
     ///
     /// When the tree or a target's record cannot be read, the targets that

@@ -53,6 +53,13 @@ public final class Schema: @unchecked Sendable {
     let entitiesByName: [String: Entity]
     let entitiesByType: [ObjectIdentifier: Entity]
 
+    /// Whether `other` has the same entities, of the same model types, as
+    /// this schema (containers may then share one open store).
+    func describesSameModels(as other: Schema) -> Bool {
+        entities.count == other.entities.count
+            && zip(entities, other.entities).allSatisfy { $0.name == $1.name && $0.type == $1.type }
+    }
+
     /// A schema of `types` and every model type reachable from them through
     /// relationships.
     public convenience init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
@@ -118,6 +125,9 @@ extension Schema {
         public let properties: [Property]
         public let attributes: [Attribute]
         public let relationships: [Relationship]
+        /// Whether a relationship is a non-optional to-one, whose target
+        /// is loaded with the model.
+        let hasRequiredToOne: Bool
         /// Groups of property names that are unique together
         /// (`#Unique` and `@Attribute(.unique)`).
         public let uniquenessConstraints: [[String]]
@@ -147,6 +157,7 @@ extension Schema {
             self.properties = properties
             self.attributes = properties.compactMap { $0 as? Attribute }
             self.relationships = properties.compactMap { $0 as? Relationship }
+            self.hasRequiredToOne = relationships.contains { $0.isToOneRelationship && !$0.isOptional }
             let resolve: ([[AnyKeyPath]]) -> [[String]] = { groups in
                 groups.map { group in group.map { names[$0] ?? "\($0)" } }
             }
@@ -323,14 +334,18 @@ extension Schema {
             super.init(originalName: originalName, hashModifier: hashModifier)
         }
 
-        /// The model type of a relationship property's value type (`T`, `T?`
-        /// or `[T]` where `T` is a model), and whether it is to-one.
+        /// The model type of a relationship property's value type (`T`, `T?`,
+        /// `[T]` or `[T]?` where `T` is a model), and whether it is to-one.
         static func destination(of valueType: Any.Type) -> (any PersistentModel.Type, toOne: Bool)? {
             if let model = valueType as? any PersistentModel.Type { return (model, true) }
-            if let optional = valueType as? any _OptionalMarker.Type,
-                let model = optional._wrappedType as? any PersistentModel.Type
-            {
-                return (model, true)
+            if let optional = valueType as? any _OptionalMarker.Type {
+                if let model = optional._wrappedType as? any PersistentModel.Type { return (model, true) }
+                if let array = optional._wrappedType as? any _ArrayMarker.Type,
+                    let model = array._elementType as? any PersistentModel.Type
+                {
+                    return (model, false)
+                }
+                return nil
             }
             if let array = valueType as? any _ArrayMarker.Type, let model = array._elementType as? any PersistentModel.Type {
                 return (model, false)

@@ -1,0 +1,34 @@
+import Foundation
+import Strata
+import StrataTesting
+import XCTest
+
+/// A store file in a fresh directory, opened as a SwiftData app opens it,
+/// and checked at tear-down.
+class FidelityTestCase: XCTestCase {
+    var directory: TemporaryDirectory!
+    private var opened: [(URL, Schema)] = []
+
+    override func setUp() {
+        super.setUp()
+        directory = TemporaryDirectory(prefix: "strata-fidelity")
+        opened = []
+    }
+
+    override func tearDownWithError() throws {
+        for (url, schema) in opened {
+            let container = try ModelContainer(for: schema, configurations: ModelConfiguration(url: url))
+            XCTAssertEqual(try container.checkIntegrity(), [], "integrity of \(url.lastPathComponent)")
+        }
+        directory.remove()
+        try super.tearDownWithError()
+    }
+
+    /// A new container on store `name` for `types`.
+    func container(_ types: any PersistentModel.Type..., name: String = "app.store") throws -> ModelContainer {
+        let url = URL(fileURLWithPath: directory.file(name))
+        let schema = Schema(types)
+        if !opened.contains(where: { $0.0 == url }) { opened.append((url, schema)) }
+        return try ModelContainer(for: schema, configurations: ModelConfiguration(url: url))
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Strata
+import XCTest
+
+final class JournalTests: FidelityTestCase {
+    func testLetPropertiesAndARequiredToOneRoundTrip() throws {
+        let id: UUID
+        let created: Date
+        do {
+            let context = ModelContext(try container(Journal.self))
+            let journal = Journal(title: "Travel")
+            journal.mood = .happy
+            context.insert(journal)
+            journal.entries.append(Entry(text: "Day one in Lisbon", journal: journal))
+            let second = Entry(text: "Rain", journal: journal)
+            context.insert(second)
+            XCTAssertEqual(journal.entries.count, 2, "the inverse of a required to-one is kept")
+            try context.save()
+            id = journal.id
+            created = journal.createdAt
+        }
+        let context = ModelContext(try container(Journal.self))
+        let journal = try XCTUnwrap(try context.fetch(FetchDescriptor<Journal>()).first)
+        XCTAssertEqual(journal.id, id, "a let is read back")
+        XCTAssertEqual(journal.createdAt, created)
+        XCTAssertEqual(journal.mood, .happy)
+        XCTAssertEqual(journal.entryCount, 2)
+        let entries = try context.fetch(FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.words)]))
+        XCTAssertEqual(entries.map(\.words), [1, 4])
+        XCTAssertTrue(entries.allSatisfy { $0.journal === journal }, "the required to-one loads with the model")
+        XCTAssertEqual(
+            try context.fetchCount(FetchDescriptor<Journal>(predicate: #Predicate { $0.id == id && $0.createdAt == created })), 1)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Entry>(predicate: #Predicate { $0.journal.title == "Travel" })), 2)
+
+        // Moving an entry to another journal.
+        let work = Journal(title: "Work")
+        context.insert(work)
+        entries[0].journal = work
+        XCTAssertEqual(journal.entries.count, 1)
+        try context.save()
+        let again = ModelContext(try container(Journal.self))
+        let moved = try XCTUnwrap(try again.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.words == 1 })).first)
+        XCTAssertEqual(moved.journal.title, "Work")
+    }
+
+    func testImplicitlyUnwrappedToManyInSwift5Mode() throws {
+        do {
+            let context = ModelContext(try container(Shelf.self))
+            let shelf = Shelf(label: "top")
+            context.insert(shelf)
+            shelf.books.append(Book(title: "Dune"))
+            try context.save()
+        }
+        let context = ModelContext(try container(Shelf.self))
+        let shelf = try XCTUnwrap(try context.fetch(FetchDescriptor<Shelf>()).first)
+        XCTAssertEqual(shelf.books.map(\.title), ["Dune"])
+        XCTAssertEqual(shelf.books.first?.shelf?.label, "top")
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Strata
+import XCTest
+
+final class CodableModelTests: FidelityTestCase {
+    func testCodableModelsAsToOneAndToManyTargets() throws {
+        do {
+            let context = ModelContext(try container(Team.self))
+            let team = Team(name: "Otters", city: "Oslo")
+            context.insert(team)
+            team.players = [Player(name: "Ada", number: 7), Player(name: "Bo", number: 9)]
+            try context.save()
+        }
+        let context = ModelContext(try container(Team.self))
+        let team = try XCTUnwrap(try context.fetch(FetchDescriptor<Team>()).first)
+        XCTAssertEqual(team.players.map(\.number).sorted(), [7, 9])
+        let ada = try XCTUnwrap(
+            try context.fetch(FetchDescriptor<Player>(predicate: #Predicate { $0.number == 7 })).first)
+        XCTAssertEqual(ada.team?.city, "Oslo")
+
+        // Their own Codable form still works, and does not include the store's.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let json = try encoder.encode(ada)
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), #"{"name":"Ada","number":7}"#)
+        let copy = try JSONDecoder().decode(Player.self, from: json)
+        XCTAssertEqual(copy.name, "Ada")
+        XCTAssertNil(copy.team)
+        context.insert(copy)
+        copy.team = team
+        try context.save()
+        XCTAssertEqual(team.players.count, 3)
+    }
+}
