@@ -72,7 +72,9 @@ final class QueryPlanTests: StoreTestCase {
         }
         guard paged else { return matching }
         let start = min(descriptor.fetchOffset ?? 0, matching.count)
-        let end = descriptor.fetchLimit.map { min(start + $0, matching.count) } ?? matching.count
+        // A limit of 0 is no limit, as in SwiftData (Core Data).
+        let limit = descriptor.fetchLimit == 0 ? nil : descriptor.fetchLimit
+        let end = limit.map { min(start + $0, matching.count) } ?? matching.count
         return Array(matching[start..<end])
     }
 
@@ -521,7 +523,7 @@ final class FloatingSortTests: StoreTestCase {
                             descriptor.fetchLimit = limit
                             descriptor.fetchOffset = offset
                             let start = min(offset ?? 0, all.count)
-                            let end = limit.map { min(start + $0, all.count) } ?? all.count
+                            let end = (limit == 0 ? nil : limit).map { min(start + $0, all.count) } ?? all.count
                             let note =
                                 "sort \(sorted.name) \(order), where \(predicateName), limit \(limit ?? -1), offset \(offset ?? -1)\n"
                                 + ((try? context.explain(descriptor)) ?? "")

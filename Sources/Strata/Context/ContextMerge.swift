@@ -150,8 +150,9 @@ final class MergeHub: Sendable {
         inboxes.withLock { list in list.contains { $0.inbox != nil && $0.inbox !== inbox } }
     }
 
-    /// Hands `changes` to every context but the one that saved them.
-    func publish(_ changes: SavedChanges, from inbox: ContextInbox) {
+    /// Hands `changes` to every context but the one that saved them (every
+    /// context when `inbox` is nil: a change made by the container).
+    func publish(_ changes: SavedChanges, from inbox: ContextInbox?) {
         let targets = inboxes.withLock { list in
             list.removeAll { $0.inbox == nil }
             return list.compactMap { entry -> ContextInbox? in

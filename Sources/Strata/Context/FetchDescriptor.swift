@@ -1,9 +1,15 @@
 /// What to fetch: one model type, an optional predicate, sort order and
 /// paging.
-public struct FetchDescriptor<T: PersistentModel> {
+///
+/// It is `Sendable`, as SwiftData's is: a descriptor can be kept in a
+/// `Sendable` type or passed to an actor (its key paths and predicate are
+/// immutable values).
+public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     public var predicate: Predicate<T>?
     /// Applied in order; ties keep row (insertion) order.
     public var sortBy: [SortDescriptor<T>]
+    /// The most models the fetch returns; nil or 0 for no limit (0 means no
+    /// limit in Core Data, which SwiftData runs on).
     public var fetchLimit: Int?
     public var fetchOffset: Int?
     /// Whether unsaved inserts and deletes of the context count (they do
@@ -17,5 +23,12 @@ public struct FetchDescriptor<T: PersistentModel> {
     public init(predicate: Predicate<T>? = nil, sortBy: [SortDescriptor<T>] = []) {
         self.predicate = predicate
         self.sortBy = sortBy
+    }
+
+    /// The limit the fetch applies: nil for none (`fetchLimit` nil or 0),
+    /// otherwise `fetchLimit` (a negative one returns nothing).
+    var limit: Int? {
+        guard let fetchLimit, fetchLimit != 0 else { return nil }
+        return fetchLimit
     }
 }

@@ -26,6 +26,11 @@ public final class ModelContext: _RelatedModelLoader {
     var store: Store { container.store }
     /// Registered models: one map per entity, by the entity's ordinal.
     @exclusivity(unchecked) private(set) var registry: [RowMap]
+    /// Models a batched fetch or an enumeration let go of, held weakly: one
+    /// the app still holds is found (and registered again) by its row, so a
+    /// row keeps one model; the others are freed. Per entity ordinal.
+    @exclusivity(unchecked) private var released: [[Int64: WeakModel]] = []
+    @exclusivity(unchecked) private var releasedCount = 0
     @exclusivity(unchecked) var inserted: [any PersistentModel] = []
     @exclusivity(unchecked) var changed: [ObjectIdentifier: any PersistentModel] = [:]
     @exclusivity(unchecked) var deleted: [ObjectIdentifier: any PersistentModel] = [:]
@@ -332,11 +337,38 @@ public final class ModelContext: _RelatedModelLoader {
         let state = model._strataState
         guard state.status == .saved, !state.isChanged, registry[entity.ordinal][state.rowID] === model else { return }
         registry[entity.ordinal][state.rowID] = nil
+        if released.isEmpty { released = Array(repeating: [:], count: registry.count) }
+        if released[entity.ordinal].updateValue(WeakModel(model), forKey: state.rowID) == nil { releasedCount += 1 }
+    }
+
+    /// Forgets the released models of `rows` that are gone (nothing held
+    /// them), so the weak table stays as small as what the app holds.
+    func pruneReleased(_ entity: Schema.Entity, rows: some Sequence<Int64>) {
+        guard releasedCount > 0 else { return }
+        for row in rows where released[entity.ordinal][row]?.model == nil {
+            if released[entity.ordinal].removeValue(forKey: row) != nil { releasedCount -= 1 }
+        }
+    }
+
+    /// The released model of `row`, if the app still holds it: registered
+    /// again.
+    private func revive(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? {
+        guard let entry = released[entity.ordinal].removeValue(forKey: row) else { return nil }
+        releasedCount -= 1
+        guard let model = entry.model else { return nil }
+        registry[entity.ordinal][row] = model
+        return model
+    }
+
+    private func forgetReleased(_ entity: Schema.Entity, row: Int64) {
+        guard releasedCount > 0, released[entity.ordinal].removeValue(forKey: row) != nil else { return }
+        releasedCount -= 1
     }
 
     private func unregister(_ model: any PersistentModel, state: _ModelState) {
         if let entity = container.schema.entity(forType: type(of: model)) {
             registry[entity.ordinal][state.rowID] = nil
+            forgetReleased(entity, row: state.rowID)
         }
     }
 
@@ -374,7 +406,7 @@ public final class ModelContext: _RelatedModelLoader {
         var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
         do {
             try store.write { tx in
-                var save = SaveTransaction(tx: tx, schema: container.schema)
+                var save = SaveTransaction(tx: tx, schema: container.schema, storeIdentifier: store.identifier)
                 if store.recordsHistory { save.history = HistoryRecorder() }
                 if container.mergeHub.hasOthers(than: inbox) {
                     save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
@@ -417,7 +449,7 @@ public final class ModelContext: _RelatedModelLoader {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
             let row = model._strataState.rowID
             registry[entity.ordinal][allocated] = nil
-            if let previous = registry[entity.ordinal][row], previous !== model { reload(previous) }
+            if let previous = registered(entity, row: row), previous !== model { reload(previous) }
             registry[entity.ordinal][row] = model
         }
         // Inserts that took a stored row are updates; inserts that took
@@ -436,7 +468,9 @@ public final class ModelContext: _RelatedModelLoader {
         for model in deleted.values { deletedIDs.append(model.persistentModelID) }
         for (entity, rows) in zip(container.schema.entities, deletedRows) {
             let name = entity.name
-            for row in rows { deletedIDs.append(PersistentIdentifier(entityName: name, rowID: row.row)) }
+            for row in rows {
+                deletedIDs.append(PersistentIdentifier(storeIdentifier: store.identifier, entityName: name, rowID: row.row))
+            }
         }
         // The other contexts merge what this save wrote.
         if let savedChanges, !savedChanges.isEmpty {
@@ -456,6 +490,7 @@ public final class ModelContext: _RelatedModelLoader {
         }
         for model in deleted.values {
             unregister(model, state: model._strataState)
+            model._strataState.formerStoreIdentifier = link.storeIdentifier
             model._strataState.link = nil
         }
         inserted = []
@@ -588,7 +623,7 @@ public final class ModelContext: _RelatedModelLoader {
         guard let entity = container.schema.entity(forType: type) else {
             throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema (\(schemaNames))")
         }
-        if let existing = registry[entity.ordinal][row] { return existing }
+        if let existing = registered(entity, row: row) { return existing }
         guard requiredLoadDepth < Self.requiredLoadLimit else {
             throw SwiftDataError(
                 .corruptRecord,
@@ -614,7 +649,7 @@ public final class ModelContext: _RelatedModelLoader {
 
     private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
         let entity = try entity(for: T.self)
-        if let existing = registry[entity.ordinal][row] as? T { return existing }
+        if let existing = registered(entity, row: row) as? T { return existing }
         let bytes = try store.read { tx in
             try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
@@ -627,6 +662,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// Drops `row` of `entity` from the identity map (another save deleted it).
     func unregisterRow(_ entity: Schema.Entity, row: Int64) {
         registry[entity.ordinal][row] = nil
+        forgetReleased(entity, row: row)
     }
 
     /// Forgets `row` of `entity` among the rows ``delete(model:where:includeSubclasses:)``
@@ -642,13 +678,18 @@ public final class ModelContext: _RelatedModelLoader {
     }
 
     /// The model of `entity` registered for `row`, if any.
-    func registered(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? { registry[entity.ordinal][row] }
+    func registered(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? {
+        if let model = registry[entity.ordinal][row] { return model }
+        return releasedCount > 0 ? revive(entity, row: row) : nil
+    }
 
     /// The model registered in this context under `id`, if any.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
-        guard let entity = container.schema.entity(named: id.entityName) else { return nil }
+        guard let entity = container.schema.entity(named: id.entityName), id.belongs(to: store.identifier) else {
+            return nil
+        }
         mergeSavedChanges()
-        return registry[entity.ordinal][id.rowID] as? T
+        return registered(entity, row: id.rowID) as? T
     }
 
     /// The model with identifier `id`: the registered instance, or one
@@ -659,8 +700,9 @@ public final class ModelContext: _RelatedModelLoader {
         guard let entity = container.schema.entity(named: id.entityName) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
         }
+        guard id.belongs(to: store.identifier) else { return nil }
         try mergeSavedChangesOrThrow()
-        if let registered = registry[entity.ordinal][id.rowID] { return registered as? T }
+        if let registered = registered(entity, row: id.rowID) { return registered as? T }
         return try loadExistential(entity.type, row: id.rowID) as? T
     }
 
@@ -680,8 +722,10 @@ public final class ModelContext: _RelatedModelLoader {
     /// later. ``existingModel(for:)`` throws the reason instead.
     public func model(for id: PersistentIdentifier) -> any PersistentModel {
         mergeSavedChanges()
-        guard let entity = container.schema.entity(named: id.entityName) else { return MissingModel(id) }
-        if let registered = registry[entity.ordinal][id.rowID] { return registered }
+        guard let entity = container.schema.entity(named: id.entityName), id.belongs(to: store.identifier) else {
+            return MissingModel(id)
+        }
+        if let registered = registered(entity, row: id.rowID) { return registered }
         guard id.rowID > 0, let model = try? loadExistential(entity.type, row: id.rowID) else { return MissingModel(id) }
         return model
     }
@@ -715,4 +759,11 @@ extension ModelContext {
         case queryGeneration
         case invalidatedAllIdentifiers
     }
+}
+
+/// A model held weakly (``ModelContext``'s released models).
+struct WeakModel {
+    weak var model: (any PersistentModel)?
+
+    init(_ model: any PersistentModel) { self.model = model }
 }

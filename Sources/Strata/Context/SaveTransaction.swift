@@ -21,6 +21,8 @@ import Foundation
 struct SaveTransaction {
     let tx: WriteTransaction
     let schema: Schema
+    /// For the identifiers of upserted rows.
+    let storeIdentifier: String
     private var trees: [String: Tree] = [:]
     /// Unique keys given to inserted models during step 2, by tree.
     private var pendingUnique: [String: [[UInt8]: Int64]] = [:]
@@ -41,8 +43,9 @@ struct SaveTransaction {
     /// refreshes its own models of them.
     private(set) var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
 
-    init(tx: WriteTransaction, schema: Schema) {
+    init(tx: WriteTransaction, schema: Schema, storeIdentifier: String) {
         self.tx = tx
+        self.storeIdentifier = storeIdentifier
         self.schema = schema
     }
 
@@ -245,7 +248,10 @@ struct SaveTransaction {
         guard let target else { return }
         remapped.append((model, own))
         model._strataState.rowID = target.row
-        if target.existed { upsertedRows.insert(PersistentIdentifier(entityName: entity.name, rowID: target.row)) }
+        if target.existed {
+            upsertedRows.insert(
+                PersistentIdentifier(storeIdentifier: storeIdentifier, entityName: entity.name, rowID: target.row))
+        }
     }
 
     /// Step 3 for one model: its record, its key entries and its

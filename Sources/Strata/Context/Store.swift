@@ -67,7 +67,7 @@ final class Store: @unchecked Sendable {
             database = try Database.open(path: "memory.store", options: options, fileSystem: MemoryFileSystem())
             identifier = "memory-" + UUID().uuidString
         } else {
-            let path = configuration.url.path
+            let path = SharedStores.key(for: configuration) ?? configuration.url.path
             if !options.readOnly {
                 try? FileManager.default.createDirectory(
                     at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)

@@ -300,7 +300,7 @@ enum HistoryLog {
         var deletes: [HistoryChange] = []
         for (number, change) in raw.changes.enumerated() {
             guard let entity = schema.entity(named: change.entity) else { continue }
-            let id = PersistentIdentifier(entityName: change.entity, rowID: change.row)
+            let id = PersistentIdentifier(storeIdentifier: store, entityName: change.entity, rowID: change.row)
             let changeNumber = Int64(number + 1)
             switch change.kind {
             case .insert: inserts.append(.insert(makeInsert(entity.type, id, changeNumber, token)))

@@ -39,7 +39,7 @@ extension ModelContext {
             var count = try query.storedCount() + query.pendingMatches().count
             let start = min(max(descriptor.fetchOffset ?? 0, 0), count)
             count -= start
-            return descriptor.fetchLimit.map { min(count, max($0, 0)) } ?? count
+            return descriptor.limit.map { min(count, max($0, 0)) } ?? count
         }
     }
 
@@ -47,8 +47,11 @@ extension ModelContext {
     /// order, without building models (unless a sort needs them).
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
         let entity = try entity(for: T.self)
+        let store = store.identifier
         return try withQuery(descriptor) { query in
-            try query.results(materialize: false).rows.map { PersistentIdentifier(entityName: entity.name, rowID: $0) }
+            try query.results(materialize: false).rows.map {
+                PersistentIdentifier(storeIdentifier: store, entityName: entity.name, rowID: $0)
+            }
         }
     }
 
@@ -60,14 +63,22 @@ extension ModelContext {
         try withQuery(descriptor) { $0.plan.description }
     }
 
-    /// The models matching `descriptor`, as a ``FetchResultsCollection``.
+    /// The models matching `descriptor`, built `batchSize` at a time as
+    /// the collection is read, so memory stays bounded by the batch size
+    /// however many models match.
     ///
-    /// Strata builds every model when this returns, in the fetch's read
-    /// transaction, so the collection is one consistent result and reading
-    /// it cannot fail: see ``FetchResultsCollection`` for why, and
-    /// ``enumerate(_:batchSize:allowEscapingMutations:block:)`` to walk a
-    /// large result with bounded memory. `batchSize` is accepted for
-    /// SwiftData compatibility.
+    /// The fetch finds the matching rows and checks that every one of their
+    /// records decodes (a damaged record fails the fetch, not a later
+    /// read). The collection then reads one snapshot of the store, the
+    /// fetch's: its count is fixed, and a model another save deleted since
+    /// still comes back with its values (and reads `isDeleted` once the
+    /// context merges the deletion). Models of a batch are registered in
+    /// the context while the batch is current; moving to another batch
+    /// releases the previous batch's models that are unchanged and not
+    /// held elsewhere, as SwiftData does.
+    ///
+    /// While the collection lives it holds its snapshot, and the store's
+    /// log cannot be checkpointed past it: let go of it when done.
     ///
     /// - Throws: ``SwiftDataError/includePendingChangesWithBatchSize`` when
     ///   `includePendingChanges` is true and the context has unsaved
@@ -84,7 +95,101 @@ extension ModelContext {
         }
         var stored = descriptor
         stored.includePendingChanges = false
-        return FetchResultsCollection(models: try withQuery(stored) { try $0.results(materialize: true).models })
+        // A migration stage reads through its open write transaction: no
+        // snapshot to hold, so its batched fetch is a plain one.
+        guard store.pinned == nil else {
+            return FetchResultsCollection(models: try withQuery(stored) { try $0.results(materialize: true).models })
+        }
+        let entity = try entity(for: T.self)
+        try mergeSavedChangesOrThrow()
+        let snapshot = Snapshot(try store.database.beginRead())
+        do {
+            let rows = try QueryRun(stored, entity: entity, context: self, snapshot: snapshot)
+                .results(materialize: false).rows
+            try checkRecordsDecode(rows, entity: entity, snapshot: snapshot)
+            return FetchResultsCollection(
+                context: self, entity: entity, rows: rows, snapshot: snapshot, batchSize: max(batchSize, 1))
+        } catch {
+            snapshot.tx.end()
+            throw error
+        }
+    }
+
+    /// Decodes the record of every row in `rows` not registered here
+    /// (without keeping the models): throws what a damaged record throws.
+    private func checkRecordsDecode(_ rows: [Int64], entity: Schema.Entity, snapshot: Snapshot) throws {
+        guard let tree = try snapshot.tree(entity.recordTree) else { return }
+        let tx = snapshot.tx
+        let loader =
+            entity.hasRequiredToOne
+            ? RecordModelLoader(schema: container.schema) { entity, row in
+                try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+            } : nil
+        for row in rows where registered(entity, row: row) == nil {
+            let found = try tx.withValue(for: RowKey.encode(row), in: tree) { bytes in
+                var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
+                reader.loader = loader
+                _ = try entity.type.init(_strataReader: &reader)
+            }
+            if found == nil { throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row): matched, but has no record") }
+        }
+    }
+
+    /// The models of `rows`, a batch of a batched fetch: the registered
+    /// ones, or built from the store as it is now (so they carry the saves
+    /// made since the fetch) and registered. A row deleted since the fetch
+    /// is built from the fetch's snapshot, not registered, and reads
+    /// `isDeleted`, as a model whose deletion the context merged does. A
+    /// record that no longer decodes is built from the snapshot too.
+    func batchModels(_ entity: Schema.Entity, rows: ArraySlice<Int64>, snapshot: Snapshot) throws -> [any PersistentModel] {
+        mergeSavedChanges()
+        return try store.read { tx in
+            let current = try tx.treeIfPresent(entity.recordTree)
+            let old = try snapshot.tree(entity.recordTree)
+            return try rows.map { row in
+                if let registered = registered(entity, row: row) { return registered }
+                let key = RowKey.encode(row)
+                if let current,
+                    let model = try? tx.withValue(for: key, in: current, { try materialize(entity: entity, row: row, bytes: $0) })
+                {
+                    return model
+                }
+                let stillStored = try current.map { try tx.contains(key, in: $0) } ?? false
+                guard let old,
+                    let model = try snapshot.tx.withValue(
+                        for: key, in: old,
+                        { bytes in
+                            stillStored
+                                ? try materialize(entity: entity, row: row, bytes: bytes)
+                                : try Self.deletedModel(
+                                    entity, row: row, bytes: bytes, snapshot: snapshot, link: link, schema: container.schema)
+                        })
+                else { throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row): matched, but has no record") }
+                return model
+            }
+        }
+    }
+
+    /// A model of a row deleted since `snapshot`, built from it: deleted,
+    /// and in no context's registry.
+    private static func deletedModel(
+        _ entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, snapshot: Snapshot, link: _ContextLink,
+        schema: Schema
+    ) throws -> any PersistentModel {
+        let tx = snapshot.tx
+        var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
+        if entity.hasRequiredToOne {
+            reader.loader = RecordModelLoader(schema: schema) { entity, row in
+                try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+            }
+        }
+        let model = try entity.type.init(_strataReader: &reader)
+        let state = model._strataState
+        state.rowID = row
+        state.status = .deleted
+        state.deletedElsewhere = true
+        state.formerStoreIdentifier = link.storeIdentifier
+        return model
     }
 
     /// Calls `block` with each model matching `descriptor`, loading them
@@ -104,9 +209,12 @@ extension ModelContext {
         let entity = try entity(for: T.self)
         let size = max(batchSize, 1)
         let hadChanges = hasChanges
+        var previousRows: [Int64] = []
         // Each batch ends with the mutation check and the release of its
-        // models.
+        // models (and of the previous batch's weak entries that are gone).
         func finish(_ loaded: [T]) throws {
+            pruneReleased(entity, rows: previousRows)
+            previousRows = loaded.map(\._strataState.rowID)
             for model in loaded { try block(model) }
             if !allowEscapingMutations && !hadChanges && hasChanges {
                 throw SwiftDataError(
@@ -196,31 +304,100 @@ extension ModelContext {
 }
 
 /// The result of ``ModelContext/fetch(_:batchSize:)``: the models a fetch
-/// found, by position.
+/// found, by position, built a batch at a time from the fetch's snapshot.
 ///
-/// SwiftData builds these models a batch at a time as they are read. A
-/// subscript cannot throw, so that design leaves nothing to return for a
-/// row deleted (by another context's save) after the fetch, or for a
-/// record that no longer decodes: SwiftData traps when such a model is
-/// read. Strata builds every model when the fetch runs instead, in its
-/// read transaction, and throws from the fetch if one cannot be built.
-/// The collection is then one consistent snapshot with a fixed count:
-/// a model deleted since keeps its place and its values, and reads
-/// `isDeleted` once the context merges the deletion, as any fetched
-/// model does. The models are registered in the context, as
-/// ``ModelContext/fetch(_:)``'s are; to walk a large result with bounded
-/// memory, use ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)``.
+/// SwiftData builds these models a batch at a time too, and traps when a
+/// model cannot be read. Strata checks at the fetch that every record
+/// decodes, and reads the fetch's own snapshot afterwards, so a later save
+/// (even one that deletes a row) cannot take a model away. What remains is
+/// a read failing for a page that read fine at the fetch (a disk error):
+/// the model is then loaded from the store as it is now, and only if that
+/// fails too does reading the position trap, naming the row.
 public final class FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
-    private let models: [Element]
+    private enum Source {
+        case models([Element])
+        case rows(Batched)
+    }
+
+    /// The state of a batched collection. Read on the context's thread.
+    private final class Batched {
+        let context: ModelContext
+        let entity: Schema.Entity
+        let rows: [Int64]
+        let snapshot: ModelContext.Snapshot
+        let batchSize: Int
+        var batchStart = -1
+        var batch: [Element] = []
+        var previousRows: ArraySlice<Int64> = []
+
+        init(context: ModelContext, entity: Schema.Entity, rows: [Int64], snapshot: ModelContext.Snapshot, batchSize: Int) {
+            (self.context, self.entity, self.rows, self.snapshot, self.batchSize) =
+                (context, entity, rows, snapshot, batchSize)
+        }
+
+        deinit { snapshot.tx.end() }
+
+        func model(at position: Int) -> Element {
+            let start = position - position % batchSize
+            if start != batchStart {
+                let previous = batch
+                batch = []
+                if batchStart >= 0 {
+                    // The batch before the previous one: its models the app
+                    // did not keep are gone by now.
+                    context.pruneReleased(entity, rows: previousRows)
+                    previousRows = rows[batchStart..<Swift.min(batchStart + batchSize, rows.count)]
+                }
+                batchStart = start
+                for model in previous { context.release(model, entity: entity) }
+                let slice = rows[start..<Swift.min(start + batchSize, rows.count)]
+                if let models = try? context.batchModels(entity, rows: slice, snapshot: snapshot) as? [Element] {
+                    batch = models
+                } else {
+                    batch = slice.map(load)
+                }
+            }
+            return batch[position - start]
+        }
+
+        /// One model, when its batch could not be read as a whole.
+        private func load(_ row: Int64) -> Element {
+            if let model = try? context.batchModels(entity, rows: [row], snapshot: snapshot).first as? Element {
+                return model
+            }
+            let id = PersistentIdentifier(storeIdentifier: context.store.identifier, entityName: entity.name, rowID: row)
+            if let model = try? context.existingModel(for: id) as Element? { return model }
+            fatalError("FetchResultsCollection: \(entity.name) row \(row) cannot be read any more")
+        }
+    }
+
+    private let source: Source
 
     init(models: [Element]) {
-        self.models = models
+        source = .models(models)
+    }
+
+    init(context: ModelContext, entity: Schema.Entity, rows: [Int64], snapshot: ModelContext.Snapshot, batchSize: Int) {
+        source = .rows(Batched(context: context, entity: entity, rows: rows, snapshot: snapshot, batchSize: batchSize))
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { models.count }
+
+    public var endIndex: Int {
+        switch source {
+        case .models(let models): return models.count
+        case .rows(let batched): return batched.rows.count
+        }
+    }
 
     /// The model at `position`; a position out of range traps, as an
     /// array's does.
-    public subscript(position: Int) -> Element { models[position] }
+    public subscript(position: Int) -> Element {
+        switch source {
+        case .models(let models): return models[position]
+        case .rows(let batched):
+            precondition(position >= 0 && position < batched.rows.count, "index out of range")
+            return batched.model(at: position)
+        }
+    }
 }

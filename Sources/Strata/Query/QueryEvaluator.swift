@@ -99,7 +99,8 @@ final class QueryEvaluator {
             }
         case .identifier(let base, let entity):
             guard case .row(let row) = try evaluate(base) else { return .null }
-            return .opaque(PersistentIdentifier(entityName: entity.name, rowID: row))
+            return .opaque(
+                PersistentIdentifier(storeIdentifier: context.store.identifier, entityName: entity.name, rowID: row))
         case .collection(let base, let member):
             return try collectionMember(member, of: evaluate(base), expression)
         case .member(let base, let path):

@@ -141,6 +141,8 @@ struct QueryPlanner {
     let entity: Schema.Entity
     let snapshot: ModelContext.Snapshot
     let rowCount: Double
+    /// The store's identifier: an identifier of another store names no row.
+    let storeIdentifier: String
 
     /// Bounds on one attribute, as encoded key elements.
     struct Bound {
@@ -152,9 +154,10 @@ struct QueryPlanner {
         var text: [String] = []
     }
 
-    init(entity: Schema.Entity, snapshot: ModelContext.Snapshot) throws {
+    init(entity: Schema.Entity, snapshot: ModelContext.Snapshot, storeIdentifier: String) throws {
         self.entity = entity
         self.snapshot = snapshot
+        self.storeIdentifier = storeIdentifier
         let tree = try snapshot.tree(entity.recordTree)
         self.rowCount = Double(try tree.map { try snapshot.tx.count($0) } ?? 0)
     }
@@ -174,7 +177,7 @@ struct QueryPlanner {
         var identifiers: [Int64]?
         var identified: Set<Int> = []
         for (index, conjunct) in conjuncts.enumerated() {
-            if let rows = Self.identifierRows(conjunct, entity: entity) {
+            if let rows = Self.identifierRows(conjunct, entity: entity, store: storeIdentifier) {
                 identifiers = identifiers.map { Array(Set($0).intersection(rows)) } ?? rows
                 identified.insert(index)
                 continue
@@ -303,10 +306,11 @@ struct QueryPlanner {
     }
 
     /// Rows named by `$0.persistentModelID == id` (or `ids.contains(...)`).
-    static func identifierRows(_ expression: QueryExpr, entity: Schema.Entity) -> [Int64]? {
+    static func identifierRows(_ expression: QueryExpr, entity: Schema.Entity, store: String) -> [Int64]? {
         func rows(_ value: QueryValue) -> [Int64]? {
             switch value {
-            case .opaque(let id as PersistentIdentifier): return id.entityName == entity.name ? [id.rowID] : []
+            case .opaque(let id as PersistentIdentifier):
+                return id.entityName == entity.name && id.belongs(to: store) ? [id.rowID] : []
             case .list(let items):
                 var result: [Int64] = []
                 for item in items {

@@ -37,7 +37,7 @@ final class QueryRun<T: PersistentModel> {
     /// True when results come in row order straight from the records, so a
     /// fetch can be resumed after a row (``resumeAfter``).
     var isResumable: Bool {
-        guard case .scan = plan.access, case .none = plan.order, descriptor.fetchLimit == nil,
+        guard case .scan = plan.access, case .none = plan.order, descriptor.limit == nil,
             (descriptor.fetchOffset ?? 0) <= 0
         else { return false }
         return true
@@ -55,7 +55,7 @@ final class QueryRun<T: PersistentModel> {
         self.expression = isExact ? conversion?.expression : nil
         self.evaluator = QueryEvaluator(
             context: context, snapshot: snapshot, entity: entity, variableCount: conversion?.variableCount ?? 1)
-        let planner = try QueryPlanner(entity: entity, snapshot: snapshot)
+        let planner = try QueryPlanner(entity: entity, snapshot: snapshot, storeIdentifier: context.store.identifier)
         let conjuncts = conversion?.expression.map(QueryPlanner.conjuncts) ?? []
         let (access, covered, _) = conjuncts.isEmpty ? (.scan, [], planner.rowCount) : try planner.access(for: conjuncts)
         let rest = conjuncts.enumerated().filter { !covered.contains($0.offset) }.map(\.element)
@@ -63,7 +63,7 @@ final class QueryRun<T: PersistentModel> {
         plan = QueryPlan(
             entityName: entity.name, access: access, filter: filter, needsModel: filter?.needsModel ?? false,
             foundationCheck: descriptor.predicate != nil && !isExact,
-            offset: descriptor.fetchOffset, limit: descriptor.fetchLimit)
+            offset: descriptor.fetchOffset, limit: descriptor.limit)
         try planOrder(planner)
         if descriptor.includePendingChanges { noteExcludedRows() }
     }
@@ -94,7 +94,7 @@ final class QueryRun<T: PersistentModel> {
             scan.reverse = key.reverse
             plan.access = .index(scan)
             plan.order = .index(reverse: key.reverse)
-        case .scan where descriptor.fetchLimit != nil:
+        case .scan where descriptor.limit != nil:
             guard let group = entity.keyGroups.first(where: { $0.properties.first === key.property }) else { return }
             let scan = QueryPlan.IndexScan(
                 group: group, ranges: [QueryPlan.KeyRange(lower: [], upper: nil)], reverse: key.reverse,
@@ -303,7 +303,7 @@ final class QueryRun<T: PersistentModel> {
     /// afterwards by stored keys, whose ties are broken by row.
     private var rowOrderSuffices: Bool {
         switch plan.order {
-        case .none: return descriptor.fetchLimit == nil && (descriptor.fetchOffset ?? 0) <= 0
+        case .none: return descriptor.limit == nil && (descriptor.fetchOffset ?? 0) <= 0
         case .keys: return true
         case .index, .models: return false
         }
@@ -446,7 +446,7 @@ final class QueryRun<T: PersistentModel> {
     /// `materialize` is true; pending models that match are merged in.
     func results(materialize: Bool) throws -> (rows: [Int64], models: [T]) {
         let offset = max(descriptor.fetchOffset ?? 0, 0)
-        let limit = descriptor.fetchLimit.map { max($0, 0) }
+        let limit = descriptor.limit.map { max($0, 0) }
         let pending = try pendingMatches()
         var order = plan.order
         if case .index = order, !pending.isEmpty { order = keysOrder() }

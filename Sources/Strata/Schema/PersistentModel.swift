@@ -40,7 +40,10 @@ extension PersistentModel {
     /// temporary one; inserting gives it its permanent row.
     public var persistentModelID: PersistentIdentifier {
         let state = _strataState
-        return PersistentIdentifier(entityName: Self._strataEntityName, rowID: state.identifierRow)
+        let row = state.identifierRow
+        return PersistentIdentifier(
+            storeIdentifier: row > 0 ? state.link?.storeIdentifier ?? state.formerStoreIdentifier : nil,
+            entityName: Self._strataEntityName, rowID: row)
     }
 
     public var id: PersistentIdentifier { persistentModelID }
@@ -97,7 +100,9 @@ func downcast<T: PersistentModel>(_ models: [any PersistentModel], to type: T.Ty
 ///
 /// Codable, so it can be kept and handed to another context or process.
 public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
-    /// The store the model lives in (nil until it is inserted).
+    /// The store the model lives in (nil while the identifier is
+    /// temporary): the store file's path, or a unique name for a store in
+    /// memory.
     public var storeIdentifier: String?
     /// The model class's name.
     public var entityName: String
@@ -113,13 +118,25 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable, Cus
     /// True until the model has been inserted into a context.
     public var isTemporary: Bool { rowID < 0 }
 
-    public static func < (a: Self, b: Self) -> Bool { (a.entityName, a.rowID) < (b.entityName, b.rowID) }
+    public static func < (a: Self, b: Self) -> Bool {
+        (a.storeIdentifier ?? "", a.entityName, a.rowID) < (b.storeIdentifier ?? "", b.entityName, b.rowID)
+    }
 
-    public static func == (a: Self, b: Self) -> Bool { a.rowID == b.rowID && a.entityName == b.entityName }
+    /// Identifiers of two stores never compare equal, even for the same
+    /// entity and row.
+    public static func == (a: Self, b: Self) -> Bool {
+        a.rowID == b.rowID && a.entityName == b.entityName && a.storeIdentifier == b.storeIdentifier
+    }
+
     public func hash(into hasher: inout Hasher) {
         hasher.combine(entityName)
         hasher.combine(rowID)
     }
+
+    /// Whether the identifier can name a model of the store `identifier`:
+    /// it names that store, or none (a temporary identifier, or one
+    /// decoded from an older form).
+    func belongs(to identifier: String) -> Bool { storeIdentifier == nil || storeIdentifier == identifier }
 
     public var description: String { "\(entityName)/\(rowID < 0 ? "t\(-rowID)" : "p\(rowID)")" }
 }
@@ -137,8 +154,12 @@ public final class _ContextLink {
     /// The context that loads them then (made on first need).
     private var successor: ModelContext?
 
+    /// The store's identifier, for the identifiers of the models.
+    let storeIdentifier: String
+
     init(container: ModelContainer) {
         self.container = container
+        self.storeIdentifier = container.store.identifier
     }
 
     /// The context to load related models through: the model's own, or,
@@ -179,6 +200,9 @@ public final class _ModelState {
     @exclusivity(unchecked) var rowID: Int64 = 0
     @exclusivity(unchecked) var temporaryRow: Int64 = 0
     @exclusivity(unchecked) var link: _ContextLink?
+    /// The store of a deleted model's row, kept when the model leaves its
+    /// context so that its identifier does not change.
+    @exclusivity(unchecked) var formerStoreIdentifier: String?
     @exclusivity(unchecked) var isChanged = false
     /// The fields changed since the last save, while ``status`` is
     /// `.saved`: a save writes these and keeps the stored values of the

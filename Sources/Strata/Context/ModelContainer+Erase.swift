@@ -1,0 +1,49 @@
+import StrataEngine
+
+extension ModelContainer {
+    /// Deletes every model of the container's store, in one transaction.
+    ///
+    /// The models go without delete rules, history entries or per-model
+    /// work: every record, index, relationship, external-storage and
+    /// history tree is emptied (history tokens taken before it expire). The
+    /// store's schema stays, and row numbers are not reused, so an
+    /// identifier from before names nothing afterwards. Every context of
+    /// the container merges the deletion at its next entry point: its
+    /// registered models leave it, with `isDeleted` true.
+    ///
+    /// - Throws: ``SwiftDataError/readOnlyStore`` for a container whose
+    ///   configuration does not allow saving; what the store throws when it
+    ///   cannot be written (it is then unchanged).
+    public func deleteAllData() throws {
+        guard allowsSave, store.allowsSave else {
+            throw SwiftDataError(.readOnlyStore, "deleteAllData on a read-only store (allowsSave: false)")
+        }
+        let schema = schema
+        let deleted = try store.write { tx -> SavedChanges in
+            var changes = SavedChanges.Builder(entityCount: schema.entities.count)
+            for entity in schema.entities {
+                guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
+                var rows: [Int64] = []
+                try tx.forEach(tree) { key, _ in
+                    if let row = try? RowKey.decode(key) { rows.append(row) }
+                    return true
+                }
+                changes.delete(entity, rows: rows)
+            }
+            for name in try tx.treeNames() where Self.keptByDeleteAll.contains(name) == false {
+                try tx.clear(try tx.tree(name))
+            }
+            return changes.build()
+        }
+        mergeHub.publish(deleted, from: nil)
+    }
+
+    /// ``deleteAllData()``, by the name SwiftData also uses.
+    public func erase() throws {
+        try deleteAllData()
+    }
+
+    /// The trees that describe the store rather than hold models: the
+    /// stored schema and the history's counters.
+    private static let keptByDeleteAll: Set<String> = [StoredSchema.tree, HistoryLog.meta]
+}
