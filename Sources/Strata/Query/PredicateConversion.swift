@@ -322,6 +322,13 @@ extension PredicateExpressions.CollectionContainsCollection: QueryNode {
     }
 }
 
+extension PredicateExpressions.StringLocalizedStandardContains: QueryNode {
+    var children: [Any] { [root, other] }
+    func convert(_ c: inout PredicateConversion) throws -> Converted {
+        Converted(.localizedSubstring(try c.convert(root).expression, try c.convert(other).expression))
+    }
+}
+
 extension PredicateExpressions.SequenceStartsWith: QueryNode {
     var children: [Any] { [base, prefix] }
     func convert(_ c: inout PredicateConversion) throws -> Converted {

@@ -173,6 +173,10 @@ final class QueryEvaluator {
             guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
             else { return .scalar(.bool(false)) }
             return .scalar(.bool(collectionContains(text, part)))
+        case .localizedSubstring(let a, let b):
+            guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
+            else { return .scalar(.bool(false)) }
+            return .scalar(.bool(_strataLocalizedStandardContains(text, part)))
         case .prefix(let a, let b):
             guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
             else { return .scalar(.bool(false)) }

@@ -66,6 +66,9 @@ indirect enum QueryExpr {
     case filter(QueryExpr, variable: Int, QueryExpr)
     /// `CollectionContainsCollection` (a substring test on strings).
     case substring(QueryExpr, QueryExpr)
+    /// `localizedStandardContains`: a substring test ignoring case and
+    /// diacritics.
+    case localizedSubstring(QueryExpr, QueryExpr)
     /// `SequenceStartsWith`.
     case prefix(QueryExpr, QueryExpr)
     /// `Arithmetic`, `IntDivision`, `IntRemainder`, `FloatDivision`.
@@ -121,7 +124,8 @@ indirect enum QueryExpr {
             return a.needsModel
         case .and(let a, let b), .or(let a, let b), .compare(_, let a, let b), .contains(let a, let b),
             .any(let a, _, let b), .all(let a, _, let b), .filter(let a, _, let b), .substring(let a, let b),
-            .prefix(let a, let b), .arithmetic(_, let a, let b), .coalesce(let a, let b), .flatMap(let a, _, let b):
+            .localizedSubstring(let a, let b), .prefix(let a, let b), .arithmetic(_, let a, let b), .coalesce(let a, let b),
+            .flatMap(let a, _, let b):
             return a.needsModel || b.needsModel
         case .between(let a, let b, let c, _), .conditional(let a, let b, let c):
             return a.needsModel || b.needsModel || c.needsModel
@@ -150,6 +154,7 @@ extension QueryExpr: CustomStringConvertible {
         case .all(let sequence, let v, let test): return "\(sequence).allSatisfy { $\(v) in \(test) }"
         case .filter(let sequence, let v, let test): return "\(sequence).filter { $\(v) in \(test) }"
         case .substring(let a, let b): return "\(a).contains(\(b))"
+        case .localizedSubstring(let a, let b): return "\(a).localizedStandardContains(\(b))"
         case .prefix(let a, let b): return "\(a).starts(with: \(b))"
         case .arithmetic(let op, let a, let b): return "(\(a) \(op.rawValue) \(b))"
         case .negate(let a): return "-(\(a))"
