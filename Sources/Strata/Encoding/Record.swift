@@ -472,8 +472,16 @@ public struct _RecordReader {
     // MARK: Decoding overloads, chosen at compile time by the property's type
 
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
-        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try T._decode(slot, from: &self, field: field)
+    }
+
+    /// A non-optional attribute's value is absent: damage, or an attribute
+    /// a custom migration stage added and its `didMigrate` has not set yet
+    /// (it then reads as the type's placeholder).
+    @usableFromInline func placeholder<T: _RecordPrimitive>(_ field: Int) throws -> T {
+        if entity.placeholderFields.contains(field), let value = T._placeholder { return value }
+        throw missing(field)
     }
 
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {

@@ -6,6 +6,38 @@ public protocol _RecordPrimitive: Codable {
     static var _wire: UInt8 { get }
     func _appendPayload(to writer: inout _RecordWriter)
     static func _decode(_ slot: _RecordReader.Slot, from reader: inout _RecordReader, field: Int) throws -> Self
+    /// The value a model reads for an attribute a custom migration stage
+    /// added without a default, until its `didMigrate` sets it; nil for a
+    /// type without an obvious empty value.
+    static var _placeholder: Self? { get }
+}
+
+extension _RecordPrimitive {
+    public static var _placeholder: Self? { nil }
+}
+
+extension _RecordPrimitive where Self: Numeric {
+    public static var _placeholder: Self? { .zero }
+}
+
+extension Bool {
+    public static var _placeholder: Bool? { false }
+}
+
+extension String {
+    public static var _placeholder: String? { "" }
+}
+
+extension Date {
+    public static var _placeholder: Date? { Date(timeIntervalSinceReferenceDate: 0) }
+}
+
+extension Data {
+    public static var _placeholder: Data? { Data() }
+}
+
+extension UUID {
+    public static var _placeholder: UUID? { UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
 }
 
 extension Bool: _RecordPrimitive {

@@ -48,9 +48,16 @@ struct LightweightMigration {
         var rewrite = false
     }
 
-    init(stored: StoredSchema, schema: Schema) {
+    /// Whether an added non-optional attribute without a default may be
+    /// filled with a placeholder (a custom stage's `didMigrate` sets it).
+    private let allowsPlaceholders: Bool
+    /// The attributes filled with a placeholder, by entity name.
+    private(set) var placeholders: [String: [Int]] = [:]
+
+    init(stored: StoredSchema, schema: Schema, allowsPlaceholders: Bool = false) {
         self.stored = stored
         self.schema = schema
+        self.allowsPlaceholders = allowsPlaceholders
         for entity in schema.entities {
             guard let old = stored.entities[entity.name] else {
                 if !stored.entities.isEmpty { changes.append("\(entity.name): added") }
@@ -97,8 +104,14 @@ struct LightweightMigration {
                         problems.append("\(place): an added non-optional external-storage attribute needs a custom stage")
                     } else if let value = property.defaultValue, Self.encodes(value) {
                         plan.fills[property.field] = value
+                    } else if allowsPlaceholders, (property.valueType as? any _RecordPrimitive.Type)?.hasPlaceholder == true {
+                        // No value in the record until didMigrate sets one.
+                        plan.fills[property.field] = String?.none as Any
+                        placeholders[name, default: []].append(property.field)
                     } else {
-                        problems.append("\(place): an added non-optional attribute needs a default value")
+                        problems.append(
+                            "\(place): an added non-optional attribute needs a default value"
+                                + (allowsPlaceholders ? " (didMigrate can fill only plain types: numbers, String, Date, …)" : ""))
                     }
                 }
                 continue
@@ -473,4 +486,8 @@ struct LightweightMigration {
         }
         progress?(MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
     }
+}
+
+extension _RecordPrimitive {
+    static var hasPlaceholder: Bool { _placeholder != nil }
 }

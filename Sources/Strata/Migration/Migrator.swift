@@ -113,10 +113,51 @@ struct Migrator {
         let from = Self.schema(of: stage.fromVersion)
         let to = Self.schema(of: stage.toVersion)
         if case .custom(_, _, let willMigrate?, _) = stage { try withContext(from, tx, willMigrate) }
-        var migration = LightweightMigration(stored: current, schema: to)
+        guard case .custom(_, _, _, let didMigrate?) = stage else {
+            var migration = LightweightMigration(stored: current, schema: to)
+            try migration.apply(tx, removingEntities: true, progress: progress)
+            current = try StoredSchema(tx)
+            return
+        }
+        // didMigrate may fill attributes the new schema adds without a
+        // default: they start as placeholders, and every row must have a
+        // value once it returns.
+        var migration = LightweightMigration(stored: current, schema: to, allowsPlaceholders: true)
         try migration.apply(tx, removingEntities: true, progress: progress)
         current = try StoredSchema(tx)
-        if case .custom(_, _, _, let didMigrate?) = stage { try withContext(to, tx, didMigrate) }
+        for (name, fields) in migration.placeholders { to.entity(named: name)?.placeholderFields = Set(fields) }
+        try withContext(to, tx, didMigrate)
+        try Self.checkFilled(migration.placeholders, schema: to, stage: stage, tx: tx)
+    }
+
+    /// Throws when a row still lacks a value for an attribute its stage's
+    /// `didMigrate` had to fill.
+    private static func checkFilled(
+        _ placeholders: [String: [Int]], schema: Schema, stage: MigrationStage, tx: WriteTransaction
+    ) throws {
+        for (name, fields) in placeholders.sorted(by: { $0.key < $1.key }) {
+            guard let entity = schema.entity(named: name), let tree = try tx.treeIfPresent(entity.recordTree) else {
+                continue
+            }
+            var unset: [Int: [Int64]] = [:]
+            try tx.forEach(tree) { key, value in
+                let row = try RowKey.decode(key)
+                try _RecordReader.withReader(value, entity: entity, row: row) { reader in
+                    for field in fields where try reader.find(field)?.wire ?? RecordFormat.null == RecordFormat.null {
+                        unset[field, default: []].append(row)
+                    }
+                }
+                return true
+            }
+            if let (field, rows) = unset.sorted(by: { $0.key < $1.key }).first {
+                let listed = rows.prefix(5).map { "row \($0)" }.joined(separator: ", ")
+                throw SwiftDataError(
+                    .modelValidationFailure,
+                    "migration to \(stage.toVersion.versionIdentifier): didMigrate left \(name).\(entity.properties[field].name) "
+                        + "without a value in \(rows.count) row(s) (\(listed)); set it on every model, as the schema "
+                        + "declares it non-optional without a default")
+            }
+        }
     }
 
     /// Runs a stage's closure with a context on `schema` over the migration

@@ -128,6 +128,11 @@ extension Schema {
         /// Whether a relationship is a non-optional to-one, whose target
         /// is loaded with the model.
         let hasRequiredToOne: Bool
+        /// Attributes a custom migration stage added without a default:
+        /// while its `didMigrate` runs they read as their type's
+        /// placeholder. Set only on a stage's own schema, before the stage
+        /// reads through it.
+        nonisolated(unsafe) var placeholderFields: Set<Int> = []
         /// Groups of property names that are unique together
         /// (`#Unique` and `@Attribute(.unique)`).
         public let uniquenessConstraints: [[String]]
