@@ -40,6 +40,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """
             set {
                 let _old = _strataState.willSet(&_\(raw: name), field: \(raw: field))
+                _strataState.registerUndo(self, keyPath: \\.\(raw: name), old: _\(raw: name))
                 _strataState.withMutation(of: self, keyPath: \\.\(raw: name)) {
                     _\(raw: name) = newValue
                 }

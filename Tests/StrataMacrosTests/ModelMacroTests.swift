@@ -44,6 +44,7 @@ final class ModelMacroTests: XCTestCase {
                         }
                         set {
                             let _old = _strataState.willSet(&_title, field: 0)
+                            _strataState.registerUndo(self, keyPath: \\.title, old: _title)
                             _strataState.withMutation(of: self, keyPath: \\.title) {
                                 _title = newValue
                             }
@@ -67,6 +68,7 @@ final class ModelMacroTests: XCTestCase {
                         }
                         set {
                             let _old = _strataState.willSet(&_count, field: 1)
+                            _strataState.registerUndo(self, keyPath: \\.count, old: _count)
                             _strataState.withMutation(of: self, keyPath: \\.count) {
                                 _count = newValue
                             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Tracks models in memory — inserted, changed, deleted — and writes them
 /// to the store in one transaction at ``save()``.
 ///
@@ -18,6 +20,16 @@ public final class ModelContext: _RelatedModelLoader {
     public var autosaveEnabled = false
     /// Recorded with each save's history (SwiftData's transaction author).
     public var author: String?
+    /// Records the context's inserts, deletes (with the models their
+    /// `.cascade` rules reach) and property changes, so that
+    /// `undoManager.undo()` reverts them and `redo()` applies them again,
+    /// before or after a save. Undoing after a save changes the models
+    /// again: the context has changes to save. Nil (the default) records
+    /// nothing. See the "Undo and redo" section of "Differences from
+    /// SwiftData".
+    public var undoManager: UndoManager? {
+        didSet { link.undoManager = undoManager }
+    }
     var isMainContext = false
 
     let link: _ContextLink
@@ -99,6 +111,9 @@ public final class ModelContext: _RelatedModelLoader {
     /// ``SwiftDataError/modelValidationFailure`` naming the model, and
     /// writes nothing.
     public func insert<T: PersistentModel>(_ model: T) {
+        // The models it inserts with it are undone with it.
+        let grouped = beginUndoGroup()
+        defer { if grouped { undoManager?.endUndoGrouping() } }
         let state = model._strataState
         if let owner = state.link, owner !== link, owner.context != nil {
             pendingError = SwiftDataError(
@@ -130,9 +145,39 @@ public final class ModelContext: _RelatedModelLoader {
         state.link = link
         registry[entity.ordinal][state.rowID] = model
         inserted.append(model)
+        registerUndo(model) { context, model in context.delete(model) }
         Self.syncInverses(of: model, entity: entity)
         insertRelated(of: model, entity: entity)
         noteMutation()
+    }
+
+    /// Opens an undo group when changes are recorded; true when it did.
+    private func beginUndoGroup() -> Bool {
+        guard let undoManager, link.recordsUndo, undoManager.isUndoRegistrationEnabled else { return false }
+        undoManager.beginUndoGrouping()
+        return true
+    }
+
+    /// Records `action` as the undo of a change to `model`.
+    private func registerUndo<T: PersistentModel>(_ model: T, _ action: @escaping (ModelContext, T) -> Void) {
+        guard let undoManager, link.recordsUndo else { return }
+        undoManager.registerUndo(withTarget: self) { context in action(context, model) }
+    }
+
+    /// Before a saved model is deleted with undo on: its relationships are
+    /// loaded (so that a re-insert writes them), and the models its
+    /// `.cascade` rules reach are deleted now, as models, so that undo
+    /// brings them back too.
+    private func prepareUndoableDelete(_ model: some PersistentModel) {
+        guard undoManager != nil, link.recordsUndo, let entity = container.schema.entity(forType: type(of: model)) else {
+            return
+        }
+        for relationship in entity.relationships {
+            let targets = Self.targets(of: model, relationship)
+            if relationship.deleteRule == .cascade {
+                for target in targets where target._strataState.status == .saved { deleteExistential(target) }
+            }
+        }
     }
 
     /// Relationships set before the model had a context (in its
@@ -172,6 +217,9 @@ public final class ModelContext: _RelatedModelLoader {
     /// Deletes `model` at the next save. An inserted model that was never
     /// saved is simply discarded.
     public func delete<T: PersistentModel>(_ model: T) {
+        // Its cascade is undone with it.
+        let grouped = beginUndoGroup()
+        defer { if grouped { undoManager?.endUndoGrouping() } }
         let state = model._strataState
         guard state.link === link else { return }
         switch state.status {
@@ -180,11 +228,14 @@ public final class ModelContext: _RelatedModelLoader {
             unregister(model, state: state)
             state.status = .detached
             state.link = nil
+            registerUndo(model) { context, model in context.insert(model) }
             discardFromGraph(model)
         case .saved:
+            prepareUndoableDelete(model)
             changed[ObjectIdentifier(model)] = nil
             deleted[ObjectIdentifier(model)] = model
             state.status = .deleted
+            registerUndo(model) { context, model in context.insert(model) }
         case .deleted:
             // Deleted by another context's save: deleting it here too drops
             // the change that would make the next save refuse.
@@ -385,6 +436,10 @@ public final class ModelContext: _RelatedModelLoader {
         guard store.allowsSave, container.allowsSave else {
             throw SwiftDataError(.readOnlyStore, "the configuration does not allow saving (allowsSave: false)")
         }
+        // What delete rules change during the save is not the program's
+        // change: it is not recorded for undo.
+        link.recordsUndo = false
+        defer { link.recordsUndo = true }
         // A change to a model another save deleted would re-create its row.
         for model in changed.values where model._strataState.deletedElsewhere {
             throw SwiftDataError(

@@ -156,6 +156,11 @@ public final class _ContextLink {
 
     /// The store's identifier, for the identifiers of the models.
     let storeIdentifier: String
+    /// The context's undo manager, read by the models' setters.
+    var undoManager: UndoManager?
+    /// False while the context makes changes that are not the program's
+    /// (a save's delete rules).
+    var recordsUndo = true
 
     init(container: ModelContainer) {
         self.container = container
@@ -350,6 +355,18 @@ public final class _ModelState {
     }
 
     /// Called by a generated setter after field `field` of `model` changed.
+    /// Called by a generated setter before it stores a new value: with an
+    /// undo manager on the model's context, records setting `old` back as
+    /// the undo. Changes made to keep an inverse in step are not recorded
+    /// (undoing the change that caused them brings them back).
+    public func registerUndo<M: PersistentModel, Value>(
+        _ model: M, keyPath: ReferenceWritableKeyPath<M, Value>, old: @autoclosure () -> Value
+    ) {
+        guard let link, let undoManager = link.undoManager, link.recordsUndo, !isApplyingInverse else { return }
+        let value = old()
+        undoManager.registerUndo(withTarget: model) { model in model[keyPath: keyPath] = value }
+    }
+
     public func didChange<M: PersistentModel>(_ model: M, field: Int) {
         if hasFaults { _ = takeFault(field: field) }
         guard let context = link?.context else { return }
