@@ -43,6 +43,32 @@ final class JournalTests: FidelityTestCase {
         XCTAssertEqual(moved.journal.title, "Work")
     }
 
+    func testNullifyCannotLeaveARequiredToOneEmpty() throws {
+        let context = ModelContext(try container(Journal.self))
+        let journal = Journal(title: "Travel")
+        context.insert(journal)
+        context.insert(Entry(text: "Lisbon", journal: journal))
+        try context.save()
+
+        context.delete(journal)
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .modelValidationFailure)
+            XCTAssertTrue("\(error)".contains("Entry.journal is non-optional"), "\(error)")
+        }
+        context.rollback()
+        let other = ModelContext(try container(Journal.self))
+        XCTAssertEqual(try other.fetchCount(FetchDescriptor<Journal>()), 1, "the store is unchanged")
+
+        // Pointed elsewhere first, the journal can go.
+        let entry = try XCTUnwrap(try context.fetch(FetchDescriptor<Entry>()).first)
+        let work = Journal(title: "Work")
+        context.insert(work)
+        entry.journal = work
+        context.delete(journal)
+        try context.save()
+        XCTAssertEqual(try other.fetch(FetchDescriptor<Journal>()).map(\.title), ["Work"])
+    }
+
     func testImplicitlyUnwrappedToManyInSwift5Mode() throws {
         do {
             let context = ModelContext(try container(Shelf.self))

@@ -258,9 +258,13 @@ extension ModelContext {
         }
         let doomed = walk.doomed
 
-        // 2. Deny (counts are checked by the caller).
+        // 2. Deny (counts are checked by the caller), and nullify that
+        // would leave a non-optional to-one without a target.
         for entity in entities {
-            let denying = entity.relationships.filter { $0.deleteRule == .deny }
+            let denying = entity.relationships.filter { relationship in
+                relationship.deleteRule == .deny
+                    || (relationship.deleteRule == .nullify && requiresTarget(inverseOf: relationship, in: entity))
+            }
             guard !denying.isEmpty else { continue }
             var victims = doomed.rows[entity.ordinal].map { Victim(entity: entity, row: $0.row, model: nil) }
             for model in doomed.models.values where type(of: model) == entity.type {
@@ -272,6 +276,16 @@ extension ModelContext {
                     if let first = blocking.first {
                         let name = PersistentIdentifier(entityName: victim.entity.name, rowID: victim.row)
                         let other = PersistentIdentifier(entityName: first.entity.name, rowID: first.row)
+                        if relationship.deleteRule == .nullify, let side = entity.inverseSides[relationship.field] {
+                            let required = first.entity.properties[side.field].name
+                            throw SwiftDataError(
+                                .modelValidationFailure,
+                                "\(victim.model?.persistentModelID ?? name) cannot be deleted: "
+                                    + "\(first.entity.name).\(required) is non-optional and \(blocking.count) model(s) "
+                                    + "still refer to it, such as \(first.model?.persistentModelID ?? other); "
+                                    + "delete them too (deleteRule: .cascade on \(entity.name).\(relationship.name)) "
+                                    + "or point them at another \(entity.name) first")
+                        }
                         throw SwiftDataError(
                             .modelValidationFailure,
                             "\(victim.model?.persistentModelID ?? name) cannot be deleted: "
@@ -282,6 +296,16 @@ extension ModelContext {
             }
         }
         return doomed
+    }
+
+    /// Whether the inverse of `relationship` is a non-optional to-one,
+    /// which `.nullify` cannot set to nil.
+    private func requiresTarget(inverseOf relationship: Schema.Relationship, in entity: Schema.Entity) -> Bool {
+        guard let side = entity.inverseSides[relationship.field], side.isToOne,
+            let other = container.schema.entity(forType: side.type),
+            let inverse = other.properties[side.field] as? Schema.Relationship
+        else { return false }
+        return !inverse.isOptional
     }
 
     private func destination(of relationship: Schema.Relationship) -> Schema.Entity? {
