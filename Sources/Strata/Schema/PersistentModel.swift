@@ -157,7 +157,7 @@ public final class _ContextLink {
     /// The store's identifier, for the identifiers of the models.
     let storeIdentifier: String
     /// The context's undo manager, read by the models' setters.
-    var undoManager: UndoManager?
+    @usableFromInline var undoManager: UndoManager?
     /// False while the context makes changes that are not the program's
     /// (a save's delete rules).
     var recordsUndo = true
@@ -204,7 +204,7 @@ public final class _ModelState {
     /// The row number once inserted or loaded; 0 before.
     @exclusivity(unchecked) var rowID: Int64 = 0
     @exclusivity(unchecked) var temporaryRow: Int64 = 0
-    @exclusivity(unchecked) var link: _ContextLink?
+    @usableFromInline @exclusivity(unchecked) var link: _ContextLink?
     /// The store of a deleted model's row, kept when the model leaves its
     /// context so that its identifier does not change.
     @exclusivity(unchecked) var formerStoreIdentifier: String?
@@ -359,11 +359,17 @@ public final class _ModelState {
     /// undo manager on the model's context, records setting `old` back as
     /// the undo. Changes made to keep an inverse in step are not recorded
     /// (undoing the change that caused them brings them back).
-    public func registerUndo<M: PersistentModel, Value>(
+    @inlinable public func registerUndo<M: PersistentModel, Value>(
         _ model: M, keyPath: ReferenceWritableKeyPath<M, Value>, old: @autoclosure () -> Value
     ) {
+        // Inlined into every setter: without an undo manager, one check.
+        if link?.undoManager != nil { recordUndo(model, keyPath: keyPath, old: old()) }
+    }
+
+    @usableFromInline func recordUndo<M: PersistentModel, Value>(
+        _ model: M, keyPath: ReferenceWritableKeyPath<M, Value>, old value: Value
+    ) {
         guard let link, let undoManager = link.undoManager, link.recordsUndo, !isApplyingInverse else { return }
-        let value = old()
         undoManager.registerUndo(withTarget: model) { model in model[keyPath: keyPath] = value }
     }
 
