@@ -63,10 +63,14 @@ public final class ModelContainer: @unchecked Sendable {
         if !problems.isEmpty {
             throw SwiftDataError(.unknownSchema, "the schema's constraints are invalid: " + problems.joined(separator: "; "))
         }
+        try Self.validate(configurations, schema: schema)
         if configurations.count > 1 {
-            // Several stores per container would split one save across
-            // files without a shared transaction; refuse instead.
-            throw SwiftDataError(.loadIssueModelContainer, "Strata supports one configuration per container")
+            // Not yet: several stores per container (see "Differences from
+            // SwiftData").
+            throw SwiftDataError(
+                .loadIssueModelContainer,
+                "Strata supports one configuration per container for now; "
+                    + "\(configurations.count) were given (\(configurations.map(\.name).joined(separator: ", ")))")
         }
         self.schema = schema
         self.configurations = configurations
@@ -86,6 +90,34 @@ public final class ModelContainer: @unchecked Sendable {
             }
         } catch let error as StorageError {
             throw SwiftDataError(.loadIssueModelContainer, "cannot open \(configuration.url.path): \(error)")
+        }
+    }
+
+    /// Refuses configurations whose schema names no entity, an entity the
+    /// container's schema lacks, or an entity another configuration names.
+    private static func validate(_ configurations: [ModelConfiguration], schema: Schema) throws {
+        var claimed: [String: String] = [:]
+        for configuration in configurations {
+            guard let own = configuration.schema else { continue }
+            if own.entities.isEmpty {
+                throw SwiftDataError(
+                    .configurationSchemaNotFoundInContainerSchema,
+                    "configuration \(configuration.name): its schema names no model type")
+            }
+            for entity in own.entities {
+                guard schema.entity(named: entity.name) != nil else {
+                    throw SwiftDataError(
+                        .configurationSchemaNotFoundInContainerSchema,
+                        "configuration \(configuration.name) names \(entity.name), which the container's schema "
+                            + "(\(schema.entities.map(\.name).joined(separator: ", "))) does not have")
+                }
+                if let other = claimed.updateValue(configuration.name, forKey: entity.name) {
+                    throw SwiftDataError(
+                        .configurationSchemaNotFoundInContainerSchema,
+                        "\(entity.name) is named by two configurations (\(other) and \(configuration.name)); "
+                            + "each model type lives in one store")
+                }
+            }
         }
     }
 
