@@ -58,9 +58,10 @@ let package = Package(
         ),
         // SwiftData-style model files compiled with only `import Strata`,
         // in both language modes.
-        .testTarget(name: "FidelityTests", dependencies: ["Strata", "StrataTesting"]),
+        .target(name: "FidelitySupport", dependencies: ["Strata", "StrataTesting"], path: "Tests/FidelitySupport"),
+        .testTarget(name: "FidelityTests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"]),
         .testTarget(
-            name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting"],
+            name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
         .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),

@@ -1,3 +1,4 @@
+import FidelitySupport
 import Foundation
 import Strata
 import XCTest
