@@ -82,5 +82,11 @@ final class JournalTests: FidelityTestCase {
         let shelf = try XCTUnwrap(try context.fetch(FetchDescriptor<Shelf>()).first)
         XCTAssertEqual(shelf.books.map(\.title), ["Dune"])
         XCTAssertEqual(shelf.books.first?.shelf?.label, "top")
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Book>(predicate: #Predicate { $0.title == "Dune" })), 1)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Shelf>(predicate: #Predicate { $0.label == "top" })), 1)
+        context.delete(shelf)
+        try context.save()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Shelf>()), 0)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Book>(predicate: #Predicate { $0.shelf == nil })), 1)
     }
 }

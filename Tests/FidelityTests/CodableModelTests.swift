@@ -31,5 +31,16 @@ final class CodableModelTests: FidelityTestCase {
         copy.team = team
         try context.save()
         XCTAssertEqual(team.players.count, 3)
+
+        // A predicate on each attribute, and a delete with its nullify.
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Team>(predicate: #Predicate { $0.name == "Otters" })), 1)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Team>(predicate: #Predicate { $0.city == "Oslo" })), 1)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Player>(predicate: #Predicate { $0.name == "Bo" })), 1)
+        XCTAssertEqual(
+            try context.fetchCount(FetchDescriptor<Player>(predicate: #Predicate { $0.team?.name == "Otters" })), 3)
+        context.delete(team)
+        try context.save()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Team>()), 0)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Player>(predicate: #Predicate { $0.team == nil })), 3)
     }
 }

@@ -30,10 +30,20 @@ final class PrivateStorageTests: FidelityTestCase {
             1)
         XCTAssertEqual(Habit.schemaMetadata.map(\.name).filter { $0.hasPrefix("_") }, ["_completions"])
 
+        XCTAssertEqual(
+            try context.fetchCount(
+                FetchDescriptor<Habit>(
+                    predicate: #Predicate {
+                        $0.slug == "walk" && $0.title == "Walk" && $0.description == "outside" && $0.value == 1.5
+                    })), 1)
+
         // The unique slug upserts.
         context.insert(Habit(slug: "walk", title: "Long walk"))
         try context.save()
         XCTAssertEqual(try context.fetch(FetchDescriptor<Habit>()).map(\.title), ["Long walk"])
+        context.delete(try XCTUnwrap(try context.fetch(FetchDescriptor<Habit>()).first))
+        try context.save()
+        XCTAssertEqual(try ModelContext(try container(Habit.self)).fetchCount(FetchDescriptor<Habit>()), 0)
     }
 
     func testPublicModelActor() async throws {
