@@ -29,7 +29,8 @@ open class FidelityTestCase: XCTestCase {
     public func container(_ types: any PersistentModel.Type..., name: String = "app.store") throws -> ModelContainer {
         let url = URL(fileURLWithPath: directory.file(name))
         let schema = Schema(types)
+        let container = try ModelContainer(for: schema, configurations: ModelConfiguration(url: url))
         if !opened.contains(where: { $0.0 == url }) { opened.append((url, schema)) }
-        return try ModelContainer(for: schema, configurations: ModelConfiguration(url: url))
+        return container
     }
 }

@@ -52,3 +52,22 @@ final class Book {
     var shelf: Shelf?
     init(title: String) { self.title = title }
 }
+
+/// A relationship declared `let`: it could never load, so the container
+/// refuses it.
+@Model
+final class Badge {
+    let holder: Journal?
+    init(holder: Journal?) { self.holder = holder }
+}
+
+/// A required to-one without an inverse (Journal has no relationship back).
+@Model
+final class Stamp {
+    var label = ""
+    var journal: Journal
+    init(label: String, journal: Journal) {
+        self.label = label
+        self.journal = journal
+    }
+}

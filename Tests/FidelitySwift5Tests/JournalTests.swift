@@ -70,6 +70,39 @@ final class JournalTests: FidelityTestCase {
         XCTAssertEqual(try other.fetch(FetchDescriptor<Journal>()).map(\.title), ["Work"])
     }
 
+    func testALetRelationshipIsRefusedAtContainerCreation() {
+        XCTAssertThrowsError(try container(Badge.self)) { error in
+            XCTAssertTrue("\(error)".contains("Badge.holder: a relationship must be declared 'var'"), "\(error)")
+        }
+    }
+
+    func testARequiredToOneWithoutInverseKeepsItsTarget() throws {
+        let context = ModelContext(try container(Journal.self, Stamp.self))
+        let journal = Journal(title: "Travel")
+        context.insert(journal)
+        context.insert(Stamp(label: "Lisbon", journal: journal))
+        try context.save()
+        context.delete(journal)
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertTrue("\(error)".contains("Stamp.journal is non-optional and still refers to it"), "\(error)")
+        }
+        context.rollback()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Journal>()), 1)
+        XCTAssertEqual(try context.fetch(FetchDescriptor<Stamp>()).first?.journal.title, "Travel")
+    }
+
+    func testTakingAModelOutOfARequiredInverseFailsTheSave() throws {
+        let context = ModelContext(try container(Journal.self))
+        let journal = Journal(title: "Travel")
+        context.insert(journal)
+        journal.entries.append(Entry(text: "Lisbon", journal: journal))
+        try context.save()
+        journal.entries.removeAll()
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .modelValidationFailure)
+        }
+    }
+
     func testImplicitlyUnwrappedToManyInSwift5Mode() throws {
         do {
             let context = ModelContext(try container(Shelf.self))

@@ -41,4 +41,25 @@ final class BatchFetchTests: FidelityTestCase {
         try context.save()
         XCTAssertEqual(try other.fetchCount(FetchDescriptor<Recipe>(predicate: #Predicate { $0.servings == 500 })), 1)
     }
+
+    func testAReleasedModelTheAppHoldsStillMergesOtherSaves() throws {
+        let container = try container(Recipe.self)
+        let writer = ModelContext(container)
+        for index in 0..<20 { writer.insert(Recipe(name: "r\(index)")) }
+        try writer.save()
+        let context = ModelContext(container)
+        var held: Recipe?
+        try context.enumerate(FetchDescriptor<Recipe>(sortBy: [SortDescriptor(\.name)]), batchSize: 5) { recipe in
+            if held == nil { held = recipe }
+        }
+        let kept = try XCTUnwrap(held)
+        let other = ModelContext(container)
+        let name = kept.name
+        let same = try XCTUnwrap(try other.fetch(FetchDescriptor<Recipe>(predicate: #Predicate { $0.name == name })).first)
+        same.servings = 42
+        try other.save()
+        let fetched = try context.fetch(FetchDescriptor<Recipe>(predicate: #Predicate { $0.name == name }))
+        XCTAssertTrue(fetched.first === kept, "one model per row")
+        XCTAssertEqual(kept.servings, 42, "the other context's save reached the released model")
+    }
 }

@@ -23,11 +23,58 @@ enum InventoryV2: VersionedSchema {
         var name: String
         var code: Int
         var label: String
+        var photo: Data
         init(name: String, code: Int, label: String) {
             self.name = name
             self.code = code
             self.label = label
+            self.photo = Data()
         }
+    }
+}
+
+/// Adds a unique attribute without a default: a placeholder would collide.
+enum InventoryV2Unique: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 1, 0) }
+    static var models: [any PersistentModel.Type] { [Item.self] }
+
+    @Model final class Item {
+        var name: String
+        @Attribute(.unique) var code: Int
+        init(name: String, code: Int) {
+            self.name = name
+            self.code = code
+        }
+    }
+}
+
+enum InventoryUniquePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [InventoryV1.self, InventoryV2Unique.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: InventoryV1.self, toVersion: InventoryV2Unique.self, willMigrate: nil, didMigrate: { _ in })]
+    }
+}
+
+/// Its didMigrate opens a container on another file (importing from a
+/// legacy store, say) while the migration runs.
+enum InventoryImportingPlan: SchemaMigrationPlan {
+    nonisolated(unsafe) static var legacyURL: URL?
+    static var schemas: [any VersionedSchema.Type] { [InventoryV1.self, InventoryV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: InventoryV1.self, toVersion: InventoryV2.self, willMigrate: nil,
+                didMigrate: { context in
+                    let legacy = try ModelContainer(
+                        for: Recipe.self, configurations: ModelConfiguration(url: try XCTUnwrap(legacyURL)))
+                    let count = try ModelContext(legacy).fetchCount(FetchDescriptor<Recipe>())
+                    for item in try context.fetch(FetchDescriptor<InventoryV2.Item>()) {
+                        item.code = count
+                        item.label = "imported"
+                        item.photo = Data()
+                    }
+                })
+        ]
     }
 }
 
@@ -40,8 +87,10 @@ enum InventoryPlan: SchemaMigrationPlan {
                 didMigrate: { context in
                     for item in try context.fetch(FetchDescriptor<InventoryV2.Item>(sortBy: [SortDescriptor(\.name)])) {
                         XCTAssertEqual(item.code, 0, "an added attribute reads as its placeholder until set")
+                        XCTAssertEqual(item.photo, Data(), "as does added Data")
                         item.code = item.name.count
                         item.label = item.name.uppercased()
+                        item.photo = Data(item.name.utf8)
                     }
                     try context.save()
                 })
@@ -85,6 +134,7 @@ final class CustomStageTests: FidelityTestCase {
         let items = try ModelContext(container).fetch(FetchDescriptor<InventoryV2.Item>(sortBy: [SortDescriptor(\.name)]))
         XCTAssertEqual(items.map(\.code), [4, 3, 6])
         XCTAssertEqual(items.map(\.label), ["BOLT", "NUT", "WASHER"])
+        XCTAssertEqual(items.map { String(decoding: $0.photo, as: UTF8.self) }, ["bolt", "nut", "washer"])
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 
@@ -100,5 +150,32 @@ final class CustomStageTests: FidelityTestCase {
         let old = try ModelContainer(
             for: Schema(versionedSchema: InventoryV1.self), configurations: ModelConfiguration(url: url))
         XCTAssertEqual(try ModelContext(old).fetchCount(FetchDescriptor<InventoryV1.Item>()), 3, "still version 1")
+    }
+
+    func testAUniqueAttributeStillNeedsADefault() throws {
+        let url = try makeV1()
+        XCTAssertThrowsError(
+            try ModelContainer(
+                for: Schema(versionedSchema: InventoryV2Unique.self), migrationPlan: InventoryUniquePlan.self,
+                configurations: ModelConfiguration(url: url))
+        ) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .schemaMismatch, "\(error)")
+            XCTAssertTrue("\(error)".contains("Item.code: an added non-optional attribute needs a default"), "\(error)")
+        }
+    }
+
+    func testDidMigrateMayOpenAnotherStore() throws {
+        let legacy = URL(fileURLWithPath: directory.file("legacy.store"))
+        do {
+            let context = ModelContext(try ModelContainer(for: Recipe.self, configurations: ModelConfiguration(url: legacy)))
+            context.insert(Recipe(name: "Old"))
+            try context.save()
+        }
+        InventoryImportingPlan.legacyURL = legacy
+        let url = try makeV1()
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: InventoryV2.self), migrationPlan: InventoryImportingPlan.self,
+            configurations: ModelConfiguration(url: url))
+        XCTAssertEqual(try ModelContext(container).fetch(FetchDescriptor<InventoryV2.Item>()).map(\.code), [1, 1, 1])
     }
 }

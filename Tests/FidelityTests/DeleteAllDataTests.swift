@@ -36,8 +36,14 @@ final class DeleteAllDataTests: FidelityTestCase {
         XCTAssertNotEqual(bread.persistentModelID, oldID)
         XCTAssertEqual(try other.fetch(FetchDescriptor<Recipe>()).map(\.name), ["Bread"])
         XCTAssertEqual(try container.checkIntegrity(), [])
+        let token = try XCTUnwrap(context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).last?.token)
         try container.erase()
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<Recipe>()), 0)
+        var descriptor = HistoryDescriptor<DefaultHistoryTransaction>()
+        descriptor.predicate = #Predicate { $0.token > token }
+        XCTAssertThrowsError(try context.fetchHistory(descriptor), "a token from before has expired") { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .historyTokenExpired)
+        }
     }
 
     func testAReadOnlyContainerCannotDeleteAllData() throws {

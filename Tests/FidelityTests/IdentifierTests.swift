@@ -39,6 +39,29 @@ final class IdentifierTests: FidelityTestCase {
         XCTAssertTrue(one.model(for: decoded) === a)
     }
 
+    func testTheStoreIdentifierIsKeptInTheStoreNotItsPath() throws {
+        let id: PersistentIdentifier
+        do {
+            let context = ModelContext(try container(Recipe.self))
+            let recipe = Recipe(name: "A")
+            context.insert(recipe)
+            try context.save()
+            id = recipe.persistentModelID
+        }
+        let store = try XCTUnwrap(id.storeIdentifier)
+        XCTAssertFalse(store.contains("app.store"), "a UUID kept in the store, not the path: \(store)")
+        // Moved, the store keeps its identifiers.
+        for suffix in ["", "-wal", "-shm"] {
+            let from = directory.file("app.store" + suffix)
+            if FileManager.default.fileExists(atPath: from) {
+                try FileManager.default.moveItem(atPath: from, toPath: directory.file("moved.store" + suffix))
+            }
+        }
+        let context = ModelContext(try container(Recipe.self, name: "moved.store"))
+        XCTAssertEqual(try context.fetch(FetchDescriptor<Recipe>()).first?.persistentModelID, id)
+        XCTAssertEqual(context.model(for: id).persistentModelID, id)
+    }
+
     func testTheSameFileGivesTheSameIdentifiers() throws {
         let first = ModelContext(try container(Recipe.self))
         let recipe = Recipe(name: "A")

@@ -153,6 +153,23 @@ final class UndoTests: FidelityTestCase {
         try context.save()
     }
 
+    func testUndoingADeleteKeepsTheChangesMadeBeforeIt() throws {
+        let (context, undo) = try context()
+        let soup = Recipe(name: "Soup")
+        context.insert(soup)
+        try context.save()
+        undo.removeAllActions()
+        soup.name = "Leek soup"
+        context.delete(soup)
+        undo.undo()  // the delete
+        XCTAssertFalse(soup.isDeleted)
+        XCTAssertTrue(context.hasChanges)
+        try context.save()
+        XCTAssertEqual(try ModelContext(try container(Recipe.self)).fetch(FetchDescriptor<Recipe>()).map(\.name), ["Leek soup"])
+        undo.redo()  // the delete again
+        XCTAssertTrue(soup.isDeleted)
+    }
+
     func testNoUndoManagerRecordsNothing() throws {
         let context = ModelContext(try container(Recipe.self))
         XCTAssertNil(context.undoManager)

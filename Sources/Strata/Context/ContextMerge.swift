@@ -222,7 +222,8 @@ extension ModelContext {
         for entity in entities where !changes.deletes[entity.ordinal].isEmpty {
             for row in changes.deletes[entity.ordinal] { forgetDeletedRow(entity, row: row) }
         }
-        for entity in entities where !changes.updates[entity.ordinal].isEmpty && registry[entity.ordinal].count > 0 {
+        for entity in entities
+        where !changes.updates[entity.ordinal].isEmpty && (registry[entity.ordinal].count > 0 || holdsReleasedModels) {
             for update in changes.updates[entity.ordinal] {
                 guard let model = registered(entity, row: update.row) else { continue }
                 try refresh(model, entity: entity, fields: update.fields, snapshot: snapshot)

@@ -86,7 +86,7 @@ extension ModelContext {
         init(context: ModelContext) {
             let entities = context.container.schema.entities
             self.context = context
-            holdsModels = context.registry.map { $0.count > 0 }
+            holdsModels = context.registry.map { $0.count > 0 || context.holdsReleasedModels }
             doomed = Doomed(entityCount: entities.count)
             frontier = Array(repeating: [:], count: entities.count)
             cascading = entities.map { entity in entity.relationships.filter { $0.deleteRule == .cascade } }
@@ -271,6 +271,7 @@ extension ModelContext {
                 victims.append(Victim(entity: entity, row: model._strataState.rowID, model: model))
             }
             for victim in victims {
+                try checkRequiredReferencesWithoutInverse(to: victim, doomed: doomed)
                 for relationship in denying {
                     let blocking = try targets(of: victim, relationship).filter { !doomed.contains($0) }
                     if let first = blocking.first {
@@ -296,6 +297,41 @@ extension ModelContext {
             }
         }
         return doomed
+    }
+
+    /// Refuses the delete of `victim` while a non-optional to-one without
+    /// an inverse still refers to it from a model that stays.
+    private func checkRequiredReferencesWithoutInverse(to victim: Victim, doomed: Doomed) throws {
+        for (source, relationship) in victim.entity.incomingWithoutInverse
+        where relationship.isToOneRelationship && !relationship.isOptional {
+            var holders: [Int64] = []
+            if victim.row > 0, case .toOne(let index)? = source.relationshipStorage[relationship.field] {
+                holders = derivedRows(tree: index, row: victim.row)
+            }
+            let stays = holders.first { row in
+                guard !doomed.contains(Victim(entity: source, row: row, model: nil)) else { return false }
+                // A holder this context pointed elsewhere no longer counts.
+                if let model = registered(source, row: row), model._strataState.faultRows(field: relationship.field) == nil {
+                    let target = InverseSync.value(of: model, field: relationship.field) as? any PersistentModel
+                    return target?._strataState.rowID == victim.row
+                }
+                return true
+            }
+            let pending = (inserted + Array(changed.values)).first { model in
+                guard type(of: model) == source.type, doomed.models[ObjectIdentifier(model)] == nil,
+                    let target = InverseSync.value(of: model, field: relationship.field) as? any PersistentModel
+                else { return false }
+                if let own = victim.model { return target === own }
+                return target._strataState.rowID == victim.row
+            }
+            if stays != nil || pending != nil {
+                let name = PersistentIdentifier(entityName: victim.entity.name, rowID: victim.row)
+                throw SwiftDataError(
+                    .modelValidationFailure,
+                    "\(victim.model?.persistentModelID ?? name) cannot be deleted: \(source.name).\(relationship.name) "
+                        + "is non-optional and still refers to it; delete those models too or point them elsewhere first")
+            }
+        }
     }
 
     /// Whether the inverse of `relationship` is a non-optional to-one,

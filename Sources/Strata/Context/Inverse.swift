@@ -95,6 +95,13 @@ enum InverseSync {
         return model[keyPath: keypaths[field]]
     }
 
+    /// Whether relationship `field` of `type` is a non-optional to-one.
+    static func isRequired(_ type: any PersistentModel.Type, field: Int) -> Bool {
+        let keypaths = InverseGraph.info(type).keypaths
+        guard keypaths.indices.contains(field) else { return false }
+        return !(Swift.type(of: keypaths[field]).valueType is any _OptionalMarker.Type)
+    }
+
     static func set(_ model: any PersistentModel, field: Int, to value: Any?) {
         let state = model._strataState
         let was = state.isApplyingInverse
@@ -108,7 +115,18 @@ enum InverseSync {
     static func remove(_ source: any PersistentModel, from target: any PersistentModel, side: InverseGraph.Side) {
         let current = value(of: target, field: side.field)
         if side.isToOne {
-            if let other = current as? any PersistentModel, other === source { set(target, field: side.field, to: nil) }
+            guard let other = current as? any PersistentModel, other === source else { return }
+            if isRequired(type(of: target), field: side.field) {
+                // nil is not a value a non-optional to-one can take: the
+                // next save refuses, as SwiftData's validation does.
+                target.modelContext?.pendingError = SwiftDataError(
+                    .modelValidationFailure,
+                    "\(target.persistentModelID) was taken out of a relationship, but its "
+                        + "\(type(of: target))'s to-one relationship (field \(side.field)) is non-optional: "
+                        + "point it at another model instead, or delete it")
+                return
+            }
+            set(target, field: side.field, to: nil)
         } else {
             let list = current as? [any PersistentModel] ?? []
             if list.contains(where: { $0 === source }) {

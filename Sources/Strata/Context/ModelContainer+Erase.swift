@@ -5,9 +5,11 @@ extension ModelContainer {
     ///
     /// The models go without delete rules, history entries or per-model
     /// work: every record, index, relationship, external-storage and
-    /// history tree is emptied (history tokens taken before it expire). The
-    /// store's schema stays, and row numbers are not reused, so an
-    /// identifier from before names nothing afterwards. Every context of
+    /// history tree is emptied, and history tokens taken before it expire
+    /// (``SwiftDataError/historyTokenExpired``). The store's schema and
+    /// identifier stay. Row numbers restart from the highest stored row
+    /// when the store is next opened, so an identifier from before may name
+    /// a model inserted after that. Every context of
     /// the container merges the deletion at its next entry point: its
     /// registered models leave it, with `isDeleted` true.
     ///
@@ -33,6 +35,14 @@ extension ModelContainer {
             for name in try tx.treeNames() where Self.keptByDeleteAll.contains(name) == false {
                 try tx.clear(try tx.tree(name))
             }
+            // Every history token taken so far has expired.
+            if let meta = try tx.treeIfPresent(HistoryLog.meta),
+                let last = try HistoryLog.counter(HistoryLog.lastKey, meta, tx)
+            {
+                // A token expires when it is older than this mark: every
+                // token taken so far, the last one included.
+                try tx.put(HistoryLog.deletedKey, RowKey.encode(last + 1), in: meta)
+            }
             return changes.build()
         }
         mergeHub.publish(deleted, from: nil)
@@ -44,6 +54,6 @@ extension ModelContainer {
     }
 
     /// The trees that describe the store rather than hold models: the
-    /// stored schema and the history's counters.
-    private static let keptByDeleteAll: Set<String> = [StoredSchema.tree, HistoryLog.meta]
+    /// stored schema, the history's counters and the store's identity.
+    private static let keptByDeleteAll: Set<String> = [StoredSchema.tree, HistoryLog.meta, Store.identityTree]
 }

@@ -156,9 +156,15 @@ public final class ModelContainer: @unchecked Sendable {
 /// contexts merge each other's saves. The store closes with the last
 /// container on it.
 enum SharedStores {
-    private struct Entry {
-        let store: Store
-        var containers: Int
+    /// One file's entry: its store once open, and how many containers use
+    /// it. Its own lock is held while the store opens (a migration may
+    /// run, with the app's code in its stages), so that other files open
+    /// meanwhile and a second opener of this file waits for the first.
+    private final class Entry: @unchecked Sendable {
+        let opening = NSLock()
+        /// Guarded by ``SharedStores/open``'s mutex.
+        var store: Store?
+        var containers = 0
     }
 
     private static let open = Mutex<[String: Entry]>([:])
@@ -171,47 +177,73 @@ enum SharedStores {
         return configuration.url.standardizedFileURL.resolvingSymlinksInPath().path
     }
 
-    /// The open store of `key`, or a new one from `make`. Opening happens
-    /// under the lock, so two threads opening one file get one store.
+    /// The open store of `key`, or a new one from `make`.
     static func acquire(
         key: String, configuration: ModelConfiguration, schema: Schema, make: () throws -> Store
     ) throws -> Store {
-        try open.withLock { open in
-            if var entry = open[key] {
-                guard entry.store.schema.describesSameModels(as: schema) else {
-                    throw SwiftDataError(
-                        .loadIssueModelContainer,
-                        "\(key) is already open in this process with another schema "
-                            + "(\(entry.store.schema.entities.map(\.name).joined(separator: ", "))); "
-                            + "containers on one file must use one schema")
-                }
-                if configuration.allowsSave && !entry.store.allowsSave {
-                    throw SwiftDataError(
-                        .loadIssueModelContainer,
-                        "\(key) is already open read-only in this process (allowsSave: false); "
-                            + "open the writable container first, or close the read-only one")
-                }
-                entry.containers += 1
-                open[key] = entry
-                return entry.store
-            }
-            let store = try make()
-            open[key] = Entry(store: store, containers: 1)
-            return store
+        let entry = open.withLock { open in
+            if let entry = open[key] { return entry }
+            let made = Entry()
+            open[key] = made
+            return made
         }
+        entry.opening.lock()
+        defer { entry.opening.unlock() }
+        let existing: Store? = open.withLock { open in
+            guard open[key] === entry else { return nil }
+            return entry.store
+        }
+        if let existing {
+            guard existing.schema.describesSameModels(as: schema) else {
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "\(key) is already open in this process with another schema "
+                        + "(\(existing.schema.entities.map(\.name).joined(separator: ", "))); "
+                        + "containers on one file must use one schema")
+            }
+            if configuration.allowsSave && !existing.allowsSave {
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "\(key) is already open read-only in this process (allowsSave: false); "
+                        + "open the writable container first, or close the read-only one")
+            }
+            open.withLock { _ in entry.containers += 1 }
+            return existing
+        }
+        let store: Store
+        do {
+            store = try make()
+        } catch {
+            open.withLock { open in
+                if open[key] === entry, entry.store == nil, entry.containers == 0 { open[key] = nil }
+            }
+            throw error
+        }
+        open.withLock { open in
+            entry.store = store
+            entry.containers = 1
+            open[key] = entry
+        }
+        return store
     }
 
     /// A container on `key` is gone; the last one closes the store.
     static func release(key: String, store: Store) {
-        open.withLock { open in
-            guard var entry = open[key], entry.store === store else { return }
+        let closing: Entry? = open.withLock { open in
+            guard let entry = open[key], entry.store === store else { return nil }
             entry.containers -= 1
-            if entry.containers > 0 {
-                open[key] = entry
-            } else {
-                open[key] = nil
-                entry.store.closeDatabase()
-            }
+            guard entry.containers <= 0 else { return nil }
+            entry.store = nil
+            return entry
+        }
+        guard let closing else { return }
+        // Closed under the entry's lock: an opener of the file meanwhile
+        // waits, then opens it again.
+        closing.opening.lock()
+        store.closeDatabase()
+        closing.opening.unlock()
+        open.withLock { open in
+            if open[key] === closing, closing.store == nil, closing.containers == 0 { open[key] = nil }
         }
     }
 

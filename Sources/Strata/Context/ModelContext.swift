@@ -61,7 +61,7 @@ public final class ModelContext: _RelatedModelLoader {
     @exclusivity(unchecked) var snapshot: Snapshot?
     /// A model inserted whose type the container does not know: reported
     /// by the next save.
-    private var pendingError: SwiftDataError?
+    var pendingError: SwiftDataError?
     private var autosaveScheduled = false
 
     /// A new context on `container`, with an empty identity map. Autosave
@@ -129,6 +129,9 @@ public final class ModelContext: _RelatedModelLoader {
             if state.link === link {
                 deleted[ObjectIdentifier(model)] = nil
                 state.status = .saved
+                // Changes made before the delete are pending again.
+                if state.isChanged { changed[ObjectIdentifier(model)] = model }
+                registerUndo(model) { context, model in context.delete(model) }
                 return
             }
         case .detached:
@@ -391,6 +394,10 @@ public final class ModelContext: _RelatedModelLoader {
         if released.isEmpty { released = Array(repeating: [:], count: registry.count) }
         if released[entity.ordinal].updateValue(WeakModel(model), forKey: state.rowID) == nil { releasedCount += 1 }
     }
+
+    /// Whether models a batched fetch or an enumeration released may still
+    /// be held by the app (they are found by their row again).
+    var holdsReleasedModels: Bool { releasedCount > 0 }
 
     /// Forgets the released models of `rows` that are gone (nothing held
     /// them), so the weak table stays as small as what the app holds.

@@ -60,12 +60,13 @@ final class Store: @unchecked Sendable {
         var options = DatabaseOptions()
         options.durability = configuration.durability
         options.readOnly = !configuration.allowsSave && !configuration.isStoredInMemoryOnly
+        var fallbackIdentifier: String
         if let fileSystem = configuration.fileSystem {
             database = try Database.open(path: configuration.url.path, options: options, fileSystem: fileSystem)
-            identifier = configuration.url.path
+            fallbackIdentifier = configuration.url.path
         } else if configuration.isStoredInMemoryOnly {
             database = try Database.open(path: "memory.store", options: options, fileSystem: MemoryFileSystem())
-            identifier = "memory-" + UUID().uuidString
+            fallbackIdentifier = "memory-" + UUID().uuidString
         } else {
             let path = SharedStores.key(for: configuration) ?? configuration.url.path
             if !options.readOnly {
@@ -73,17 +74,41 @@ final class Store: @unchecked Sendable {
                     at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)
             }
             database = try Database.open(path: path, options: options)
-            identifier = path
+            fallbackIdentifier = path
         }
         do {
             let migrator = Migrator(
                 database: database, schema: schema, plan: migrationPlan, writable: !options.readOnly, progress: progress)
             try migrator.prepare()
             nextRows = Mutex(try database.read { try Self.lastRows($0, schema: schema) })
+            identifier = try Self.storedIdentifier(database, writable: !options.readOnly) ?? fallbackIdentifier
         } catch {
             try? database.close()
             throw error
         }
+    }
+
+    /// The tree holding the store's identifier (a UUID made when the store
+    /// is first opened writable), so that identifiers survive the file
+    /// moving, as an app's container does when the app is updated.
+    static let identityTree = "strata.store"
+    private static let identifierKey = Array("identifier".utf8)
+
+    /// The store's identifier, made and stored when the store has none and
+    /// can be written; nil for a read-only store that has none (its path
+    /// is used then).
+    private static func storedIdentifier(_ database: Database, writable: Bool) throws -> String? {
+        let stored = try database.read { tx in
+            try tx.treeIfPresent(identityTree).flatMap { try tx.get(identifierKey, in: $0) }
+        }
+        if let stored { return String(decoding: stored, as: UTF8.self) }
+        guard writable else { return nil }
+        let made = UUID().uuidString
+        try database.write { tx in
+            let tree = try tx.treeIfPresent(identityTree) ?? tx.createTree(identityTree)
+            try tx.put(identifierKey, Array(made.utf8), in: tree)
+        }
+        return made
     }
 
     /// A migration stage's store: `schema` (a version of the plan) over the

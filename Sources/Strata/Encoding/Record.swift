@@ -531,7 +531,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return Data()
         }
-        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try Data._decode(slot, from: &self, field: field)
     }
 

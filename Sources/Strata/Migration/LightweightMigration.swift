@@ -104,14 +104,18 @@ struct LightweightMigration {
                         problems.append("\(place): an added non-optional external-storage attribute needs a custom stage")
                     } else if let value = property.defaultValue, Self.encodes(value) {
                         plan.fills[property.field] = value
-                    } else if allowsPlaceholders, (property.valueType as? any _RecordPrimitive.Type)?.hasPlaceholder == true {
+                    } else if allowsPlaceholders, (property.valueType as? any _RecordPrimitive.Type)?.hasPlaceholder == true,
+                        !entity.uniquenessConstraints.contains(where: { $0.contains(property.name) })
+                    {
                         // No value in the record until didMigrate sets one.
                         plan.fills[property.field] = String?.none as Any
                         placeholders[name, default: []].append(property.field)
                     } else {
                         problems.append(
                             "\(place): an added non-optional attribute needs a default value"
-                                + (allowsPlaceholders ? " (didMigrate can fill only plain types: numbers, String, Date, …)" : ""))
+                                + (allowsPlaceholders
+                                    ? " (didMigrate can fill only plain types that are not unique: numbers, String, Date, …)"
+                                    : ""))
                     }
                 }
                 continue

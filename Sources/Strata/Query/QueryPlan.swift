@@ -310,7 +310,9 @@ struct QueryPlanner {
         func rows(_ value: QueryValue) -> [Int64]? {
             switch value {
             case .opaque(let id as PersistentIdentifier):
-                return id.entityName == entity.name && id.belongs(to: store) ? [id.rowID] : []
+                // As `==`: an identifier of another store (or of none) names
+                // no stored row.
+                return id.entityName == entity.name && id.storeIdentifier == store ? [id.rowID] : []
             case .list(let items):
                 var result: [Int64] = []
                 for item in items {

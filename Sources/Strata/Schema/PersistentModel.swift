@@ -156,8 +156,9 @@ public final class _ContextLink {
 
     /// The store's identifier, for the identifiers of the models.
     let storeIdentifier: String
-    /// The context's undo manager, read by the models' setters.
-    @usableFromInline var undoManager: UndoManager?
+    /// The context's undo manager, read by the models' setters. Weak: the
+    /// undo actions hold models, and models hold this link.
+    @usableFromInline weak var undoManager: UndoManager?
     /// False while the context makes changes that are not the program's
     /// (a save's delete rules).
     var recordsUndo = true

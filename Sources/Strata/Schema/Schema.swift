@@ -181,6 +181,15 @@ extension Schema {
                     problems.append("\(name).\(attribute.name): .externalStorage applies to Data attributes only")
                 }
             }
+            // A `let` is read once, when the model is made: a relationship
+            // or external data, which load later, cannot be one.
+            for property in properties where !(property.keypath is any _WritableKeyPathMarker) {
+                if property is Relationship {
+                    problems.append("\(name).\(property.name): a relationship must be declared 'var', not 'let'")
+                } else if external[property.field] != nil {
+                    problems.append("\(name).\(property.name): an .externalStorage attribute must be declared 'var'")
+                }
+            }
             self.externalTrees = external
             self.preservedFields = Set(
                 attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
@@ -377,3 +386,9 @@ public protocol _ArrayMarker {
 extension Array: _ArrayMarker {
     public static var _elementType: Any.Type { Element.self }
 }
+
+/// Implemented by writable key paths only: a persisted `let` has a
+/// read-only one.
+protocol _WritableKeyPathMarker {}
+
+extension ReferenceWritableKeyPath: _WritableKeyPathMarker {}
