@@ -62,6 +62,18 @@ final class IdentifierTests: FidelityTestCase {
         XCTAssertEqual(context.model(for: id).persistentModelID, id)
     }
 
+    func testAnInsertDeletedOrRolledBackKeepsItsIdentifier() throws {
+        let context = ModelContext(try container(Recipe.self))
+        let deleted = Recipe(name: "A")
+        let rolledBack = Recipe(name: "B")
+        context.insert(deleted)
+        context.insert(rolledBack)
+        let ids = [deleted.persistentModelID, rolledBack.persistentModelID]
+        context.delete(deleted)
+        context.rollback()
+        XCTAssertEqual([deleted.persistentModelID, rolledBack.persistentModelID], ids)
+    }
+
     func testTheSameFileGivesTheSameIdentifiers() throws {
         let first = ModelContext(try container(Recipe.self))
         let recipe = Recipe(name: "A")

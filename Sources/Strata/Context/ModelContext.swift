@@ -230,6 +230,7 @@ public final class ModelContext: _RelatedModelLoader {
             inserted.removeAll { $0 === model }
             unregister(model, state: state)
             state.status = .detached
+            state.formerStoreIdentifier = link.storeIdentifier
             state.link = nil
             registerUndo(model) { context, model in context.insert(model) }
             discardFromGraph(model)
@@ -323,6 +324,7 @@ public final class ModelContext: _RelatedModelLoader {
             let state = model._strataState
             unregister(model, state: state)
             state.status = .detached
+            state.formerStoreIdentifier = link.storeIdentifier
             state.link = nil
         }
         for model in deleted.values {
