@@ -59,3 +59,22 @@ final class SharedStoreTests: FidelityTestCase {
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<Recipe>()), 1)
     }
 }
+
+/// One file reached through a symbolic link to its directory is still one
+/// store.
+final class SharedStorePathTests: FidelityTestCase {
+    func testALinkedDirectoryNamesTheSameStore() throws {
+        let real = directory.file("real")
+        let link = directory.file("link")
+        try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+        let first = try ModelContainer(
+            for: Recipe.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: link + "/app.store")))
+        let second = try ModelContainer(
+            for: Recipe.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: real + "/app.store")))
+        let context = ModelContext(first)
+        context.insert(Recipe(name: "Soup"))
+        try context.save()
+        XCTAssertEqual(try ModelContext(second).fetchCount(FetchDescriptor<Recipe>()), 1)
+    }
+}

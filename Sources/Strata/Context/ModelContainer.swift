@@ -174,7 +174,11 @@ enum SharedStores {
     /// are never shared.
     static func key(for configuration: ModelConfiguration) -> String? {
         guard !configuration.isStoredInMemoryOnly, configuration.fileSystem == nil else { return nil }
-        return configuration.url.standardizedFileURL.resolvingSymlinksInPath().path
+        // The directory's links are resolved (it usually exists, the file
+        // may not yet), so one file has one key before and after it is made.
+        let url = configuration.url.standardizedFileURL
+        return url.deletingLastPathComponent().resolvingSymlinksInPath()
+            .appendingPathComponent(url.lastPathComponent).path
     }
 
     /// The open store of `key`, or a new one from `make`.
