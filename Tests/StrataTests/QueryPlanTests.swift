@@ -672,4 +672,27 @@ final class BatchedFetchTests: StoreTestCase {
         try damage(original)
         XCTAssertEqual(try ModelContext(container).fetch(FetchDescriptor<Measure>(), batchSize: 4).count, 20)
     }
+
+    func testARowThatCannotBeReadAgainGetsAStandInNotATrap() throws {
+        let context = ModelContext(container)
+        let rowOfNine = try XCTUnwrap(
+            try ModelContext(container).fetch(FetchDescriptor<Measure>(predicate: #Predicate { $0.uid == 9 })).first)
+            .persistentModelID.rowID
+        let results = try context.fetch(FetchDescriptor<Measure>(sortBy: [SortDescriptor(\.uid)]), batchSize: 4)
+        XCTAssertNil(results.readFailure)
+        results.failReads(of: [rowOfNine])
+
+        let read = results.map { $0 }
+        XCTAssertEqual(read.count, 20)
+        for (position, model) in read.enumerated() where position != 9 {
+            XCTAssertEqual(model.uid, position)
+            XCTAssertFalse(model.isDeleted)
+        }
+        let standIn = read[9]
+        XCTAssertTrue(standIn.isDeleted)
+        XCTAssertNil(standIn.modelContext)
+        XCTAssertEqual((results.readFailure as? SwiftDataError)?.code, .corruptRecord)
+        // The context is unharmed: the row reads from the store as it is.
+        XCTAssertEqual(try context.fetch(FetchDescriptor<Measure>(predicate: #Predicate { $0.uid == 9 })).count, 1)
+    }
 }

@@ -107,8 +107,10 @@ extension ModelContext {
             let rows = try QueryRun(stored, entity: entity, context: self, snapshot: snapshot)
                 .results(materialize: false).rows
             try checkRecordsDecode(rows, entity: entity, snapshot: snapshot)
+            let standIn = try rows.first.map { try standInModel(entity, row: $0, snapshot: snapshot) as? T }
             return FetchResultsCollection(
-                context: self, entity: entity, rows: rows, snapshot: snapshot, batchSize: max(batchSize, 1))
+                context: self, entity: entity, rows: rows, snapshot: snapshot, batchSize: max(batchSize, 1),
+                standIn: standIn ?? nil)
         } catch {
             snapshot.tx.end()
             throw error
@@ -133,6 +135,19 @@ extension ModelContext {
             }
             if found == nil { throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row): matched, but has no record") }
         }
+    }
+
+    /// What a batched collection returns for a row it cannot read again (a
+    /// disk error after the fetch read it fine): a model built from the
+    /// record of `row` (the first match) as the fetch found it, deleted and
+    /// in no context's registry.
+    private func standInModel(_ entity: Schema.Entity, row: Int64, snapshot: Snapshot) throws -> any PersistentModel {
+        guard let tree = try snapshot.tree(entity.recordTree),
+            let model = try snapshot.tx.withValue(
+                for: RowKey.encode(row), in: tree,
+                { try Self.deletedModel(entity, row: row, bytes: $0, snapshot: snapshot, link: link, schema: container.schema) })
+        else { throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row): matched, but has no record") }
+        return model
     }
 
     /// The models of `rows`, a batch of a batched fetch: the registered
@@ -311,8 +326,10 @@ extension ModelContext {
 /// decodes, and reads the fetch's own snapshot afterwards, so a later save
 /// (even one that deletes a row) cannot take a model away. What remains is
 /// a read failing for a page that read fine at the fetch (a disk error):
-/// the model is then loaded from the store as it is now, and only if that
-/// fails too does reading the position trap, naming the row.
+/// the model is then loaded from the store as it is now, and if that fails
+/// too, the position holds a stand-in instead of trapping: a model in no
+/// context that reads `isDeleted`, whose values are those of the first
+/// match, not the row's. ``readFailure`` then holds the error.
 public final class FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
     private enum Source {
         case models([Element])
@@ -329,10 +346,19 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
         var batchStart = -1
         var batch: [Element] = []
         var previousRows: ArraySlice<Int64> = []
+        /// Returned for a row that cannot be read any more.
+        let standIn: Element?
+        /// Why the last row that could not be read failed.
+        var failure: (any Error)?
+        /// Test hook: reads of these rows fail as a disk error would.
+        var unreadable: Set<Int64> = []
 
-        init(context: ModelContext, entity: Schema.Entity, rows: [Int64], snapshot: ModelContext.Snapshot, batchSize: Int) {
-            (self.context, self.entity, self.rows, self.snapshot, self.batchSize) =
-                (context, entity, rows, snapshot, batchSize)
+        init(
+            context: ModelContext, entity: Schema.Entity, rows: [Int64], snapshot: ModelContext.Snapshot, batchSize: Int,
+            standIn: Element?
+        ) {
+            (self.context, self.entity, self.rows, self.snapshot, self.batchSize, self.standIn) =
+                (context, entity, rows, snapshot, batchSize, standIn)
         }
 
         deinit { snapshot.tx.end() }
@@ -351,23 +377,35 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
                 batchStart = start
                 for model in previous { context.release(model, entity: entity) }
                 let slice = rows[start..<Swift.min(start + batchSize, rows.count)]
-                if let models = try? context.batchModels(entity, rows: slice, snapshot: snapshot) as? [Element] {
+                if unreadable.isDisjoint(with: slice),
+                    let models = try? context.batchModels(entity, rows: slice, snapshot: snapshot) as? [Element]
+                {
                     batch = models
                 } else {
-                    batch = slice.map(load)
+                    batch = slice.compactMap(load)
                 }
             }
             return batch[position - start]
         }
 
-        /// One model, when its batch could not be read as a whole.
-        private func load(_ row: Int64) -> Element {
-            if let model = try? context.batchModels(entity, rows: [row], snapshot: snapshot).first as? Element {
-                return model
+        /// One model, when its batch could not be read as a whole: read
+        /// alone, or loaded from the store as it is now, or the stand-in.
+        /// Nil only without a stand-in, which a collection with rows has.
+        private func load(_ row: Int64) -> Element? {
+            do {
+                guard !unreadable.contains(row) else {
+                    throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row): unreadable (test hook)")
+                }
+                if let model = try context.batchModels(entity, rows: [row], snapshot: snapshot).first as? Element {
+                    return model
+                }
+                throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row) is not a \(Element.self)")
+            } catch {
+                failure = error
             }
             let id = PersistentIdentifier(storeIdentifier: context.store.identifier, entityName: entity.name, rowID: row)
-            if let model = try? context.existingModel(for: id) as Element? { return model }
-            fatalError("FetchResultsCollection: \(entity.name) row \(row) cannot be read any more")
+            if !unreadable.contains(row), let model = try? context.existingModel(for: id) as Element? { return model }
+            return standIn
         }
     }
 
@@ -377,8 +415,27 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
         source = .models(models)
     }
 
-    init(context: ModelContext, entity: Schema.Entity, rows: [Int64], snapshot: ModelContext.Snapshot, batchSize: Int) {
-        source = .rows(Batched(context: context, entity: entity, rows: rows, snapshot: snapshot, batchSize: batchSize))
+    init(
+        context: ModelContext, entity: Schema.Entity, rows: [Int64], snapshot: ModelContext.Snapshot, batchSize: Int,
+        standIn: Element?
+    ) {
+        source = .rows(
+            Batched(
+                context: context, entity: entity, rows: rows, snapshot: snapshot, batchSize: batchSize, standIn: standIn))
+    }
+
+    /// The error of the last row this collection could not read after its
+    /// fetch (a disk error), whose position then held a stand-in; nil
+    /// while every read succeeded. A Strata addition.
+    public var readFailure: (any Error)? {
+        guard case .rows(let batched) = source else { return nil }
+        return batched.failure
+    }
+
+    /// Test hook: reads of `rows` fail from now on, as after a disk error.
+    func failReads(of rows: Set<Int64>) {
+        guard case .rows(let batched) = source else { return }
+        batched.unreadable = rows
     }
 
     public var startIndex: Int { 0 }
