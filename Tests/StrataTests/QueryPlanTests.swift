@@ -676,8 +676,9 @@ final class BatchedFetchTests: StoreTestCase {
     func testARowThatCannotBeReadAgainGetsAStandInNotATrap() throws {
         let context = ModelContext(container)
         let rowOfNine = try XCTUnwrap(
-            try ModelContext(container).fetch(FetchDescriptor<Measure>(predicate: #Predicate { $0.uid == 9 })).first)
-            .persistentModelID.rowID
+            try ModelContext(container).fetch(FetchDescriptor<Measure>(predicate: #Predicate { $0.uid == 9 })).first
+        )
+        .persistentModelID.rowID
         let results = try context.fetch(FetchDescriptor<Measure>(sortBy: [SortDescriptor(\.uid)]), batchSize: 4)
         XCTAssertNil(results.readFailure)
         results.failReads(of: [rowOfNine])
