@@ -37,7 +37,7 @@ final class ConfigurationTests: FidelityTestCase {
                 ModelConfiguration("recipes", schema: Schema([Recipe.self]), url: url("a.store")),
                 ModelConfiguration("rest", url: url("b.store")),
             ],
-            .loadIssueModelContainer, mentioning: "one configuration per container for now")
+            .configurationSchemaNotFoundInContainerSchema, mentioning: "rest holds no model type")
     }
 
     func testAConfigurationNamingTheContainersTypesOpens() throws {

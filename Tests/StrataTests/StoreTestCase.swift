@@ -87,6 +87,11 @@ class StoreTestCase: XCTestCase {
 
     /// Has `container`'s store checked at tear-down; returns it.
     @discardableResult func track(_ container: ModelContainer) -> ModelContainer {
+        // A container of several stores: each store is checked.
+        guard container.parts.isEmpty else {
+            for part in container.parts { track(part) }
+            return container
+        }
         let configuration = container.configurations[0]
         let reopenable = !configuration.isStoredInMemoryOnly && configuration.fileSystem == nil
         trackedStores.append(

@@ -27,8 +27,14 @@ extension ModelContainer {
     /// Returns the problems found, none for a healthy store. It reads every
     /// record and keeps the expected keys of one entity in memory at a
     /// time. Throws only when the store cannot be read at all.
+    ///
+    /// With several configurations, each store is checked, and so is the
+    /// mark of the last save that wrote several of them: a store whose
+    /// mark names another store that did not commit that save (the process
+    /// stopped between the two commits) is reported.
     public func checkIntegrity() throws -> [IntegrityProblem] {
-        try store.read { tx in
+        guard parts.isEmpty else { return try parts.flatMap { try $0.checkIntegrity() } + SaveMark.problems(parts) }
+        return try store.read { tx in
             var problems: [IntegrityProblem] = []
             for entity in schema.entities {
                 try Self.check(entity, schema: schema, tx: tx, into: &problems)

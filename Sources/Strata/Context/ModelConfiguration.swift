@@ -79,12 +79,23 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
         self.fileSystem = nil
     }
 
+    /// A configuration stored at `url` whose models sync with the CloudKit
+    /// container `cloudKitContainerIdentifier` (the form SwiftData's
+    /// introduction uses; Strata does not sync through CloudKit, and
+    /// accepts it for source compatibility).
+    public init(
+        _ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true,
+        cloudKitContainerIdentifier: String
+    ) {
+        self.init(name, schema: schema, url: url, allowsSave: allowsSave, cloudKitDatabase: .private(cloudKitContainerIdentifier))
+    }
+
     /// A configuration whose store lives at `url` on `fileSystem` (tests
     /// open stores on a simulated file this way, and so does the object
     /// fuzz harness in `StrataObjectTesting`).
-    package init(url: URL, fileSystem: any StorageFileSystem) {
+    package init(url: URL, fileSystem: any StorageFileSystem, schema: Schema? = nil) {
         self.name = url.deletingPathExtension().lastPathComponent
-        self.schema = nil
+        self.schema = schema
         self.url = url
         self.isStoredInMemoryOnly = false
         self.allowsSave = true

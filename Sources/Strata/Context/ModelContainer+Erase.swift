@@ -16,7 +16,14 @@ extension ModelContainer {
     /// - Throws: ``SwiftDataError/readOnlyStore`` for a container whose
     ///   configuration does not allow saving; what the store throws when it
     ///   cannot be written (it is then unchanged).
+    ///
+    /// With several configurations, each writable store is emptied in its
+    /// own transaction; a read-only one is left as it is.
     public func deleteAllData() throws {
+        guard parts.isEmpty else {
+            for part in parts where part.allowsSave { try part.deleteAllData() }
+            return
+        }
         guard allowsSave, store.allowsSave else {
             throw SwiftDataError(.readOnlyStore, "deleteAllData on a read-only store (allowsSave: false)")
         }

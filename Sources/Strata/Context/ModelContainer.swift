@@ -1,7 +1,8 @@
 import Synchronization
 
-/// Manages a schema and the store that holds its models; contexts are made
-/// on it. Safe to share between threads and actors.
+/// Manages a schema and the stores that hold its models (one per
+/// configuration); contexts are made on it. Safe to share between threads
+/// and actors.
 ///
 /// Opening compares the stored schema's version hash with the
 /// container's; when they differ the store is migrated:
@@ -15,7 +16,8 @@ public final class ModelContainer: @unchecked Sendable {
     /// The entities the container stores (the given types and every type
     /// their relationships reach).
     public let schema: Schema
-    /// The store's configuration (Strata uses one per container).
+    /// The configurations: one per store, each holding the model types its
+    /// schema names.
     public let configurations: [ModelConfiguration]
     let store: Store
     /// Carries each context's saves to the other contexts of every
@@ -27,6 +29,14 @@ public final class ModelContainer: @unchecked Sendable {
     /// The key of the process-wide open store this container shares, or
     /// nil when it owns its store alone.
     private let sharedKey: String?
+    /// With several configurations, one container per configuration, each
+    /// with its own store and the part of the schema that configuration
+    /// holds (see ModelContainer+Stores.swift); empty otherwise. ``store``
+    /// is then the first part's, and this container's own contexts route
+    /// each call to a part's context.
+    let parts: [ModelContainer]
+    /// The index in ``parts`` of each entity, by its ordinal in ``schema``.
+    let partOfEntity: [Int]
     private let mainContextLock = NSLock()
     nonisolated(unsafe) private var _mainContext: ModelContext?
 
@@ -47,8 +57,20 @@ public final class ModelContainer: @unchecked Sendable {
         try self.init(for: givenSchema, migrationPlan: migrationPlan, configurations: configurations)
     }
 
-    /// A container for `givenSchema` with the first of `configurations`
-    /// (a default on-disk configuration when none is given).
+    /// A container for `givenSchema` with `configuration` and `more`, as
+    /// SwiftData's introduction writes it:
+    /// `ModelContainer(for: fullSchema, trips, people)`.
+    public convenience init(
+        for givenSchema: Schema, _ configuration: ModelConfiguration, _ more: ModelConfiguration...
+    ) throws {
+        try self.init(for: givenSchema, configurations: [configuration] + more)
+    }
+
+    /// A container for `givenSchema` with `configurations` (a default
+    /// on-disk configuration when none is given). With several, each
+    /// model type lives in the store of the configuration whose schema
+    /// names it (see ModelContainer+Stores.swift and "Several stores" in
+    /// "Differences from SwiftData").
     ///
     /// `migrationProgress`, a Strata addition, is called as a migration
     /// works through the rows of each entity it rewrites or reindexes.
@@ -64,16 +86,20 @@ public final class ModelContainer: @unchecked Sendable {
             throw SwiftDataError(.unknownSchema, "the schema's constraints are invalid: " + problems.joined(separator: "; "))
         }
         try Self.validate(configurations, schema: schema)
-        if configurations.count > 1 {
-            // Not yet: several stores per container (see "Differences from
-            // SwiftData").
-            throw SwiftDataError(
-                .loadIssueModelContainer,
-                "Strata supports one configuration per container for now; "
-                    + "\(configurations.count) were given (\(configurations.map(\.name).joined(separator: ", ")))")
-        }
         self.schema = schema
         self.configurations = configurations
+        if configurations.count > 1 {
+            let (parts, partOfEntity) = try Self.openParts(
+                configurations, schema: schema, migrationPlan: migrationPlan, progress: migrationProgress)
+            self.parts = parts
+            self.partOfEntity = partOfEntity
+            self.store = parts[0].store
+            self.allowsSave = parts.contains(where: \.allowsSave)
+            self.sharedKey = nil
+            return
+        }
+        self.parts = []
+        self.partOfEntity = []
         let configuration = configurations[0]
         self.allowsSave = configuration.allowsSave
         do {
@@ -115,7 +141,8 @@ public final class ModelContainer: @unchecked Sendable {
                     throw SwiftDataError(
                         .configurationSchemaNotFoundInContainerSchema,
                         "\(entity.name) is named by two configurations (\(other) and \(configuration.name)); "
-                            + "each model type lives in one store")
+                            + "each model type lives in one store (a configuration's schema also holds the types "
+                            + "its models' relationships reach: relationships across stores are not supported)")
                 }
             }
         }
@@ -129,9 +156,13 @@ public final class ModelContainer: @unchecked Sendable {
         self.store = store
         self.allowsSave = true
         self.sharedKey = nil
+        self.parts = []
+        self.partOfEntity = []
     }
 
     deinit {
+        // Parts close their own stores.
+        guard parts.isEmpty else { return }
         if let sharedKey { SharedStores.release(key: sharedKey, store: store) } else { store.close() }
     }
 
@@ -144,6 +175,7 @@ public final class ModelContainer: @unchecked Sendable {
         context.autosaveEnabled = true
         context.isMainContext = true
         context.inbox.mergesOnMainQueue.store(true, ordering: .relaxed)
+        for part in context.parts { part.inbox.mergesOnMainQueue.store(true, ordering: .relaxed) }
         _mainContext = context
         return context
     }

@@ -17,9 +17,13 @@ public final class ModelContext: _RelatedModelLoader {
     /// `mainContext`, which then saves on the main queue shortly after a
     /// change (a command-line program that exits right away should call
     /// ``save()`` itself). Other contexts save only when told to.
-    public var autosaveEnabled = false
+    public var autosaveEnabled = false {
+        didSet { for part in parts { part.autosaveEnabled = autosaveEnabled } }
+    }
     /// Recorded with each save's history (SwiftData's transaction author).
-    public var author: String?
+    public var author: String? {
+        didSet { for part in parts { part.author = author } }
+    }
     /// Records the context's inserts, deletes (with the models their
     /// `.cascade` rules reach) and property changes, so that
     /// `undoManager.undo()` reverts them and `redo()` applies them again,
@@ -28,9 +32,26 @@ public final class ModelContext: _RelatedModelLoader {
     /// nothing. See the "Undo and redo" section of "Differences from
     /// SwiftData".
     public var undoManager: UndoManager? {
-        didSet { link.undoManager = undoManager }
+        didSet {
+            link.undoManager = undoManager
+            for part in parts { part.undoManager = undoManager }
+        }
     }
-    var isMainContext = false
+    var isMainContext = false {
+        didSet { for part in parts { part.isMainContext = isMainContext } }
+    }
+    /// With several configurations, one context per part of the container
+    /// (``ModelContainer/parts``), to which this context routes each call;
+    /// empty otherwise.
+    let parts: [ModelContext]
+    /// The context whose part this context is: what models' `modelContext`
+    /// and the save notifications name.
+    private(set) weak var owner: ModelContext?
+    /// The mark of a save over several stores that committed elsewhere but
+    /// failed here: written with this part's next save.
+    var owedMark: (number: Int64, stores: [String])?
+    /// The object of the `willSave` and `didSave` notifications.
+    var notificationObject: ModelContext { owner ?? self }
 
     let link: _ContextLink
     /// Other contexts' saves, waiting to be merged (``mergeSavedChanges()``).
@@ -70,19 +91,31 @@ public final class ModelContext: _RelatedModelLoader {
         self.container = container
         self.link = _ContextLink(container: container)
         self.registry = Array(repeating: RowMap(), count: container.schema.entities.count)
+        self.parts = container.parts.map(ModelContext.init)
         link.context = self
         inbox.context = self
+        guard parts.isEmpty else {
+            for part in parts { part.owner = self }
+            return
+        }
         container.mergeHub.register(inbox)
     }
 
     // MARK: - Pending changes
 
     /// True when there are inserts, changes or deletes not yet saved.
-    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty || markedRowCount > 0 }
+    public var hasChanges: Bool {
+        guard parts.isEmpty else { return parts.contains(where: \.hasChanges) }
+        return !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty || markedRowCount > 0
+    }
     /// Models inserted since the last save, in insertion order.
-    public var insertedModelsArray: [any PersistentModel] { inserted }
+    public var insertedModelsArray: [any PersistentModel] {
+        parts.isEmpty ? inserted : parts.flatMap(\.insertedModelsArray)
+    }
     /// Saved models changed since the last save.
-    public var changedModelsArray: [any PersistentModel] { Array(changed.values) }
+    public var changedModelsArray: [any PersistentModel] {
+        parts.isEmpty ? Array(changed.values) : parts.flatMap(\.changedModelsArray)
+    }
     /// Saved models deleted since the last save (delete rules add to them
     /// at save).
     ///
@@ -91,6 +124,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// too; a row whose record cannot be read is left out of it (it is
     /// still deleted at the next save).
     public var deletedModelsArray: [any PersistentModel] {
+        guard parts.isEmpty else { return parts.flatMap(\.deletedModelsArray) }
         if markedRowCount > 0 { loadMarkedRows() }
         return Array(deleted.values)
     }
@@ -111,6 +145,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// ``SwiftDataError/modelValidationFailure`` naming the model, and
     /// writes nothing.
     public func insert<T: PersistentModel>(_ model: T) {
+        guard parts.isEmpty else { return (part(for: T.self) ?? parts[0]).insert(model) }
         // The models it inserts with it are undone with it.
         let grouped = beginUndoGroup()
         defer { if grouped { undoManager?.endUndoGrouping() } }
@@ -199,7 +234,7 @@ public final class ModelContext: _RelatedModelLoader {
         }
     }
 
-    private var schemaNames: String { container.schema.entities.map(\.name).joined(separator: ", ") }
+    var schemaNames: String { container.schema.entities.map(\.name).joined(separator: ", ") }
 
     /// Inserts the detached models that `model`'s relationships refer to.
     private func insertRelated(of model: some PersistentModel, entity: Schema.Entity) {
@@ -220,6 +255,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// Deletes `model` at the next save. An inserted model that was never
     /// saved is simply discarded.
     public func delete<T: PersistentModel>(_ model: T) {
+        guard parts.isEmpty else { return (part(for: T.self) ?? parts[0]).delete(model) }
         // Its cascade is undone with it.
         let grouped = beginUndoGroup()
         defer { if grouped { undoManager?.endUndoGrouping() } }
@@ -291,6 +327,9 @@ public final class ModelContext: _RelatedModelLoader {
     public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true)
         throws
     {
+        guard parts.isEmpty else {
+            return try partOrThrow(for: T.self).delete(model: model, where: predicate, includeSubclasses: includeSubclasses)
+        }
         let entity = try entity(for: T.self)
         var models: [any PersistentModel] = []
         var rows: [Int64] = []
@@ -319,6 +358,10 @@ public final class ModelContext: _RelatedModelLoader {
     /// Discards every pending change: inserted models are dropped, deleted
     /// ones restored, changed ones reloaded with their stored values.
     public func rollback() {
+        guard parts.isEmpty else {
+            for part in parts { part.rollback() }
+            return
+        }
         mergeSavedChanges()
         for model in inserted {
             let state = model._strataState
@@ -371,13 +414,21 @@ public final class ModelContext: _RelatedModelLoader {
     /// their own, and `mainContext` merges on the main queue as saves
     /// arrive; call this to see another context's save in models this
     /// context already holds before any of those.
-    public func processPendingChanges() { mergeSavedChanges() }
+    public func processPendingChanges() {
+        guard parts.isEmpty else {
+            for part in parts { part.processPendingChanges() }
+            return
+        }
+        mergeSavedChanges()
+    }
 
     func noteChanged(_ model: some PersistentModel) {
         changed[ObjectIdentifier(model)] = model
     }
 
     func noteMutation() {
+        // A part's change is saved by the context it is a part of.
+        if let owner { return owner.noteMutation() }
         guard autosaveEnabled, isMainContext, !autosaveScheduled else { return }
         autosaveScheduled = true
         nonisolated(unsafe) let context = self
@@ -438,10 +489,44 @@ public final class ModelContext: _RelatedModelLoader {
     /// transaction. If it throws — a read-only store, a model type the
     /// container does not know, an I/O error — the store is unchanged and
     /// the context keeps every pending change.
+    ///
+    /// With several configurations, each store the changes reach gets its
+    /// own transaction; they commit one after the other once all are
+    /// written (see "Several stores" in "Differences from SwiftData").
     public func save() throws {
+        guard parts.isEmpty else {
+            try saveParts()
+            return
+        }
+        guard let save = try prepareSave(mark: nil) else { return }
+        do {
+            try commit(save)
+        } catch {
+            abandon(save, after: error)
+            throw error
+        }
+        finish(save)
+    }
+
+    /// A save written to its open write transaction, not yet committed.
+    struct PreparedSave {
+        let tx: WriteTransaction
+        let deletedRows: [[DoomedRow]]
+        var upserted: [(model: any PersistentModel, row: Int64)] = []
+        var upsertedRows: Set<PersistentIdentifier> = []
+        var savedChanges: SavedChanges.Builder?
+        var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
+    }
+
+    /// Checks the pending changes, runs delete rules and writes everything
+    /// to a new write transaction, left open; nil when there is nothing to
+    /// write. `mark`, when given, is written to the store's
+    /// ``SaveMark`` (a save over several stores). On a throw nothing is
+    /// written and the context keeps its changes.
+    func prepareSave(mark: (number: Int64, stores: [String])?) throws -> PreparedSave? {
         if let pendingError { throw pendingError }
         try mergeSavedChangesOrThrow()
-        guard hasChanges else { return }
+        guard hasChanges || mark != nil else { return nil }
         guard store.allowsSave, container.allowsSave else {
             throw SwiftDataError(.readOnlyStore, "the configuration does not allow saving (allowsSave: false)")
         }
@@ -462,54 +547,73 @@ public final class ModelContext: _RelatedModelLoader {
         }
         if let pendingError { throw pendingError }
         let deletedRows = try applyDeleteRules()
-        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+        NotificationCenter.default.post(name: ModelContext.willSave, object: notificationObject)
 
-        var upserted: [(model: any PersistentModel, row: Int64)] = []
-        var upsertedRows: Set<PersistentIdentifier> = []
-        var savedChanges: SavedChanges.Builder?
-        var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
+        let tx = try store.beginSave()
+        var prepared = PreparedSave(tx: tx, deletedRows: deletedRows)
+        var save = SaveTransaction(tx: tx, schema: container.schema, storeIdentifier: store.identifier)
         do {
-            try store.write { tx in
-                var save = SaveTransaction(tx: tx, schema: container.schema, storeIdentifier: store.identifier)
-                if store.recordsHistory { save.history = HistoryRecorder() }
-                if container.mergeHub.hasOthers(than: inbox) {
-                    save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
-                }
-                // In key order; the deletes are queued and carried out tree
-                // by tree, in key order too.
-                let entities = container.schema.entities
-                var rows = deletedRows.isEmpty ? Array(repeating: [], count: entities.count) : deletedRows
-                for model in deleted.values {
-                    if let entity = container.schema.entity(forType: type(of: model)) {
-                        rows[entity.ordinal].append(DoomedRow(row: model._strataState.rowID))
-                    }
-                }
-                for entity in entities where !rows[entity.ordinal].isEmpty {
-                    rows[entity.ordinal].sort { $0.row < $1.row }
-                    try save.deleteRows(entity, rows[entity.ordinal])
-                }
-                try save.flushDeletes()
-                defer { upserted = save.remapped }
-                for model in inserted { try save.resolveUpsert(model) }
-                let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
-                for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
-                for model in changed.values { try save.write(model, fresh: false) }
-                upsertedRows = save.upsertedRows
-                if let history = save.history, !history.isEmpty {
-                    try HistoryLog.append(history, author: author, tx: tx)
-                }
-                savedChanges = save.changes
-                sideEffects = save.sideEffects
+            if store.recordsHistory { save.history = HistoryRecorder() }
+            if container.mergeHub.hasOthers(than: inbox) {
+                save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
             }
+            // In key order; the deletes are queued and carried out tree
+            // by tree, in key order too.
+            let entities = container.schema.entities
+            var rows = deletedRows.isEmpty ? Array(repeating: [], count: entities.count) : deletedRows
+            for model in deleted.values {
+                if let entity = container.schema.entity(forType: type(of: model)) {
+                    rows[entity.ordinal].append(DoomedRow(row: model._strataState.rowID))
+                }
+            }
+            for entity in entities where !rows[entity.ordinal].isEmpty {
+                rows[entity.ordinal].sort { $0.row < $1.row }
+                try save.deleteRows(entity, rows[entity.ordinal])
+            }
+            try save.flushDeletes()
+            for model in inserted { try save.resolveUpsert(model) }
+            prepared.upserted = save.remapped
+            let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
+            for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
+            for model in changed.values { try save.write(model, fresh: false) }
+            prepared.upsertedRows = save.upsertedRows
+            if let history = save.history, !history.isEmpty {
+                try HistoryLog.append(history, author: author, tx: tx)
+            }
+            if let mark { try SaveMark.write(mark.number, stores: mark.stores, in: tx) }
+            try store.checkSave(tx)
+            prepared.savedChanges = save.changes
+            prepared.sideEffects = save.sideEffects
         } catch {
-            // Nothing was written: give upserted models their own rows back.
-            for (model, row) in upserted { model._strataState.rowID = row }
+            prepared.upserted = save.remapped
+            abandon(prepared, after: error)
             throw error
         }
+        return prepared
+    }
 
+    /// Commits a prepared save's transaction.
+    func commit(_ save: PreparedSave) throws {
+        try store.commitSave(save.tx)
+    }
+
+    /// Drops a prepared save that will not commit: the store is unchanged
+    /// and the context keeps its changes.
+    func abandon(_ save: PreparedSave, after error: any Error) {
+        store.abandonSave(save.tx, after: error)
+        // Nothing was written: give upserted models their own rows back.
+        for (model, row) in save.upserted { model._strataState.rowID = row }
+    }
+
+    /// Updates the context after a prepared save committed: the saved
+    /// models are saved, the other contexts told, `didSave` posted.
+    func finish(_ save: PreparedSave) {
+        link.recordsUndo = false
+        defer { link.recordsUndo = true }
+        let deletedRows = save.deletedRows
         // Upserted models now stand for the row they matched; an instance
         // registered for that row before is refreshed with the saved values.
-        for (model, allocated) in upserted {
+        for (model, allocated) in save.upserted {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
             let row = model._strataState.rowID
             registry[entity.ordinal][allocated] = nil
@@ -520,11 +624,11 @@ public final class ModelContext: _RelatedModelLoader {
         // another insert's row are reported once. Without upserts neither
         // can happen, and no set of identifiers is needed.
         var insertedIDs = inserted.map(\.persistentModelID)
-        if !upserted.isEmpty {
-            var reported: Set<PersistentIdentifier> = upsertedRows
+        if !save.upserted.isEmpty {
+            var reported: Set<PersistentIdentifier> = save.upsertedRows
             insertedIDs = insertedIDs.filter { reported.insert($0).inserted }
         }
-        let updatedIDs = changed.values.map(\.persistentModelID) + Array(upsertedRows)
+        let updatedIDs = changed.values.map(\.persistentModelID) + Array(save.upsertedRows)
         // Built in place: a cascade can name a hundred thousand rows, and
         // joining per-entity arrays copied each identifier twice more.
         var deletedIDs: [PersistentIdentifier] = []
@@ -537,7 +641,7 @@ public final class ModelContext: _RelatedModelLoader {
             }
         }
         // The other contexts merge what this save wrote.
-        if let savedChanges, !savedChanges.isEmpty {
+        if let savedChanges = save.savedChanges, !savedChanges.isEmpty {
             container.mergeHub.publish(savedChanges.build(), from: inbox)
         }
         for model in inserted { model._strataState.status = .saved }
@@ -561,9 +665,9 @@ public final class ModelContext: _RelatedModelLoader {
         changed = [:]
         deleted = [:]
         clearMarkedRows()
-        if !sideEffects.isEmpty { refreshOwnModels(sideEffects) }
+        if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }
         NotificationCenter.default.post(
-            name: ModelContext.didSave, object: self,
+            name: ModelContext.didSave, object: notificationObject,
             userInfo: [
                 NotificationKey.insertedIdentifiers.rawValue: insertedIDs,
                 NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
@@ -749,6 +853,7 @@ public final class ModelContext: _RelatedModelLoader {
 
     /// The model registered in this context under `id`, if any.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
+        guard parts.isEmpty else { return part(for: id)?.registeredModel(for: id) }
         guard let entity = container.schema.entity(named: id.entityName), id.belongs(to: store.identifier) else {
             return nil
         }
@@ -761,6 +866,9 @@ public final class ModelContext: _RelatedModelLoader {
     /// its record is damaged (a Strata addition, like Core Data's
     /// `existingObject(with:)`).
     public func existingModel<T: PersistentModel>(for id: PersistentIdentifier) throws -> T? {
+        if !parts.isEmpty, container.part(ofEntityNamed: id.entityName) != nil {
+            return try part(for: id)?.existingModel(for: id)
+        }
         guard let entity = container.schema.entity(named: id.entityName) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
         }
@@ -785,6 +893,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// `context.model(for: id) as? Trip` is nil there rather than a crash
     /// later. ``existingModel(for:)`` throws the reason instead.
     public func model(for id: PersistentIdentifier) -> any PersistentModel {
+        guard parts.isEmpty else { return part(for: id)?.model(for: id) ?? MissingModel(id) }
         mergeSavedChanges()
         guard let entity = container.schema.entity(named: id.entityName), id.belongs(to: store.identifier) else {
             return MissingModel(id)

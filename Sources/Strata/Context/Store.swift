@@ -152,6 +152,35 @@ final class Store: @unchecked Sendable {
         }
     }
 
+    /// Starts a save's write transaction (the pinned one in a migration
+    /// stage). The save then calls ``checkSave(_:)`` and
+    /// ``commitSave(_:)``, or ``abandonSave(_:after:)``.
+    func beginSave() throws -> WriteTransaction {
+        try pinned ?? database.beginWrite()
+    }
+
+    /// Throws what would make the save's writes wrong to commit.
+    func checkSave(_ tx: WriteTransaction) throws {
+        try refuseUnallocatedRows(tx)
+    }
+
+    /// Commits a save's transaction (in a migration stage, the migration
+    /// commits it).
+    func commitSave(_ tx: WriteTransaction) throws {
+        guard pinned == nil else { return }
+        try tx.commit()
+    }
+
+    /// Rolls back a save's transaction; in a migration stage, remembers
+    /// `error` so the migration fails as a whole.
+    func abandonSave(_ tx: WriteTransaction, after error: any Error) {
+        guard pinned == nil else {
+            pinnedFailure = pinnedFailure ?? error
+            return
+        }
+        tx.rollback()
+    }
+
     /// Throws when the transaction wrote a record for row 0: a model
     /// inserted after its entity's row ids ran out. The write then commits
     /// nothing.

@@ -12,6 +12,21 @@ extension ModelContext {
     /// ``SwiftDataError/historyTokenExpired``: what happened after that
     /// token is no longer complete.
     public func fetchHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> [T] {
+        guard parts.isEmpty else {
+            // Each store's transactions, oldest first across stores.
+            var all: [DefaultHistoryTransaction] = []
+            for part in parts {
+                all += try part.store.read { tx in
+                    try Self.checkTokens(
+                        in: descriptor, deletedThrough: try HistoryLog.deletedThrough(tx), store: part.store.identifier)
+                    return try HistoryLog.read(tx, schema: part.container.schema, store: part.store.identifier)
+                }
+            }
+            all.sort {
+                ($0.timestamp, $0.storeIdentifier, $0.token.tokenValue) < ($1.timestamp, $1.storeIdentifier, $1.token.tokenValue)
+            }
+            return try select(all, descriptor)
+        }
         let all = try store.read { tx in
             try Self.checkTokens(in: descriptor, deletedThrough: try HistoryLog.deletedThrough(tx))
             return try HistoryLog.read(
@@ -24,6 +39,10 @@ extension ModelContext {
     /// fetches with a token older than the newest deleted one throw
     /// ``SwiftDataError/historyTokenExpired``.
     public func deleteHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws {
+        guard parts.isEmpty else {
+            for part in parts { try part.deleteHistory(descriptor) }
+            return
+        }
         guard store.allowsSave, container.allowsSave else {
             throw SwiftDataError(.readOnlyStore, "deleteHistory on a read-only store")
         }
@@ -58,13 +77,16 @@ extension ModelContext {
 
     /// Throws ``SwiftDataError/historyTokenExpired`` when the predicate
     /// holds a token older than the newest deleted transaction.
-    private static func checkTokens<T>(in descriptor: HistoryDescriptor<T>, deletedThrough: Int64) throws {
+    /// With `store`, only tokens of that store are checked.
+    private static func checkTokens<T>(
+        in descriptor: HistoryDescriptor<T>, deletedThrough: Int64, store: String? = nil
+    ) throws {
         guard deletedThrough > 0, let predicate = descriptor.predicate else { return }
         var expired: DefaultHistoryToken?
         func visit(_ value: Any, depth: Int) {
             guard expired == nil, depth < 64 else { return }
             if let token = value as? DefaultHistoryToken {
-                if token.tokenValue < deletedThrough { expired = token }
+                if token.tokenValue < deletedThrough, store == nil || token.storeIdentifier == store { expired = token }
                 return
             }
             for child in Mirror(reflecting: value).children { visit(child.value, depth: depth + 1) }

@@ -28,14 +28,16 @@ extension ModelContext {
     ///   that cannot be evaluated safely (naming the expression), or when
     ///   evaluation would trap (an overflow, a forced unwrap of nil).
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
-        try withQuery(descriptor) { try $0.results(materialize: true).models }
+        guard parts.isEmpty else { return try partOrThrow(for: T.self).fetch(descriptor) }
+        return try withQuery(descriptor) { try $0.results(materialize: true).models }
     }
 
     /// The number of models matching `descriptor`, without building any:
     /// from the entity's row count or the index ranges alone when the plan
     /// needs no filter, otherwise from the records.
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
-        try withQuery(descriptor) { query in
+        guard parts.isEmpty else { return try partOrThrow(for: T.self).fetchCount(descriptor) }
+        return try withQuery(descriptor) { query in
             var count = try query.storedCount() + query.pendingMatches().count
             let start = min(max(descriptor.fetchOffset ?? 0, 0), count)
             count -= start
@@ -46,6 +48,7 @@ extension ModelContext {
     /// The identifiers of the models matching `descriptor`, in result
     /// order, without building models (unless a sort needs them).
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        guard parts.isEmpty else { return try partOrThrow(for: T.self).fetchIdentifiers(descriptor) }
         let entity = try entity(for: T.self)
         let store = store.identifier
         return try withQuery(descriptor) { query in
@@ -60,7 +63,8 @@ extension ModelContext {
     /// evaluated on records, what is left to `Predicate.evaluate`, the
     /// order and the paging. A Strata addition, for tuning and for tests.
     public func explain<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> String {
-        try withQuery(descriptor) { $0.plan.description }
+        guard parts.isEmpty else { return try partOrThrow(for: T.self).explain(descriptor) }
+        return try withQuery(descriptor) { $0.plan.description }
     }
 
     /// The models matching `descriptor`, built `batchSize` at a time as
@@ -88,6 +92,7 @@ extension ModelContext {
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws
         -> FetchResultsCollection<T>
     {
+        guard parts.isEmpty else { return try partOrThrow(for: T.self).fetch(descriptor, batchSize: batchSize) }
         if descriptor.includePendingChanges && hasChanges {
             throw SwiftDataError(
                 .includePendingChangesWithBatchSize,
@@ -128,7 +133,7 @@ extension ModelContext {
                 try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
             } : nil
         for row in rows where registered(entity, row: row) == nil {
-            let found = try tx.withValue(for: RowKey.encode(row), in: tree) { bytes in
+            let found: Void? = try tx.withValue(for: RowKey.encode(row), in: tree) { bytes in
                 var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
                 reader.loader = loader
                 _ = try entity.type.init(_strataReader: &reader)
@@ -221,6 +226,10 @@ extension ModelContext {
         _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false,
         block: (T) throws -> Void
     ) throws {
+        guard parts.isEmpty else {
+            return try partOrThrow(for: T.self).enumerate(
+                descriptor, batchSize: batchSize, allowEscapingMutations: allowEscapingMutations, block: block)
+        }
         let entity = try entity(for: T.self)
         let size = max(batchSize, 1)
         let hadChanges = hasChanges

@@ -49,7 +49,10 @@ extension PersistentModel {
     public var id: PersistentIdentifier { persistentModelID }
 
     /// The context the model was inserted into or fetched by.
-    public var modelContext: ModelContext? { _strataState.link?.context }
+    public var modelContext: ModelContext? {
+        guard let context = _strataState.link?.context else { return nil }
+        return context.owner ?? context
+    }
 
     /// True when the model is inserted or changed and not yet saved.
     public var hasChanges: Bool {
