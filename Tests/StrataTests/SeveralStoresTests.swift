@@ -38,6 +38,24 @@ import XCTest
     init(number: Int) { self.number = number }
 }
 
+/// A deck's cabins cannot be without a deck (a non-optional to-one).
+@Model final class Deck {
+    var level: Int
+    @Relationship(deleteRule: .cascade, inverse: \Cabin.deck) var cabins: [Cabin] = []
+
+    init(level: Int) { self.level = level }
+}
+
+@Model final class Cabin {
+    var number: Int
+    var deck: Deck
+
+    init(number: Int, deck: Deck) {
+        self.number = number
+        self.deck = deck
+    }
+}
+
 /// Several configurations in one container, as SwiftData's documentation
 /// shows them: each model type in the store of the configuration that
 /// names it, routed by type, saved store by store.
@@ -288,6 +306,104 @@ final class SeveralStoresTests: StoreTestCase {
         try container.deleteAllData()
         XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Voyage>()), 0)
         XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Sailor>()), 0)
+    }
+
+    func testARequiredToOneLeftEmptyFailsTheSaveOfSeveralStores() throws {
+        let container = track(
+            try ModelContainer(
+                for: Schema([Deck.self, Cabin.self, Sailor.self]),
+                configurations: [
+                    sailors(), ModelConfiguration("decks", schema: Schema([Deck.self]), url: storeURL("decks.store")),
+                ]))
+        let context = ModelContext(container)
+        let deck = Deck(level: 1)
+        context.insert(deck)
+        let cabin = Cabin(number: 7, deck: deck)
+        context.insert(cabin)
+        try context.save()
+        deck.cabins.removeAll()
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .modelValidationFailure, "\(error)")
+        }
+        context.rollback()
+        XCTAssertEqual(deck.cabins.map(\.number), [7])
+        XCTAssertNoThrow(try context.save())
+    }
+
+    func testOneWillSaveAndOneDidSavePerSaveAndObserversChangesAreSaved() throws {
+        let container = try open(voyages(), sailors())
+        let context = ModelContext(container)
+        let sailor = Sailor(name: "Kai", age: 30)
+        context.insert(sailor)
+        try context.save()
+        let counts = Mutex((willSave: 0, didSave: 0))
+        nonisolated(unsafe) let observed = sailor
+        let willSave = NotificationCenter.default.addObserver(forName: ModelContext.willSave, object: context, queue: nil) {
+            _ in
+            counts.withLock { $0.willSave += 1 }
+            observed.age += 1
+        }
+        let didSave = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: context, queue: nil) {
+            _ in counts.withLock { $0.didSave += 1 }
+        }
+        defer {
+            NotificationCenter.default.removeObserver(willSave)
+            NotificationCenter.default.removeObserver(didSave)
+        }
+        // The save changes only the voyages' store; the observer changes
+        // the sailors' too, and that change is saved with it.
+        context.insert(Voyage(name: "Observed"))
+        try context.save()
+        XCTAssertEqual(counts.withLock { $0.willSave }, 1)
+        XCTAssertEqual(counts.withLock { $0.didSave }, 1)
+        XCTAssertFalse(context.hasChanges)
+        XCTAssertEqual(try ModelContext(container).fetch(FetchDescriptor<Sailor>()).map(\.age), [31])
+    }
+
+    func testHistoryTokensKnowTheirStore() throws {
+        let container = try open(voyages(), sailors())
+        let context = ModelContext(container)
+        context.insert(Voyage(name: "A"))
+        context.insert(Sailor(name: "Lu", age: 1))
+        try context.save()
+        let history = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        XCTAssertEqual(history.count, 2)
+        XCTAssertEqual(Set(history.map(\.token.tokenValue)).count, 1, "each store's first save is its token 1")
+        XCTAssertNotEqual(history[0].token, history[1].token)
+        XCTAssertEqual(Set(history).count, 2)
+
+        // A token selects its own store's history, for fetches and deletes.
+        context.insert(Voyage(name: "B"))
+        try context.save()
+        let first = try XCTUnwrap(history.first { $0.changes.contains { $0.changedPersistentIdentifier.entityName == "Voyage" } })
+        let firstToken = first.token
+        let after = try context.fetchHistory(
+            HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.token > firstToken }))
+        XCTAssertEqual(after.count, 1)
+        try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.token <= firstToken }))
+        let left = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        XCTAssertEqual(left.count, 2, "the sailors' transaction stays: \(left.map(\.token))")
+    }
+
+    func testReadOnlyStoresKeepHistoryAndDataAndTheirMarks() throws {
+        do {
+            let context = ModelContext(try open(voyages(), sailors()))
+            context.insert(Voyage(name: "Both"))
+            context.insert(Sailor(name: "Mo", age: 2))
+            try context.save()
+        }
+        let container = try open(voyages(), sailors(allowsSave: false))
+        let context = ModelContext(container)
+        try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        XCTAssertEqual(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count, 1)
+        try container.deleteAllData()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Voyage>()), 0)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Sailor>()), 1)
+        XCTAssertEqual(try container.checkIntegrity(), [], "emptying one store keeps its mark")
+        let readOnly = try open(voyages(allowsSave: false), sailors(allowsSave: false))
+        XCTAssertThrowsError(try readOnly.deleteAllData()) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .readOnlyStore, "\(error)")
+        }
     }
 
     /// The process stops between the two commits of one save: the store

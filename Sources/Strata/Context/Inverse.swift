@@ -119,7 +119,7 @@ enum InverseSync {
             if isRequired(type(of: target), field: side.field) {
                 // nil is not a value a non-optional to-one can take: the
                 // next save refuses, as SwiftData's validation does.
-                target.modelContext?.pendingError = SwiftDataError(
+                target._strataState.link?.context?.pendingError = SwiftDataError(
                     .modelValidationFailure,
                     "\(target.persistentModelID) was taken out of a relationship, but its "
                         + "\(type(of: target))'s to-one relationship (field \(side.field)) is non-optional: "

@@ -21,6 +21,9 @@ extension ModelContainer {
     /// own transaction; a read-only one is left as it is.
     public func deleteAllData() throws {
         guard parts.isEmpty else {
+            guard parts.contains(where: \.allowsSave) else {
+                throw SwiftDataError(.readOnlyStore, "deleteAllData on read-only stores (allowsSave: false)")
+            }
             for part in parts where part.allowsSave { try part.deleteAllData() }
             return
         }
@@ -61,6 +64,9 @@ extension ModelContainer {
     }
 
     /// The trees that describe the store rather than hold models: the
-    /// stored schema, the history's counters and the store's identity.
-    private static let keptByDeleteAll: Set<String> = [StoredSchema.tree, HistoryLog.meta, Store.identityTree]
+    /// stored schema, the history's counters, the store's identity and the
+    /// mark of the last save over several stores (``SaveMark``).
+    private static let keptByDeleteAll: Set<String> = [
+        StoredSchema.tree, HistoryLog.meta, Store.identityTree, SaveMark.tree,
+    ]
 }

@@ -12,14 +12,16 @@ import StrataEngine
 //
 // A context on the container holds one context per part and routes each
 // call by model type or identifier. A save that changes models of several
-// parts prepares each part's write transaction (all checks, delete rules
-// and writes), then commits them one after the other, ordered by store
-// identifier so that two containers sharing the stores cannot deadlock. A
-// failure before the first commit leaves every store unchanged. Each such
-// save writes a mark to tree `strata.saves` of every store it writes: a
-// number above every store's last mark, and the stores it writes. A crash
-// between two commits leaves a store whose mark names a store with an
-// older mark; `checkIntegrity()` reports it.
+// parts runs every part's checks and delete rules, posts `willSave` once,
+// begins the parts' write transactions in store-identifier order (so two
+// containers sharing the stores take the write locks in one order), writes
+// them, and commits them one after the other. A failure before the first
+// commit leaves every store unchanged. Each such save writes a mark to
+// tree `strata.saves` of every store it writes: a number above the marks
+// of every store (read inside the participants' transactions), and the
+// stores it writes. A crash between two commits leaves a store whose mark
+// names a store with an older mark; `checkIntegrity()` reports it, best
+// effort (see "Several stores" in "Differences from SwiftData").
 
 extension ModelContainer {
     /// The parts of a container with several configurations, and the part
@@ -119,6 +121,11 @@ enum SaveMark {
         return (number, stores)
     }
 
+    /// The mark the saves in `prepared` write (one mark for all of them).
+    static func owed(by prepared: [ModelContext.PreparedSave]) -> (number: Int64, stores: [String])? {
+        prepared.lazy.compactMap(\.mark).first
+    }
+
     static func write(_ number: Int64, stores: [String], in tx: WriteTransaction) throws {
         let tree = try tx.treeIfPresent(tree) ?? tx.createTree(tree)
         try tx.put(key, RowKey.encode(number) + Array(stores.joined(separator: "\n").utf8), in: tree)
@@ -173,43 +180,58 @@ extension ModelContext {
         return id.belongs(to: part.store.identifier) ? part : nil
     }
 
-    /// Saves every part with changes: each part's transaction is prepared,
-    /// then they commit in store-identifier order. A failure before the
-    /// first commit leaves every store unchanged and every part its
-    /// changes. A failure after one (an I/O error on a later store's
-    /// commit) leaves the committed parts saved and the others with their
-    /// changes, and throws; their next save carries the mark of the save
-    /// they missed, so the stores agree again.
+    /// Saves every part with changes, as one `save()`: every part's checks
+    /// and delete rules run first, then `willSave` is posted once; the
+    /// parts' write transactions begin in store-identifier order, are
+    /// written, and commit in that order; `didSave` is posted once.
+    ///
+    /// A failure before the first commit leaves every store unchanged and
+    /// every part its changes. A failure after one (an I/O error on a later
+    /// store's commit) leaves the committed parts saved and the others
+    /// with their changes, and throws; their next save carries the mark of
+    /// the save they missed, so the stores agree again.
     func saveParts() throws {
-        let changedParts = parts.filter { $0.hasChanges || $0.pendingError != nil || $0.owedMark != nil }
-        guard !changedParts.isEmpty else {
-            for part in parts { part.processPendingChanges() }
-            return
-        }
-        for part in changedParts {
-            guard part.store.allowsSave, part.container.allowsSave else {
-                throw SwiftDataError(
-                    .readOnlyStore,
-                    "the configuration \(part.container.configurations[0].name) does not allow saving "
-                        + "(allowsSave: false), and the context changed its models")
+        var checked: [(part: ModelContext, deletedRows: [[DoomedRow]])] = []
+        func check(_ part: ModelContext) throws {
+            if let rows = try part.checkSave() {
+                checked.append((part, rows))
+            } else if part.owedMark != nil {
+                checked.append((part, []))
             }
         }
-        let ordered = changedParts.sorted { $0.store.identifier < $1.store.identifier }
-        var mark: (number: Int64, stores: [String])?
-        if ordered.count > 1 {
-            var last: Int64 = 0
-            for part in parts {
-                last = max(last, try part.store.read { try SaveMark.read($0) }?.number ?? 0)
-            }
-            mark = (last + 1, ordered.map(\.store.identifier))
-        }
+        for part in parts { try check(part) }
+        guard !checked.isEmpty else { return }
+        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+        // What the notification's observers changed in other parts.
+        for part in parts where !checked.contains(where: { $0.part === part }) { try check(part) }
+        checked.sort { $0.part.store.identifier < $1.part.store.identifier }
+
+        var begun: [WriteTransaction] = []
         var prepared: [(part: ModelContext, save: PreparedSave)] = []
         do {
-            for part in ordered {
-                if let save = try part.prepareSave(mark: mark ?? part.owedMark) { prepared.append((part, save)) }
+            for (part, _) in checked { begun.append(try part.store.beginSave()) }
+            let marks = try zip(checked, begun).map { try SaveMark.read($0.1) }
+            var mark: (number: Int64, stores: [String])?
+            if checked.count > 1 {
+                var last = marks.map { $0?.number ?? 0 }.max() ?? 0
+                for part in parts where !checked.contains(where: { $0.part === part }) {
+                    last = max(last, try part.store.read { try SaveMark.read($0) }?.number ?? 0)
+                }
+                mark = (last == .max ? last : last + 1, checked.map(\.part.store.identifier))
+            }
+            for (index, (part, deletedRows)) in checked.enumerated() {
+                var written = mark
+                // A mark owed from a save that failed here part way, unless
+                // a later save over this store has written a newer one.
+                if written == nil, let owed = part.owedMark, owed.number > marks[index]?.number ?? 0 { written = owed }
+                prepared.append((part, try part.writeSave(deletedRows: deletedRows, in: begun[index], mark: written)))
             }
         } catch {
+            // writeSave rolled back its own transaction; the rest here.
             for (part, save) in prepared.reversed() { part.abandon(save, after: error) }
+            for (index, tx) in begun.enumerated().reversed() where index >= prepared.count {
+                checked[index].part.store.abandonSave(tx, after: error)
+            }
             throw error
         }
         var committed = 0
@@ -219,19 +241,26 @@ extension ModelContext {
                 committed += 1
             }
         } catch {
-            for (part, save) in prepared[..<committed] {
-                part.finish(save)
-                part.owedMark = nil
-            }
+            // Write gates go first, so that the committed parts' observers
+            // (merges, notifications) may write to these stores.
+            let owed = committed > 0 ? SaveMark.owed(by: prepared.map(\.save)) : nil
             for (part, save) in prepared[committed...] {
                 part.abandon(save, after: error)
-                if committed > 0 { part.owedMark = mark ?? part.owedMark }
+                if let owed { part.owedMark = owed }
             }
+            var saved = SavedIdentifiers()
+            for (part, save) in prepared[..<committed] {
+                part.owedMark = nil
+                saved.append(part.finish(save))
+            }
+            if committed > 0 { postDidSave(saved) }
             throw error
         }
+        var saved = SavedIdentifiers()
         for (part, save) in prepared {
-            part.finish(save)
             part.owedMark = nil
+            saved.append(part.finish(save))
         }
+        postDidSave(saved)
     }
 }

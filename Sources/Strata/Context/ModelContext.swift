@@ -50,8 +50,6 @@ public final class ModelContext: _RelatedModelLoader {
     /// The mark of a save over several stores that committed elsewhere but
     /// failed here: written with this part's next save.
     var owedMark: (number: Int64, stores: [String])?
-    /// The object of the `willSave` and `didSave` notifications.
-    var notificationObject: ModelContext { owner ?? self }
 
     let link: _ContextLink
     /// Other contexts' saves, waiting to be merged (``mergeSavedChanges()``).
@@ -498,37 +496,55 @@ public final class ModelContext: _RelatedModelLoader {
             try saveParts()
             return
         }
-        guard let save = try prepareSave(mark: nil) else { return }
+        guard let deletedRows = try checkSave() else { return }
+        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+        let save = try writeSave(deletedRows: deletedRows, in: try store.beginSave(), mark: nil)
         do {
             try commit(save)
         } catch {
             abandon(save, after: error)
             throw error
         }
-        finish(save)
+        postDidSave(finish(save))
     }
 
     /// A save written to its open write transaction, not yet committed.
     struct PreparedSave {
         let tx: WriteTransaction
         let deletedRows: [[DoomedRow]]
+        /// The ``SaveMark`` the save writes, when it writes one.
+        let mark: (number: Int64, stores: [String])?
         var upserted: [(model: any PersistentModel, row: Int64)] = []
         var upsertedRows: Set<PersistentIdentifier> = []
         var savedChanges: SavedChanges.Builder?
         var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
     }
 
-    /// Checks the pending changes, runs delete rules and writes everything
-    /// to a new write transaction, left open; nil when there is nothing to
-    /// write. `mark`, when given, is written to the store's
-    /// ``SaveMark`` (a save over several stores). On a throw nothing is
-    /// written and the context keeps its changes.
-    func prepareSave(mark: (number: Int64, stores: [String])?) throws -> PreparedSave? {
+    /// What a save reports in its `didSave` notification.
+    struct SavedIdentifiers {
+        var inserted: [PersistentIdentifier] = []
+        var updated: [PersistentIdentifier] = []
+        var deleted: [PersistentIdentifier] = []
+
+        mutating func append(_ other: SavedIdentifiers) {
+            inserted += other.inserted
+            updated += other.updated
+            deleted += other.deleted
+        }
+    }
+
+    /// The first half of a save, before any transaction: checks the
+    /// pending changes, inserts what relationships now reach and runs the
+    /// delete rules. Returns the rows the rules delete, or nil when there
+    /// is nothing to save. On a throw the context keeps its changes.
+    func checkSave() throws -> [[DoomedRow]]? {
         if let pendingError { throw pendingError }
         try mergeSavedChangesOrThrow()
-        guard hasChanges || mark != nil else { return nil }
+        guard hasChanges else { return nil }
         guard store.allowsSave, container.allowsSave else {
-            throw SwiftDataError(.readOnlyStore, "the configuration does not allow saving (allowsSave: false)")
+            throw SwiftDataError(
+                .readOnlyStore,
+                "the configuration \(container.configurations[0].name) does not allow saving (allowsSave: false)")
         }
         // What delete rules change during the save is not the program's
         // change: it is not recorded for undo.
@@ -546,11 +562,19 @@ public final class ModelContext: _RelatedModelLoader {
             if let entity = container.schema.entity(forType: type(of: model)) { insertRelated(of: model, entity: entity) }
         }
         if let pendingError { throw pendingError }
-        let deletedRows = try applyDeleteRules()
-        NotificationCenter.default.post(name: ModelContext.willSave, object: notificationObject)
+        return try applyDeleteRules()
+    }
 
-        let tx = try store.beginSave()
-        var prepared = PreparedSave(tx: tx, deletedRows: deletedRows)
+    /// The second half of a save before its commit: writes every pending
+    /// change (and `mark`, when given, to the store's ``SaveMark``) to
+    /// `tx`, a save transaction of the store, left open. On a throw the
+    /// transaction is rolled back and the context keeps its changes.
+    func writeSave(
+        deletedRows: [[DoomedRow]], in tx: WriteTransaction, mark: (number: Int64, stores: [String])?
+    ) throws -> PreparedSave {
+        link.recordsUndo = false
+        defer { link.recordsUndo = true }
+        var prepared = PreparedSave(tx: tx, deletedRows: deletedRows, mark: mark)
         var save = SaveTransaction(tx: tx, schema: container.schema, storeIdentifier: store.identifier)
         do {
             if store.recordsHistory { save.history = HistoryRecorder() }
@@ -606,8 +630,9 @@ public final class ModelContext: _RelatedModelLoader {
     }
 
     /// Updates the context after a prepared save committed: the saved
-    /// models are saved, the other contexts told, `didSave` posted.
-    func finish(_ save: PreparedSave) {
+    /// models are saved and the other contexts told. Returns what the
+    /// `didSave` notification reports.
+    @discardableResult func finish(_ save: PreparedSave) -> SavedIdentifiers {
         link.recordsUndo = false
         defer { link.recordsUndo = true }
         let deletedRows = save.deletedRows
@@ -666,12 +691,17 @@ public final class ModelContext: _RelatedModelLoader {
         deleted = [:]
         clearMarkedRows()
         if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }
+        return SavedIdentifiers(inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs)
+    }
+
+    /// Posts `didSave` for this context with what a save wrote.
+    func postDidSave(_ saved: SavedIdentifiers) {
         NotificationCenter.default.post(
-            name: ModelContext.didSave, object: notificationObject,
+            name: ModelContext.didSave, object: self,
             userInfo: [
-                NotificationKey.insertedIdentifiers.rawValue: insertedIDs,
-                NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
-                NotificationKey.deletedIdentifiers.rawValue: deletedIDs,
+                NotificationKey.insertedIdentifiers.rawValue: saved.inserted,
+                NotificationKey.updatedIdentifiers.rawValue: saved.updated,
+                NotificationKey.deletedIdentifiers.rawValue: saved.deleted,
             ])
     }
 

@@ -17,9 +17,19 @@ public struct DefaultHistoryToken: HistoryToken, CustomStringConvertible {
         self.tokenValue = tokenValue
     }
 
-    public static func < (a: Self, b: Self) -> Bool { a.tokenValue < b.tokenValue }
-    public static func == (a: Self, b: Self) -> Bool { a.tokenValue == b.tokenValue }
-    public func hash(into hasher: inout Hasher) { hasher.combine(tokenValue) }
+    /// Orders tokens by save number (tokens of one store, as the history
+    /// of one store is ordered); tokens of different stores with one
+    /// number order by store identifier, and are never equal.
+    public static func < (a: Self, b: Self) -> Bool {
+        (a.tokenValue, a.storeIdentifier) < (b.tokenValue, b.storeIdentifier)
+    }
+    public static func == (a: Self, b: Self) -> Bool {
+        a.tokenValue == b.tokenValue && a.storeIdentifier == b.storeIdentifier
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tokenValue)
+        hasher.combine(storeIdentifier)
+    }
 
     public var description: String { "DefaultHistoryToken(\(tokenValue))" }
 }

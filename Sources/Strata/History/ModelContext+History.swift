@@ -13,9 +13,10 @@ extension ModelContext {
     /// token is no longer complete.
     public func fetchHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws -> [T] {
         guard parts.isEmpty else {
-            // Each store's transactions, oldest first across stores.
+            // The transactions of each store the predicate's tokens name
+            // (of every store when it names none), oldest first.
             var all: [DefaultHistoryTransaction] = []
-            for part in parts {
+            for part in historyParts(descriptor) {
                 all += try part.store.read { tx in
                     try Self.checkTokens(
                         in: descriptor, deletedThrough: try HistoryLog.deletedThrough(tx), store: part.store.identifier)
@@ -40,7 +41,12 @@ extension ModelContext {
     /// ``SwiftDataError/historyTokenExpired``.
     public func deleteHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws {
         guard parts.isEmpty else {
-            for part in parts { try part.deleteHistory(descriptor) }
+            // A read-only store keeps its history; the others delete theirs.
+            let writable = historyParts(descriptor).filter { $0.store.allowsSave && $0.container.allowsSave }
+            guard !writable.isEmpty else {
+                throw SwiftDataError(.readOnlyStore, "deleteHistory on read-only stores")
+            }
+            for part in writable { try part.deleteHistory(descriptor) }
             return
         }
         guard store.allowsSave, container.allowsSave else {
@@ -77,21 +83,39 @@ extension ModelContext {
 
     /// Throws ``SwiftDataError/historyTokenExpired`` when the predicate
     /// holds a token older than the newest deleted transaction.
-    /// With `store`, only tokens of that store are checked.
-    private static func checkTokens<T>(
-        in descriptor: HistoryDescriptor<T>, deletedThrough: Int64, store: String? = nil
-    ) throws {
-        guard deletedThrough > 0, let predicate = descriptor.predicate else { return }
-        var expired: DefaultHistoryToken?
+    /// The parts whose history `descriptor` selects from: those of the
+    /// stores its predicate's tokens belong to (a token compares with
+    /// transactions of its own store only), or every part.
+    private func historyParts<T>(_ descriptor: HistoryDescriptor<T>) -> [ModelContext] {
+        let stores = Set(Self.tokens(in: descriptor).map(\.storeIdentifier))
+        guard !stores.isEmpty else { return parts }
+        return parts.filter { stores.contains($0.store.identifier) }
+    }
+
+    /// The history tokens `descriptor`'s predicate holds.
+    private static func tokens<T>(in descriptor: HistoryDescriptor<T>) -> [DefaultHistoryToken] {
+        guard let predicate = descriptor.predicate else { return [] }
+        var found: [DefaultHistoryToken] = []
         func visit(_ value: Any, depth: Int) {
-            guard expired == nil, depth < 64 else { return }
+            guard depth < 64 else { return }
             if let token = value as? DefaultHistoryToken {
-                if token.tokenValue < deletedThrough, store == nil || token.storeIdentifier == store { expired = token }
+                found.append(token)
                 return
             }
             for child in Mirror(reflecting: value).children { visit(child.value, depth: depth + 1) }
         }
         visit(predicate.expression, depth: 0)
+        return found
+    }
+
+    /// With `store`, only tokens of that store are checked.
+    private static func checkTokens<T>(
+        in descriptor: HistoryDescriptor<T>, deletedThrough: Int64, store: String? = nil
+    ) throws {
+        guard deletedThrough > 0 else { return }
+        let expired = tokens(in: descriptor).first {
+            $0.tokenValue < deletedThrough && (store == nil || $0.storeIdentifier == store)
+        }
         if let expired {
             throw SwiftDataError(
                 .historyTokenExpired,

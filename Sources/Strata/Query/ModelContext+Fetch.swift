@@ -401,6 +401,7 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
         /// alone, or loaded from the store as it is now, or the stand-in.
         /// Nil only without a stand-in, which a collection with rows has.
         private func load(_ row: Int64) -> Element? {
+            let failure: any Error
             do {
                 guard !unreadable.contains(row) else {
                     throw SwiftDataError(.corruptRecord, "\(entity.name) row \(row): unreadable (test hook)")
@@ -414,6 +415,7 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
             }
             let id = PersistentIdentifier(storeIdentifier: context.store.identifier, entityName: entity.name, rowID: row)
             if !unreadable.contains(row), let model = try? context.existingModel(for: id) as Element? { return model }
+            self.failure = failure
             return standIn
         }
     }
