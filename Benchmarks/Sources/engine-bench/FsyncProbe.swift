@@ -84,8 +84,9 @@ enum FsyncProbe {
     /// over (a header write and a log sync). Returns the mean per commit.
     ///
     /// This is the floor under workload 4 for a design that logs page images
-    /// and copies them home later, as DESIGN.md prescribes: the pages a
-    /// commit changes are written twice, and the second write is random.
+    /// and copies them home later, as Strata's log does (StrataEngine's
+    /// "File format" article): the pages a commit changes are written
+    /// twice, and the second write is random.
     static func meanLogAndCheckpointIO(
         path: String, mainBytes: Int, iterations: Int, bytes: Int, commitsPerCheckpoint: Int
     ) throws -> Duration {
