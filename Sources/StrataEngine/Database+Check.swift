@@ -2,8 +2,11 @@
 public struct CheckReport: Sendable, CustomStringConvertible {
     /// One line per problem: the page, the tree and the reason.
     public var problems: [String] = []
+    /// The store's page size, in bytes.
     public var pageSize = 0
+    /// The pages of the checked snapshot, the header page included.
     public var pageCount = 0
+    /// The pages on the freelist, its trunk pages included.
     public var freePages = 0
     /// Every tree with its entry count and height.
     public var trees: [TreeStatistics] = []
@@ -11,6 +14,7 @@ public struct CheckReport: Sendable, CustomStringConvertible {
     /// True when no problem was found.
     public var isHealthy: Bool { problems.isEmpty }
 
+    /// A summary: the page counts, a line per tree, then "ok" or the problems.
     public var description: String {
         var lines = ["pages: \(pageCount) of \(pageSize) bytes, \(freePages) free"]
         for t in trees { lines.append("tree \(t.name): \(t.entries) entries, height \(t.height), \(t.pages) pages") }
@@ -22,9 +26,14 @@ public struct CheckReport: Sendable, CustomStringConvertible {
 
 /// Shape of one tree, as ``Database/check(progress:)`` measured it.
 public struct TreeStatistics: Sendable, Equatable {
+    /// The tree's name in the catalog.
     public var name: String
+    /// The entries found in the tree's leaves.
     public var entries: Int
+    /// The levels from the root to the leaves: 1 for a tree whose root is a
+    /// leaf.
     public var height: Int
+    /// The tree's pages, its overflow pages not included.
     public var pages: Int
 }
 

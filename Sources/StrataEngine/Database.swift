@@ -1,3 +1,7 @@
+// Over 500 lines: open, close, transactions, the page→frame index,
+// checkpoint and log restart still live together here; issue 26 gives the
+// log and its index a type of their own.
+
 /// An ordered key-value store in one file plus a write-ahead log.
 ///
 /// A store holds any number of named trees (``Tree``); each maps byte-string
@@ -19,7 +23,10 @@ public final class Database: @unchecked Sendable {
     /// Longest value accepted, in bytes (1 GiB).
     public static let maxValueLength = 1 << 30
 
+    /// The path of the store's main file; the write-ahead log is the same path
+    /// with `-wal` added.
     public let path: String
+    /// The options the store was opened with.
     public let options: DatabaseOptions
     /// The page size the store was created with.
     public let pageSize: Int

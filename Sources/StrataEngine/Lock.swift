@@ -10,6 +10,7 @@
 package final class Lock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
+    /// An unlocked mutex.
     package init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -21,6 +22,8 @@ package final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Runs `body` with the mutex held and returns its result; the mutex is
+    /// released even when `body` throws.
     @inline(__always) package func withLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

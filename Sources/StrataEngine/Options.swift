@@ -9,8 +9,14 @@
 /// A process crash (as opposed to a power loss or kernel crash) loses
 /// nothing that returned at any level: written data is in the OS page cache.
 public enum Durability: String, Sendable, CaseIterable {
+    /// A commit returns once its WAL frames are written and synced: every
+    /// commit that returned survives a power loss.
     case full
+    /// A commit returns once its WAL frames are written; the WAL is synced
+    /// before each checkpoint. A power loss may lose the newest commits.
     case normal
+    /// Nothing is ever synced: a power loss may lose anything and damage the
+    /// file. For tests and bulk loads that can be redone.
     case none
 }
 
@@ -48,6 +54,8 @@ public struct DatabaseOptions: Sendable {
     /// that matters more than read speed.
     public var memoryMappedReads: Bool = true
 
+    /// Options with the values given; each default is the one its property
+    /// states.
     public init(
         pageSize: Int = 4096,
         durability: Durability = .full,

@@ -42,6 +42,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// only a rollback is possible. The string is the first failure.
     case transactionFailed(String)
 
+    /// The error in one line, for logs and messages.
     public var description: String {
         switch self {
         case .corrupt(let page, let reason): return "corrupt page \(page): \(reason)"

@@ -23,12 +23,16 @@ public struct Tree: Hashable, Sendable, CustomStringConvertible {
     /// checks no more than that. Not part of the handle's identity.
     let epoch: UInt32
 
+    /// The handle as `Tree(<name>)`.
     public var description: String { "Tree(\(name))" }
 
+    /// Two handles are equal when they name the same tree, resolved in the same
+    /// transaction.
     public static func == (a: Tree, b: Tree) -> Bool {
         a.root == b.root && a.owner == b.owner && a.instance == b.instance && a.name == b.name
     }
 
+    /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(root)

@@ -6,6 +6,10 @@ import SwiftSyntaxMacros
 /// `@ModelActor`: an actor that owns a `ModelContext` on a container and runs
 /// on that context's serial executor, for background work.
 public struct ModelActorMacro: MemberMacro, ExtensionMacro {
+    /// Adds the actor's `modelExecutor`, `modelContainer` and
+    /// `init(modelContainer:)`, which makes a context on the container and a
+    /// `DefaultSerialModelExecutor` for it. The members are public or package
+    /// when the actor is. Throws when attached to anything but an actor.
     public static func expansion(
         of node: AttributeSyntax,
         providingMembersOf declaration: some DeclGroupSyntax,
@@ -34,6 +38,7 @@ public struct ModelActorMacro: MemberMacro, ExtensionMacro {
         ]
     }
 
+    /// Adds an extension conforming the actor to `ModelActor`.
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,

@@ -9,13 +9,18 @@ import SwiftSyntaxMacros
 /// - each persisted property gets `@_PersistedProperty(n)` (n = its field
 ///   number, its position among persisted properties), which turns it into
 ///   an observed, change-tracked accessor over a private stored peer `_name`;
-/// - members: the model's state object, an observation registrar, the
-///   `schemaMetadata` table, `#Unique`/`#Index` groups, and the record hooks
-///   `init(_strataReader:)`, `_strataLoad(from:fields:)` and `_strataWrite(to:)` that read and write
-///   the peers directly, without reflection or dictionaries;
+/// - members: the model's state object (which holds its observation
+///   registrar), the `schemaMetadata` table, `#Unique`/`#Index` groups, and
+///   the record hooks `init(_strataReader:)`, `_strataLoad(from:fields:)`
+///   and `_strataWrite(to:)` that read and write the peers directly, without
+///   reflection or dictionaries;
 /// - an extension conforming the class to `PersistentModel` (and so
 ///   `Observable`).
 public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
+    /// Adds the model's members: its state, its entity name, `schemaMetadata`,
+    /// its `#Unique` and `#Index` groups, and the record, key and relationship
+    /// hooks. Checks the class's members first and reports every problem at
+    /// once; throws when attached to anything but a class.
     public static func expansion(
         of node: AttributeSyntax,
         providingMembersOf declaration: some DeclGroupSyntax,
@@ -136,6 +141,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         ]
     }
 
+    /// Adds `@_PersistedProperty(n)` to each stored `var` the model persists,
+    /// `n` being its field number.
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,
@@ -153,6 +160,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         return ["@_PersistedProperty(\(raw: field))"]
     }
 
+    /// Adds an extension conforming the class to the protocols it does not
+    /// conform to yet (`PersistentModel`, `Observable`).
     public static func expansion(
         of node: AttributeSyntax,
         attachedTo declaration: some DeclGroupSyntax,

@@ -11,6 +11,8 @@ import SwiftSyntaxMacros
 /// registers observation and resolves a not-yet-loaded relationship; `set`
 /// notifies observers and tells the model's state that field `n` changed.
 public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
+    /// The property's `init`, `get` and `set` accessors over its stored peer,
+    /// as described above.
     public static func expansion(
         of node: AttributeSyntax,
         providingAccessorsOf declaration: some DeclSyntaxProtocol,
@@ -51,6 +53,9 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         ]
     }
 
+    /// The private stored peer `_name`: of the property's type, or, when the
+    /// property has no type annotation, with its initial value. None for a
+    /// `let`.
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
@@ -87,6 +92,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
 /// `@Attribute`, `@Relationship` and `@Transient` only mark a property;
 /// `@Model` reads them. They expand to nothing themselves.
 public struct MarkerMacro: PeerMacro {
+    /// Nothing: `@Model` reads the marker.
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
@@ -97,6 +103,7 @@ public struct MarkerMacro: PeerMacro {
 /// `#Unique` and `#Index` are read by `@Model` from the class body; in
 /// place they expand to nothing.
 public struct ConstraintMacro: DeclarationMacro {
+    /// Nothing; throws when an argument is not an array literal.
     public static func expansion(
         of node: some FreestandingMacroExpansionSyntax,
         in context: some MacroExpansionContext

@@ -3,6 +3,10 @@ import Strata
 import StrataEngine
 import StrataTesting
 
+// Over 500 lines: one harness that decodes a fuzz input into edits of
+// every kind of tree the object layer keeps, then drives every entry point
+// over the result; splitting it would scatter one input format.
+
 /// The body of the `fuzz-object-store` target in `Fuzz/`, shared with the
 /// tests that replay its corpus and run random edits under `swift test`.
 ///

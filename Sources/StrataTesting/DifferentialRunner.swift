@@ -10,7 +10,9 @@ public protocol ChoiceSource {
 }
 
 extension SeededRandom: ChoiceSource {
+    /// A number in `0..<bound` from the generator; `bound` must be at least 1.
     public mutating func choose(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    /// Always true: a generator never runs out.
     public var hasMore: Bool { true }
 }
 
@@ -19,10 +21,15 @@ public struct ByteChoices: ChoiceSource {
     let bytes: [UInt8]
     var position = 0
 
+    /// Choices read from `bytes`, from the first.
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// False once every byte has been read.
     public var hasMore: Bool { position < bytes.count }
 
+    /// A number in `0..<bound` made of as many bytes as `bound` needs (one per
+    /// 8 bits), zeros once the bytes run out; 0, reading nothing, when `bound`
+    /// is 1 or less.
     public mutating func choose(_ bound: Int) -> Int {
         var value = 0
         var range = 1
@@ -44,14 +51,19 @@ public struct ByteChoices: ChoiceSource {
 /// deletes often hit; sizes run from 0 bytes to `Database.maxKeyLength`
 /// for keys and from 0 to three pages for values.
 public final class DifferentialRunner {
+    /// A difference between the store and the reference map, or a failed
+    /// `check()`.
     public struct Mismatch: Error, CustomStringConvertible {
+        /// What differed, and after how many operations.
         public let description: String
     }
 
+    /// The store under test; each reopen replaces it.
     public private(set) var db: Database
     let reopen: () throws -> Database
     /// Committed state.
     public private(set) var model = SortedModel()
+    /// The operations run so far, reopens included.
     public private(set) var operations = 0
     let treeName = "diff"
 
@@ -210,12 +222,17 @@ func layoutMaxInline(_ pageSize: Int) -> Int { (pageSize - 16) / 4 - 2 }
 
 /// A sorted map of byte strings: the reference the engine is compared with.
 public struct SortedModel {
+    /// The keys, ascending.
     public private(set) var keys: [[UInt8]] = []
+    /// The values, in the order of `keys`.
     public private(set) var values: [[UInt8]] = []
 
+    /// An empty map.
     public init() {}
 
+    /// The number of entries.
     public var count: Int { keys.count }
+    /// True when the map holds no entry.
     public var isEmpty: Bool { keys.isEmpty }
 
     /// Index of the first key >= `key`.
@@ -229,13 +246,16 @@ public struct SortedModel {
         return lo
     }
 
+    /// The value stored under `key`, or nil.
     public subscript(key: [UInt8]) -> [UInt8]? {
         let i = lowerBound(key)
         return i < keys.count && keys[i] == key ? values[i] : nil
     }
 
+    /// The key at position `i`, in ascending order.
     public func key(at i: Int) -> [UInt8] { keys[i] }
 
+    /// Stores `value` under `key`, replacing the value there.
     public mutating func put(_ key: [UInt8], _ value: [UInt8]) {
         let i = lowerBound(key)
         if i < keys.count && keys[i] == key {

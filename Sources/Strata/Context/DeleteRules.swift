@@ -1,3 +1,7 @@
+// Over 500 lines: every delete rule and relationship-count check, over
+// models and over rows not loaded; they share the walk over a deletion's
+// reach.
+
 /// Delete rules and relationship counts, applied by `save()` before it
 /// writes anything.
 ///

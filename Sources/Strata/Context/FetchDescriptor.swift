@@ -5,12 +5,15 @@
 /// `Sendable` type or passed to an actor (its key paths and predicate are
 /// immutable values).
 public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
+    /// Which models to fetch; nil fetches every model of the type.
     public var predicate: Predicate<T>?
     /// Applied in order; ties keep row (insertion) order.
     public var sortBy: [SortDescriptor<T>]
     /// The most models the fetch returns; nil or 0 for no limit (0 means no
     /// limit in Core Data, which SwiftData runs on).
     public var fetchLimit: Int?
+    /// How many matching models, in sort order, to skip before the first one
+    /// returned; nil, 0 or a negative number skips none.
     public var fetchOffset: Int?
     /// Whether unsaved inserts and deletes of the context count (they do
     /// by default, as in SwiftData).
@@ -20,6 +23,8 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     /// Accepted for source compatibility: relationships load on access.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
+    /// A descriptor that fetches the models of type `T` that match `predicate`
+    /// (all of them when it is nil), sorted by `sortBy`.
     public init(predicate: Predicate<T>? = nil, sortBy: [SortDescriptor<T>] = []) {
         self.predicate = predicate
         self.sortBy = sortBy

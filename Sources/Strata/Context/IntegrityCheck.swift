@@ -9,6 +9,7 @@ public struct IntegrityProblem: Hashable, Sendable, CustomStringConvertible {
     /// What is wrong.
     public var reason: String
 
+    /// The tree, the row when there is one, and the reason, on one line.
     public var description: String {
         "\(tree)\(row.map { " row \($0)" } ?? ""): \(reason)"
     }

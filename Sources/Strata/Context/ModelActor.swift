@@ -2,6 +2,7 @@ import Synchronization
 
 /// Runs a ``ModelContext``'s work; a `@ModelActor` actor runs on one.
 public protocol ModelExecutor: AnyObject, Sendable {
+    /// The context whose work the executor runs.
     var modelContext: ModelContext { get }
 }
 
@@ -11,23 +12,30 @@ public protocol SerialModelExecutor: ModelExecutor, SerialExecutor {}
 /// Runs jobs one at a time on a private dispatch queue, so that the
 /// actor's context is only ever used from one thread at a time.
 public final class DefaultSerialModelExecutor: SerialModelExecutor, @unchecked Sendable {
+    /// The context whose work this executor runs.
     public let modelContext: ModelContext
     private let queue = DispatchQueue(label: "strata.model-executor")
 
+    /// An executor that runs the work of `modelContext` on a new private queue.
     public init(modelContext: ModelContext) { self.modelContext = modelContext }
 
+    /// Schedules `job` on the executor's queue, after the jobs already there.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
         queue.async { job.runSynchronously(on: executor) }
     }
 
+    /// This executor as the unowned reference the actor runtime keeps.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 }
 
 /// An actor with its own context on a container (made by `@ModelActor`).
 public protocol ModelActor: Actor {
+    /// The container the actor's context reads and writes.
     nonisolated var modelContainer: ModelContainer { get }
+    /// The executor that owns the actor's context (`@ModelActor` makes a
+    /// `DefaultSerialModelExecutor`).
     nonisolated var modelExecutor: any ModelExecutor { get }
 }
 

@@ -7,16 +7,23 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     /// Accepted for source compatibility; Strata has no app groups.
     public struct GroupContainer: Hashable, Sendable {
         let value: String
+        /// The default group container; Strata ignores it.
         public static let automatic = GroupContainer(value: "automatic")
+        /// No group container; Strata ignores it.
         public static let none = GroupContainer(value: "none")
+        /// The app group named `identifier`; Strata ignores it.
         public static func identifier(_ identifier: String) -> GroupContainer { GroupContainer(value: identifier) }
     }
 
     /// Accepted for source compatibility; Strata does not sync to CloudKit.
     public struct CloudKitDatabase: Hashable, Sendable {
         let value: String
+        /// The default CloudKit database; Strata ignores it.
         public static let automatic = CloudKitDatabase(value: "automatic")
+        /// No CloudKit database; Strata ignores it.
         public static let none = CloudKitDatabase(value: "none")
+        /// The private database of the CloudKit container `identifier`; Strata
+        /// ignores it.
         public static func `private`(_ identifier: String) -> CloudKitDatabase { CloudKitDatabase(value: identifier) }
     }
 
@@ -26,6 +33,9 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     public let schema: Schema?
     /// The store file. In-memory configurations have a placeholder URL.
     public let url: URL
+    /// True for a store kept in memory, never written to a file. Each container
+    /// opened with such a configuration gets a store of its own, empty at
+    /// first.
     public let isStoredInMemoryOnly: Bool
     /// False for a read-only store: fetches work, `save()` throws.
     public let allowsSave: Bool
@@ -41,6 +51,7 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     /// The file system the store is opened on, when not the real one (the
     /// crash tests' simulated file; set through ``init(url:fileSystem:)``).
     let fileSystem: (any StorageFileSystem)?
+    /// Identifies the configuration by its name and its store's path.
     public var id: String { name + "|" + url.path }
 
     /// A configuration named `name` (default "default"), stored on disk at
@@ -114,10 +125,14 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
             .appendingPathComponent(".local/share")
     }
 
+    /// Two configurations are equal when their names, URLs,
+    /// `isStoredInMemoryOnly` and `allowsSave` are equal; the schema,
+    /// `recordsHistory` and `durability` are not compared.
     public static func == (a: Self, b: Self) -> Bool {
         a.name == b.name && a.url == b.url && a.isStoredInMemoryOnly == b.isStoredInMemoryOnly && a.allowsSave == b.allowsSave
     }
 
+    /// Hashes the name and the URL.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(url)

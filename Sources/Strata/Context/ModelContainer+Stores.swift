@@ -107,7 +107,7 @@ extension ModelContainer {
 /// The mark a save over several stores leaves in each (see the top of
 /// this file).
 enum SaveMark {
-    static let tree = "strata.saves"
+    static let tree = TreeName.saveMarks
     private static let key = Array("last".utf8)
 
     /// The last mark of the store `tx` reads: its number and the stores

@@ -475,29 +475,12 @@ struct SaveTransaction {
                 if other != row {
                     throw SwiftDataError(
                         .uniqueConstraintViolation,
-                        "\(entity.name)/p\(row): \(group) = \(Self.describe(values)) already belongs to "
+                        "\(entity.name)/p\(row): \(group) = \(KeyEncoding.Element.describe(values)) already belongs to "
                             + "\(entity.name)/p\(other)")
                 }
                 return
             }
             try tx.put(key, RowKey.encode(row), in: tree)
-        }
-    }
-
-    static func describe(_ values: [KeyEncoding.Element]) -> String {
-        "(" + values.map(describe).joined(separator: ", ") + ")"
-    }
-
-    static func describe(_ element: KeyEncoding.Element) -> String {
-        switch element {
-        case .null: return "nil"
-        case .bool(let value): return "\(value)"
-        case .int(let value): return "\(value)"
-        case .uint(let value): return "\(value)"
-        case .double(let value): return "\(value)"
-        case .string(let value): return "\"\(value)\""
-        case .bytes(let value): return "\(value.count) bytes"
-        case .uuid(let value): return value.uuidString
         }
     }
 }

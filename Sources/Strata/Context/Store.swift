@@ -3,7 +3,7 @@ import Synchronization
 /// The container's store: the engine database, one tree per entity, and
 /// the stored schema.
 ///
-/// Layout in the engine (DESIGN.md, "Object mapping"):
+/// Layout in the engine (the "Object mapping" article lists every tree):
 /// - tree `strata.schema`: entity name → the entity's stored description;
 /// - tree `e.<Entity>`: row id (8 bytes, big-endian) → record;
 /// - trees `u.<Entity>.<a>+<b>` and `i.<Entity>.<a>+<b>`: unique
@@ -39,7 +39,7 @@ final class Store: @unchecked Sendable {
     static func treeName(_ entity: Schema.Entity) -> String { entity.recordTree }
 
     /// The tree of the entity named `entityName` (a model class's name).
-    static func treeName(entityName: String) -> String { "e." + entityName }
+    static func treeName(entityName: String) -> String { TreeName.records(entityName) }
 
     /// The migration transaction this store reads and writes through, when
     /// it is a migration stage's view of the store (see ``read(_:)``).
@@ -91,7 +91,7 @@ final class Store: @unchecked Sendable {
     /// The tree holding the store's identifier (a UUID made when the store
     /// is first opened writable), so that identifiers survive the file
     /// moving, as an app's container does when the app is updated.
-    static let identityTree = "strata.store"
+    static let identityTree = TreeName.identity
     private static let identifierKey = Array("identifier".utf8)
 
     /// The store's identifier, made and stored when the store has none and

@@ -157,7 +157,7 @@ package enum StoreInspector {
                 done += 1
                 if done % 65536 == 0 { progress(done, total) }
                 guard key.count == 8 else {
-                    problems.append("e.\(name): a key of \(key.count) bytes is not a row id")
+                    problems.append("\(TreeName.records(name)): a key of \(key.count) bytes is not a row id")
                     continue
                 }
                 let row = try RowKey.decode(key)
@@ -172,7 +172,7 @@ package enum StoreInspector {
                 } catch let error as SwiftDataError {
                     // The reader names the placeholder entity; name the real one.
                     let message = error.message.replacingOccurrences(of: "\(placeholder.name) row \(row)", with: "")
-                    problems.append("e.\(name) row \(row)\(message)")
+                    problems.append("\(TreeName.records(name)) row \(row)\(message)")
                 }
             }
             if problems.count < limit {
@@ -193,7 +193,9 @@ package enum StoreInspector {
                 let backText: String =
                     (try? toOneRow(bytes, field: inverse.field, row: pointer.target)).flatMap { $0 }
                     .map { "row \($0)" } ?? "nothing"
-                let at = "e.\(pointer.entity) row \(pointer.row): \(from) points at \(inverse.entity) row \(pointer.target)"
+                let at =
+                    "\(TreeName.records(pointer.entity)) row \(pointer.row): \(from) points at "
+                    + "\(inverse.entity) row \(pointer.target)"
                 problems.append(at + ", whose \(to) points at \(backText) (a one-to-one must be mutual)")
                 continue
             }
@@ -283,17 +285,19 @@ package enum StoreInspector {
         }
         for key in entity.keys {
             if key.hasPrefix("unique ") {
-                guard let tree = try expect("u.\(name)." + key.dropFirst(7), rows, "one per row") else { continue }
+                let uniqueTree = TreeName.keyGroup(.unique, entity: name, names: key.dropFirst(7).split(separator: "+"))
+                guard let tree = try expect(uniqueTree, rows, "one per row") else { continue }
                 try tx.forEach(tree) { _, value in
                     let exists = value.count == 8 ? try tx.contains(value, in: records) : false
                     if !exists {
-                        problems.append("u.\(name).\(key.dropFirst(7)): an entry points at no stored row")
+                        problems.append("\(uniqueTree): an entry points at no stored row")
                         return false
                     }
                     return true
                 }
             } else if key.hasPrefix("index ") {
-                _ = try expect("i.\(name)." + key.dropFirst(6), rows, "one per row")
+                _ = try expect(
+                    TreeName.keyGroup(.index, entity: name, names: key.dropFirst(6).split(separator: "+")), rows, "one per row")
             } else if let storage = StoredStorage(key) {
                 switch storage.kind {
                 case .toOne:
@@ -335,13 +339,15 @@ package enum StoreInspector {
             var reader = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
             for field in try reader.fields() {
                 guard field.field < entity.properties.count else {
-                    problems.append("e.\(name) row \(row): field \(field.field) is not a property of \(name)")
+                    problems.append("\(TreeName.records(name)) row \(row): field \(field.field) is not a property of \(name)")
                     continue
                 }
                 let property = entity.properties[field.field]
                 if field.slot.wire == RecordFormat.null {
                     if !property.type.hasPrefix("Optional<") {
-                        problems.append("e.\(name) row \(row): \(property.name) is nil but \(property.type) is not optional")
+                        problems.append(
+                            "\(TreeName.records(name)) row \(row): \(property.name) is nil but \(property.type) "
+                                + "is not optional")
                     }
                     continue
                 }
@@ -350,11 +356,11 @@ package enum StoreInspector {
                     guard let target = targets[field.field] else { continue }
                     let value = try reader.payloadVarint(field.slot, field: field.field)
                     if try !tx.contains(RowKey.encode(Int64(bitPattern: value)), in: target) {
-                        problems.append("e.\(name) row \(row): \(property.name) points at missing row \(value)")
+                        problems.append("\(TreeName.records(name)) row \(row): \(property.name) points at missing row \(value)")
                     }
                 } else if let allowed = wires(property.type), !allowed.contains(field.slot.wire) {
                     problems.append(
-                        "e.\(name) row \(row): \(property.name) has wire type \(field.slot.wire), which \(property.type) does not use"
+                        "\(TreeName.records(name)) row \(row): \(property.name) has wire type \(field.slot.wire), which \(property.type) does not use"
                     )
                 }
             }

@@ -1,3 +1,6 @@
+// Over 500 lines: the encoder and decoder of one binary format, kept
+// together so that they cannot drift apart.
+
 /// A compact, self-describing binary format for Codable values stored in
 /// records: structs, Codable enums, arrays, dictionaries, nested to any
 /// depth (decoding stops at ``maximumDepth`` so damaged bytes cannot

@@ -30,13 +30,22 @@ import Foundation
 public enum KeyEncoding {
     /// One value of a key.
     public enum Element: Hashable, Sendable {
+        /// No value (`nil`); sorts before every other element.
         case null
+        /// A Bool.
         case bool(Bool)
+        /// A signed integer of any width, widened to `Int64`.
         case int(Int64)
+        /// An unsigned integer of any width, widened to `UInt64`.
         case uint(UInt64)
+        /// A floating-point number: a `Float` widened, a `Date` as seconds
+        /// since 2001.
         case double(Double)
+        /// A string; it is encoded in its NFC form.
         case string(String)
+        /// A byte string (`Data`, `[UInt8]`).
         case bytes([UInt8])
+        /// A UUID, encoded as its 16 bytes.
         case uuid(UUID)
 
         /// Equality on doubles is bitwise here, so that -0.0 and NaN
@@ -55,6 +64,7 @@ public enum KeyEncoding {
             }
         }
 
+        /// Hashes doubles by their bits, as `==` compares them.
         public func hash(into hasher: inout Hasher) {
             switch self {
             case .null: hasher.combine(0)
@@ -72,8 +82,11 @@ public enum KeyEncoding {
     /// A key that cannot be decoded: the bytes came from a damaged index
     /// entry, or were not made by `encode`.
     public struct DecodingError: Error, Equatable, CustomStringConvertible {
+        /// The position in the key's bytes where decoding failed.
         public var offset: Int
+        /// What is wrong with the bytes there.
         public var reason: String
+        /// The position and the reason, on one line.
         public var description: String { "undecodable key at byte \(offset): \(reason)" }
     }
 
@@ -208,7 +221,28 @@ public enum KeyEncoding {
     }
 }
 
-extension KeyEncoding.Element {
+extension KeyEncoding.Element: CustomStringConvertible {
+    /// The element as errors, `explain` and the `strata` tool show it:
+    /// `nil`, a number or Bool as Swift prints it, a string in quotes,
+    /// bytes by their count (`<16 bytes>`), a UUID in its usual form.
+    public var description: String {
+        switch self {
+        case .null: return "nil"
+        case .bool(let value): return "\(value)"
+        case .int(let value): return "\(value)"
+        case .uint(let value): return "\(value)"
+        case .double(let value): return "\(value)"
+        case .string(let value): return "\"\(value)\""
+        case .bytes(let value): return "<\(value.count) bytes>"
+        case .uuid(let value): return value.uuidString
+        }
+    }
+
+    /// A tuple of elements: `(a, b)`.
+    static func describe(_ elements: [Self]) -> String {
+        "(" + elements.map(\.description).joined(separator: ", ") + ")"
+    }
+
     /// A Date, as seconds since 2001-01-01 (its `timeIntervalSinceReferenceDate`).
     public static func date(_ date: Date) -> Self { .double(date.timeIntervalSinceReferenceDate) }
     /// A Float, widened exactly to Double.

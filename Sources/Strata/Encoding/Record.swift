@@ -1,5 +1,9 @@
 import Foundation
 
+// Over 500 lines: the record format's writer and reader, with the
+// per-type overloads the `@Model` macro's generated code calls; they
+// change together with the format.
+
 /// The binary record format of a model row.
 ///
 /// A record is a format byte (1) followed by fields in ascending field
@@ -20,6 +24,8 @@ import Foundation
 /// Codable values (structs, Codable enums, arrays, dictionaries) use
 /// ``_BinaryEncoder``'s self-describing format, never JSON.
 public struct _RecordWriter {
+    /// The record so far: the format byte, then the fields written, in order.
+    /// Not meant to be used directly.
     public internal(set) var bytes: [UInt8]
     /// Fields kept outside the record (`.externalStorage`), with their tree.
     var externalTrees: [Int: String] = [:]
@@ -53,30 +59,48 @@ public struct _RecordWriter {
 
     // MARK: Encoding overloads, chosen at compile time by the property's type
 
+    /// Writes a record primitive as field `field`: its tag, then its payload.
+    /// Called by code the `@Model` macro generates; not meant to be called
+    /// directly.
     public mutating func encode<T: _RecordPrimitive>(_ value: T, field: Int, state: _ModelState) {
         tag(field, T._wire)
         value._appendPayload(to: &self)
     }
 
+    /// Writes an optional record primitive; nil is written as a nil field.
+    /// Called by code the `@Model` macro generates; not meant to be called
+    /// directly.
     public mutating func encode<T: _RecordPrimitive>(_ value: T?, field: Int, state: _ModelState) {
         if let value { encode(value, field: field, state: state) } else { null(field) }
     }
 
+    /// Writes an enum with a record-primitive raw value as its raw value.
+    /// Called by code the `@Model` macro generates; not meant to be called
+    /// directly.
     public mutating func encode<T: RawRepresentable & Encodable>(_ value: T, field: Int, state: _ModelState)
     where T.RawValue: _RecordPrimitive {
         encode(value.rawValue, field: field, state: state)
     }
 
+    /// Writes an optional enum with a record-primitive raw value: its raw
+    /// value, or nil. Called by code the `@Model` macro generates; not meant to
+    /// be called directly.
     public mutating func encode<T: RawRepresentable & Encodable>(_ value: T?, field: Int, state: _ModelState)
     where T.RawValue: _RecordPrimitive {
         if let value { encode(value.rawValue, field: field, state: state) } else { null(field) }
     }
 
+    /// Writes any other Encodable value in the binary Codable format,
+    /// length-delimited. Called by code the `@Model` macro generates; not meant
+    /// to be called directly.
     public mutating func encode<T: Encodable>(_ value: T, field: Int, state: _ModelState) {
         tag(field, RecordFormat.lengthDelimited)
         appendLengthDelimited(_BinaryEncoder.encode(value))
     }
 
+    /// Writes an optional Encodable value in the binary Codable format, or nil.
+    /// Called by code the `@Model` macro generates; not meant to be called
+    /// directly.
     public mutating func encode<T: Encodable>(_ value: T?, field: Int, state: _ModelState) {
         if let value { encode(value, field: field, state: state) } else { null(field) }
     }
@@ -86,6 +110,11 @@ public struct _RecordWriter {
         encode(Optional(value), field: field, state: state)
     }
 
+    /// Optional Data, which may be kept outside the record: an
+    /// `.externalStorage` field writes nothing here and queues its value for
+    /// its own tree (unless the value was never loaded); any other field writes
+    /// the bytes, or nil. Called by code the `@Model` macro generates; not
+    /// meant to be called directly.
     public mutating func encode(_ value: Data?, field: Int, state: _ModelState) {
         if let tree = externalTrees[field] {
             if !state.hasExternalFault(field: field) { externals.append((tree, value)) }
@@ -129,16 +158,28 @@ public struct _RecordWriter {
     // A model class that is also Codable matches both the Encodable and
     // the model overloads; these more specific ones make it a relationship.
 
+    /// A to-one relationship to a model class that is also Encodable: the
+    /// target's row id, as for any model. Called by code the `@Model` macro
+    /// generates; not meant to be called directly.
     public mutating func encode<T: PersistentModel & Encodable>(_ value: T?, field: Int, state: _ModelState) {
         encode(value as T?, field: field, state: state, asModel: ())
     }
 
+    /// A non-optional to-one relationship to a model class that is also
+    /// Encodable: the target's row id. Called by code the `@Model` macro
+    /// generates; not meant to be called directly.
     public mutating func encode<T: PersistentModel & Encodable>(_ value: T, field: Int, state: _ModelState) {
         encode(Optional(value), field: field, state: state, asModel: ())
     }
 
+    /// A to-many relationship to a model class that is also Encodable: not part
+    /// of the record. Called by code the `@Model` macro generates; not meant to
+    /// be called directly.
     public mutating func encode<T: PersistentModel & Encodable>(_ value: [T], field: Int, state: _ModelState) {}
 
+    /// An optional to-many relationship to a model class that is also
+    /// Encodable: not part of the record. Called by code the `@Model` macro
+    /// generates; not meant to be called directly.
     public mutating func encode<T: PersistentModel & Encodable>(_ value: [T]?, field: Int, state: _ModelState) {}
 
     private mutating func writeRow(_ row: Int64, field: Int) {
@@ -471,6 +512,10 @@ public struct _RecordReader {
 
     // MARK: Decoding overloads, chosen at compile time by the property's type
 
+    /// Reads a record primitive from field `field`. A missing or nil field
+    /// reads as the type's placeholder when a custom migration stage added the
+    /// attribute, and otherwise throws `corruptRecord`. Called by code the
+    /// `@Model` macro generates; not meant to be called directly.
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try T._decode(slot, from: &self, field: field)
@@ -484,11 +529,17 @@ public struct _RecordReader {
         throw missing(field)
     }
 
+    /// Reads an optional record primitive: nil when the field is missing or
+    /// nil. Called by code the `@Model` macro generates; not meant to be called
+    /// directly.
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try T._decode(slot, from: &self, field: field)
     }
 
+    /// Reads an enum with a record-primitive raw value; a raw value that no
+    /// case has throws `corruptRecord`. Called by code the `@Model` macro
+    /// generates; not meant to be called directly.
     public mutating func decode<T: RawRepresentable & Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T
     where T.RawValue: _RecordPrimitive {
         let raw = try decode(T.RawValue.self, field: field, state: state)
@@ -496,6 +547,9 @@ public struct _RecordReader {
         return value
     }
 
+    /// Reads an optional enum with a record-primitive raw value: nil when the
+    /// field is missing or nil. Called by code the `@Model` macro generates;
+    /// not meant to be called directly.
     public mutating func decode<T: RawRepresentable & Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T?
     where T.RawValue: _RecordPrimitive {
         guard let raw = try decode(T.RawValue?.self, field: field, state: state) else { return nil }
@@ -503,11 +557,18 @@ public struct _RecordReader {
         return value
     }
 
+    /// Reads any other Decodable value from the binary Codable format; a
+    /// missing or nil field, or bytes that do not decode, throw
+    /// `corruptRecord`. Called by code the `@Model` macro generates; not meant
+    /// to be called directly.
     public mutating func decode<T: Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
         return try decodeCodable(T.self, slot, field: field)
     }
 
+    /// Reads an optional Decodable value from the binary Codable format: nil
+    /// when the field is missing or nil. Called by code the `@Model` macro
+    /// generates; not meant to be called directly.
     public mutating func decode<T: Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try decodeCodable(T.self, slot, field: field)
@@ -535,6 +596,10 @@ public struct _RecordReader {
         return try Data._decode(slot, from: &self, field: field)
     }
 
+    /// Optional Data, which may be kept outside the record: an
+    /// `.externalStorage` field reads as nil for now and becomes a fault,
+    /// loaded on first access; any other field reads its bytes, or nil. Called
+    /// by code the `@Model` macro generates; not meant to be called directly.
     public mutating func decode(_ type: Data?.Type, field: Int, state: _ModelState) throws -> Data? {
         if let tree = externalTrees[field] {
             state.setExternalFault(field: field, tree: tree, row: row)
@@ -589,18 +654,30 @@ public struct _RecordReader {
     // A model class that is also Codable matches both the Decodable and
     // the model overloads; these more specific ones make it a relationship.
 
+    /// A to-one relationship to a model class that is also Decodable:
+    /// remembered as a fault, loaded on first access. Called by code the
+    /// `@Model` macro generates; not meant to be called directly.
     public mutating func decode<T: PersistentModel & Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws
         -> T?
     { try decodeModel(T?.self, field: field, state: state) }
 
+    /// A non-optional to-one relationship to a model class that is also
+    /// Decodable: its target, loaded with the model. Called by code the
+    /// `@Model` macro generates; not meant to be called directly.
     public mutating func decode<T: PersistentModel & Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
         try decodeModel(T.self, field: field, state: state)
     }
 
+    /// A to-many relationship to a model class that is also Decodable: not part
+    /// of the record; it loads on first access. Called by code the `@Model`
+    /// macro generates; not meant to be called directly.
     public mutating func decode<T: PersistentModel & Decodable>(_ type: [T].Type, field: Int, state: _ModelState) throws
         -> [T]
     { [] }
 
+    /// An optional to-many relationship to a model class that is also
+    /// Decodable: not part of the record; it loads on first access. Called by
+    /// code the `@Model` macro generates; not meant to be called directly.
     public mutating func decode<T: PersistentModel & Decodable>(_ type: [T]?.Type, field: Int, state: _ModelState) throws
         -> [T]?
     { [] }

@@ -153,8 +153,8 @@ struct HistoryRecorder {
 /// Tokens come from the `last` counter, not from the tree's last key, so
 /// a token is never reused after history is deleted.
 enum HistoryLog {
-    static let transactions = "h.transactions"
-    static let meta = "h.meta"
+    static let transactions = TreeName.historyTransactions
+    static let meta = TreeName.historyMeta
     static let lastKey = Array("last".utf8)
     static let deletedKey = Array("deleted".utf8)
 

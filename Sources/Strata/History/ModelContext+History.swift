@@ -81,8 +81,6 @@ extension ModelContext {
         return result
     }
 
-    /// Throws ``SwiftDataError/historyTokenExpired`` when the predicate
-    /// holds a token older than the newest deleted transaction.
     /// The parts whose history `descriptor` selects from: those of the
     /// stores its predicate's tokens belong to (a token compares with
     /// transactions of its own store only), or every part.
@@ -108,7 +106,9 @@ extension ModelContext {
         return found
     }
 
-    /// With `store`, only tokens of that store are checked.
+    /// Throws ``SwiftDataError/historyTokenExpired`` when the predicate
+    /// holds a token older than the newest deleted transaction. With
+    /// `store`, only tokens of that store are checked.
     private static func checkTokens<T>(
         in descriptor: HistoryDescriptor<T>, deletedThrough: Int64, store: String? = nil
     ) throws {

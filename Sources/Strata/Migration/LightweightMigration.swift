@@ -280,7 +280,7 @@ struct LightweightMigration {
 
     /// A unique key's values, for an error message.
     private func values(_ key: [UInt8]) -> String {
-        (try? KeyEncoding.decode(key)).map(SaveTransaction.describe) ?? "an undecodable key"
+        (try? KeyEncoding.decode(key)).map(KeyEncoding.Element.describe) ?? "an undecodable key"
     }
 
     /// Keys built during a scan: their bytes back to back, and each key's
@@ -363,7 +363,7 @@ struct LightweightMigration {
             moves.append((property.field, oldField, fill))
         }
         let slotCount = (plan.old?.properties.count ?? 0) + 1
-        let temporary = entity.recordTree + "~migrating"
+        let temporary = TreeName.migrating(entity.recordTree)
         if try tx.treeIfPresent(temporary) != nil { try tx.dropTree(temporary) }
         let fresh = try tx.createTree(temporary)
         var slots = [(wire: UInt8, start: Int, end: Int)?](repeating: nil, count: slotCount)

@@ -14,6 +14,7 @@ public struct MigrationProgress: Sendable, CustomStringConvertible {
     /// Rows this step works through.
     public let totalRows: Int
 
+    /// The entity, the step, and the rows done of the total, on one line.
     public var description: String { "\(entityName): \(step) \(completedRows)/\(totalRows)" }
 }
 

@@ -153,12 +153,12 @@ struct StoredEntity: Equatable {
 
     /// The trees the entity owns, from its `storage` lines and key lines.
     func ownedTrees(entity: String) -> Set<String> {
-        var trees: Set<String> = ["e." + entity]
+        var trees: Set<String> = [TreeName.records(entity)]
         for key in keys {
             if key.hasPrefix("unique ") {
-                trees.insert("u.\(entity)." + key.dropFirst(7))
+                trees.insert(TreeName.keyGroup(.unique, entity: entity, names: key.dropFirst(7).split(separator: "+")))
             } else if key.hasPrefix("index ") {
-                trees.insert("i.\(entity)." + key.dropFirst(6))
+                trees.insert(TreeName.keyGroup(.index, entity: entity, names: key.dropFirst(6).split(separator: "+")))
             } else if let storage = StoredStorage(key) {
                 trees.formUnion(storage.ownedTrees)
             }
@@ -192,7 +192,7 @@ struct StoredStorage {
     }
 
     /// The mirror of join tree `j.<Entity>.<field>`: `m.<Entity>.<field>`.
-    static func mirror(ofJoin tree: String) -> String { "m." + tree.dropFirst(2) }
+    static func mirror(ofJoin tree: String) -> String { TreeName.mirror(ofJoin: tree) }
 
     init?(_ line: String) {
         guard line.hasPrefix("storage ") else { return nil }
@@ -220,7 +220,7 @@ struct StoredSchema {
     var hash: String?
     var version: String?
 
-    static let tree = "strata.schema"
+    static let tree = TreeName.schema
     /// Catalog keys that are not entity names (an entity name is a Swift
     /// identifier, so it cannot start with `#`).
     static let hashKey = Array("#hash".utf8)

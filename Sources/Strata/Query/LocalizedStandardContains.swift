@@ -14,24 +14,30 @@ import Foundation
             Root: PredicateExpression, Other: PredicateExpression
         >: PredicateExpression
         where Root.Output: StringProtocol, Other.Output: StringProtocol {
+            /// The expression's value: whether `root` contains `other`.
             public typealias Output = Bool
 
+            /// The expression for the string searched.
             public let root: Root
+            /// The expression for the string searched for.
             public let other: Other
 
+            /// An expression that tests whether `root` contains `other`.
             public init(root: Root, other: Other) {
                 self.root = root
                 self.other = other
             }
 
+            /// Evaluates `root` and `other` and tests them with Foundation's
+            /// `localizedStandardContains`.
             public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
                 try root.evaluate(bindings).localizedStandardContains(other.evaluate(bindings))
             }
         }
 
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         /// What `#Predicate` calls for `localizedStandardContains` (the
         /// macro's name for it, not Swift's usual spelling).
-        // swift-format-ignore: AlwaysUseLowerCamelCase
         public static func build_localizedStandardContains<Root, Other>(
             _ root: Root, _ other: Other
         ) -> StringLocalizedStandardContains<Root, Other> {
@@ -45,12 +51,14 @@ import Foundation
     extension PredicateExpressions.StringLocalizedStandardContains: Codable where Root: Codable, Other: Codable {
         private enum CodingKeys: String, CodingKey { case root, other }
 
+        /// Decodes the expression's `root` and `other`.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             root = try container.decode(Root.self, forKey: .root)
             other = try container.decode(Other.self, forKey: .other)
         }
 
+        /// Encodes the expression's `root` and `other`.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(root, forKey: .root)

@@ -449,8 +449,10 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
         batched.unreadable = rows
     }
 
+    /// The position of the first model: 0.
     public var startIndex: Int { 0 }
 
+    /// The number of models: the position after the last one.
     public var endIndex: Int {
         switch source {
         case .models(let models): return models.count

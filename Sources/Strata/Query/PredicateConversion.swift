@@ -1,5 +1,8 @@
 import Foundation
 
+// Over 500 lines: one case per expression type of Foundation's
+// `#Predicate`; each is short, and they read best side by side.
+
 /// Turns a Foundation `Predicate` into a ``QueryExpr``.
 ///
 /// Each `PredicateExpressions` type Strata understands conforms to

@@ -181,17 +181,7 @@ extension QueryExpr: CustomStringConvertible {
 extension QueryValue: CustomStringConvertible {
     var description: String {
         switch self {
-        case .scalar(let element):
-            switch element {
-            case .null: return "nil"
-            case .bool(let v): return "\(v)"
-            case .int(let v): return "\(v)"
-            case .uint(let v): return "\(v)"
-            case .double(let v): return "\(v)"
-            case .string(let v): return "\"\(v)\""
-            case .bytes(let v): return "<\(v.count) bytes>"
-            case .uuid(let v): return v.uuidString
-            }
+        case .scalar(let element): return element.description
         case .row(let row): return "row \(row)"
         case .rows(let rows): return "\(rows.count) rows"
         case .list(let items):

@@ -1,6 +1,9 @@
 import Foundation
 import StrataEngine
 
+// Over 500 lines: the plan's types and the planner that chooses access
+// paths by cost (the sort order is in QueryPlanner+Order.swift).
+
 /// How a fetch finds its rows, filters and orders them: chosen by
 /// ``QueryPlanner``, run by the fetch methods, shown by
 /// ``ModelContext/explain(_:)``.

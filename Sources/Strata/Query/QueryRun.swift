@@ -64,53 +64,10 @@ final class QueryRun<T: PersistentModel> {
             entityName: entity.name, access: access, filter: filter, needsModel: filter?.needsModel ?? false,
             foundationCheck: descriptor.predicate != nil && !isExact,
             offset: descriptor.fetchOffset, limit: descriptor.limit)
-        try planOrder(planner)
+        if let (order, access) = planner.order(for: descriptor.sortBy, access: plan.access, limit: descriptor.limit) {
+            (plan.order, plan.access) = (order, access)
+        }
         if descriptor.includePendingChanges { noteExcludedRows() }
-    }
-
-    // MARK: Ordering
-
-    private func planOrder(_ planner: QueryPlanner) throws {
-        guard !descriptor.sortBy.isEmpty else { return }
-        var keys: [QueryPlan.SortKey] = []
-        for sort in descriptor.sortBy {
-            guard let path = sort.keyPath,
-                let property = entity.attributes.first(where: { $0.keypath == path as AnyKeyPath }),
-                property.storedKind.sortsByQueryValue, entity.externalTrees[property.field] == nil,
-                Self.sortsAsStored(property.valueType)
-            else {
-                plan.order = .models
-                return
-            }
-            keys.append(
-                QueryPlan.SortKey(property: property, reverse: sort.order == .reverse, stringComparator: sort.stringComparator))
-        }
-        plan.order = .keys(keys)
-        guard keys.count == 1, keys[0].property.storedKind.sortsByKeyOrder else { return }
-        let key = keys[0]
-        switch plan.access {
-        case .index(var scan) where scan.ranges.count == 1 && scan.group.properties.count > scan.boundColumns:
-            guard scan.group.properties[scan.boundColumns] === key.property else { return }
-            scan.reverse = key.reverse
-            plan.access = .index(scan)
-            plan.order = .index(reverse: key.reverse)
-        case .scan where descriptor.limit != nil:
-            guard let group = entity.keyGroups.first(where: { $0.properties.first === key.property }) else { return }
-            let scan = QueryPlan.IndexScan(
-                group: group, ranges: [QueryPlan.KeyRange(lower: [], upper: nil)], reverse: key.reverse,
-                condition: "every entry", estimate: planner.rowCount, covered: [], boundColumns: 0)
-            plan.access = .index(scan)
-            plan.order = .index(reverse: key.reverse)
-        default:
-            return
-        }
-    }
-
-    /// True for types whose order is their stored value's order: numbers,
-    /// dates and strings, not enums (ordered by their own `<`).
-    private static func sortsAsStored(_ type: Any.Type) -> Bool {
-        if let optional = type as? any _OptionalMarker.Type { return sortsAsStored(optional._wrappedType) }
-        return type is any _KeyElementConvertible.Type
     }
 
     // MARK: Pending changes
@@ -353,60 +310,54 @@ final class QueryRun<T: PersistentModel> {
         let cursor = try snapshot.tx.cursor(tree)
         var ties: [Int64] = []
         var tiedValue: [UInt8] = []
-        for range in scan.reverse ? scan.ranges.reversed() : scan.ranges {
-            var more: Bool
-            if scan.reverse {
-                if let upper = range.upper {
-                    more = try cursor.seek(upper) ? try cursor.previous() : try cursor.last()
-                } else {
-                    more = try cursor.last()
-                }
-            } else {
-                more = try cursor.seek(range.lower)
+        func row(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Int64 {
+            guard let row = unique ? KeyGroup.row(inUniqueValue: value) : KeyGroup.row(inIndexKey: key) else {
+                throw SwiftDataError(.corruptRecord, "\(treeName): an entry without a row id")
             }
-            if !scan.reverse {
-                guard more else { continue }
+            return row
+        }
+        guard scan.reverse else {
+            for range in scan.ranges where try cursor.seek(range.lower) {
                 var stopped = false
                 try cursor.forEachEntry { key, value in
                     if let upper = range.upper, !Self.precedes(key, upper) { return false }
-                    guard let row = unique ? Self.uniqueRow(value) : Self.indexRow(key) else {
-                        throw SwiftDataError(.corruptRecord, "\(treeName): an entry without a row id")
-                    }
-                    if try !body(row) {
+                    if try !body(try row(key, value)) {
                         stopped = true
                         return false
                     }
                     return true
                 }
                 if stopped { return }
-                continue
+            }
+            return
+        }
+        // Backwards from each range's upper bound. An index key ends with
+        // its row: the rows of one value come newest first here, and are
+        // handed on oldest first once the value changes.
+        for range in scan.ranges.reversed() {
+            var more: Bool
+            if let upper = range.upper {
+                more = try cursor.seek(upper) ? try cursor.previous() : try cursor.last()
+            } else {
+                more = try cursor.last()
             }
             while more {
-                let entry: (row: Int64, inRange: Bool, value: ArraySlice<UInt8>)? = try cursor.withEntry { key, value in
-                    let inRange: Bool
-                    if scan.reverse {
-                        inRange = !Self.precedes(key, range.lower)
-                    } else {
-                        inRange = range.upper.map { Self.precedes(key, $0) } ?? true
-                    }
-                    guard inRange else { return (0, false, []) }
-                    guard let row = unique ? Self.uniqueRow(value) : Self.indexRow(key) else {
-                        throw SwiftDataError(.corruptRecord, "\(treeName): an entry without a row id")
-                    }
-                    return (row, true, scan.reverse && !unique ? ArraySlice(key.dropLast(9)) : [])
+                let entry: (row: Int64, value: ArraySlice<UInt8>)? = try cursor.withEntry { key, value in
+                    guard !Self.precedes(key, range.lower) else { return nil }
+                    return (try row(key, value), unique ? [] : ArraySlice(key.dropLast(KeyGroup.indexRowSuffix)))
                 }
-                guard let entry, entry.inRange else { break }
-                if scan.reverse && !unique {
+                guard let entry else { break }
+                if unique {
+                    if try !body(entry.row) { return }
+                } else {
                     if !ties.isEmpty && Array(entry.value) != tiedValue {
                         for row in ties.reversed() where try !body(row) { return }
                         ties.removeAll(keepingCapacity: true)
                     }
                     tiedValue = Array(entry.value)
                     ties.append(entry.row)
-                } else if try !body(entry.row) {
-                    return
                 }
-                more = try scan.reverse ? cursor.previous() : cursor.next()
+                more = try cursor.previous()
             }
             for row in ties.reversed() where try !body(row) { return }
             ties.removeAll(keepingCapacity: true)
@@ -422,22 +373,6 @@ final class QueryRun<T: PersistentModel> {
             }
             return key.count < b.count
         }
-    }
-
-    /// The row id ending an index key (an integer key element).
-    private static func indexRow(_ key: UnsafeRawBufferPointer) -> Int64? {
-        guard key.count >= 9, key[key.count - 9] == 0x20 else { return nil }
-        var value: UInt64 = 0
-        for index in (key.count - 8)..<key.count { value = value << 8 | UInt64(key[index]) }
-        return Int64(bitPattern: value ^ (1 << 63))
-    }
-
-    /// The row id a unique tree's value holds (8 bytes, big-endian).
-    private static func uniqueRow(_ value: UnsafeRawBufferPointer) -> Int64? {
-        guard value.count == 8 else { return nil }
-        var result: UInt64 = 0
-        for byte in value { result = result << 8 | UInt64(byte) }
-        return Int64(bitPattern: result)
     }
 
     // MARK: Results
@@ -493,7 +428,7 @@ final class QueryRun<T: PersistentModel> {
                 entries.append((try keys.map { try evaluator.rootValue($0.property, model: model) }, model._strataState.rowID))
                 pendingByRow[model._strataState.rowID] = model
             }
-            rows = Self.sorted(entries, keys: keys, offset: offset, limit: limit)
+            rows = QuerySort.sorted(entries, keys: keys, offset: offset, limit: limit)
             if materialize {
                 for row in rows {
                     if let model = try pendingByRow[row] ?? model(row: row) { models.append(model) }
@@ -513,16 +448,16 @@ final class QueryRun<T: PersistentModel> {
             // the descriptor.
             let floating = sortBy.map { sort in
                 sort.keyPath.flatMap { path in
-                    entity.attributes.first { $0.keypath == path as AnyKeyPath && Self.sortsInTotalOrder($0) }
+                    entity.attributes.first { $0.keypath == path as AnyKeyPath && QuerySort.sortsInTotalOrder($0) }
                 }
             }
             all.sort { a, b in
                 for (sort, property) in zip(sortBy, floating) {
                     var result: ComparisonResult
                     if let property {
-                        result = Self.compare(
+                        result = QuerySort.compare(
                             .make(a[keyPath: property.keypath] as Any), .make(b[keyPath: property.keypath] as Any), nil)
-                        if sort.order == .reverse { result = Self.reversed(result) }
+                        if sort.order == .reverse { result = QuerySort.reversed(result) }
                     } else {
                         result = sort.compare(a, b)
                     }
@@ -548,103 +483,5 @@ final class QueryRun<T: PersistentModel> {
         else { return .models }
         let property = scan.group.properties[scan.boundColumns]
         return .keys([QueryPlan.SortKey(property: property, reverse: sort.order == .reverse, stringComparator: nil)])
-    }
-
-    /// Sorts by the keys, ties by row; only the first `offset + limit`
-    /// are fully ordered when a limit is given (a partial selection).
-    private static func sorted(
-        _ entries: [(keys: [QueryValue], row: Int64)], keys: [QueryPlan.SortKey], offset: Int, limit: Int?
-    ) -> [Int64] {
-        func less(_ a: (keys: [QueryValue], row: Int64), _ b: (keys: [QueryValue], row: Int64)) -> Bool {
-            for (index, key) in keys.enumerated() {
-                var result = compare(a.keys[index], b.keys[index], key.stringComparator)
-                if key.reverse { result = reversed(result) }
-                if result != .orderedSame { return result == .orderedAscending }
-            }
-            return a.row < b.row
-        }
-        let wanted = limit.map { offset + $0 } ?? entries.count
-        var ordered: [(keys: [QueryValue], row: Int64)]
-        if wanted < entries.count / 8 {
-            // Top-k: keep the best `wanted` in a sorted buffer.
-            ordered = []
-            ordered.reserveCapacity(wanted + 1)
-            for entry in entries {
-                if ordered.count == wanted, let last = ordered.last, !less(entry, last) { continue }
-                var low = 0
-                var high = ordered.count
-                while low < high {
-                    let mid = (low + high) / 2
-                    if less(ordered[mid], entry) { low = mid + 1 } else { high = mid }
-                }
-                ordered.insert(entry, at: low)
-                if ordered.count > wanted { ordered.removeLast() }
-            }
-        } else {
-            ordered = entries.sorted(by: less)
-        }
-        let start = min(offset, ordered.count)
-        let end = min(wanted, ordered.count)
-        return ordered[start..<max(start, end)].map(\.row)
-    }
-
-    private static func reversed(_ result: ComparisonResult) -> ComparisonResult {
-        switch result {
-        case .orderedAscending: return .orderedDescending
-        case .orderedDescending: return .orderedAscending
-        case .orderedSame: return .orderedSame
-        }
-    }
-
-    /// True for a Double, Float or Date attribute (optional or not), whose
-    /// sort order is IEEE 754 totalOrder (``QueryValue/sortOrder(_:_:)``).
-    private static func sortsInTotalOrder(_ property: Schema.Property) -> Bool {
-        switch property.storedKind {
-        case .double, .float, .date: return sortsAsStored(property.valueType)
-        default: return false
-        }
-    }
-
-    /// A sort's order of two values: nil first, strings through the
-    /// descriptor's comparator, doubles in totalOrder (Swift's `<` on
-    /// everything else).
-    private static func compare(_ a: QueryValue, _ b: QueryValue, _ comparator: String.StandardComparator?)
-        -> ComparisonResult
-    {
-        switch (a.isNull, b.isNull) {
-        case (true, true): return .orderedSame
-        case (true, false): return .orderedAscending
-        case (false, true): return .orderedDescending
-        default: break
-        }
-        if let comparator, case .scalar(.string(let x)) = a, case .scalar(.string(let y)) = b {
-            return comparator.compare(x, y)
-        }
-        return QueryValue.sortOrder(a, b) ?? .orderedSame
-    }
-
-}
-
-/// Reads records by row id with one cursor that seeks forward from the
-/// previous row (`Cursor.seekForward`): the rows of an index range, or a
-/// sorted row list, come in ascending order, so most lookups search one
-/// leaf instead of descending from the root.
-final class RecordLookup {
-    private let cursor: Cursor
-    private var key = [UInt8](repeating: 0, count: 8)
-
-    init(_ cursor: Cursor) { self.cursor = cursor }
-
-    /// Calls `body` with the record of `row` and returns its result; true
-    /// (go on) when the row has no record.
-    func withRecord(_ row: Int64, _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws -> Bool {
-        let found = try key.withUnsafeMutableBytes { raw in
-            raw.storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self)
-            return try cursor.seekForward(UnsafeRawBufferPointer(raw))
-        }
-        guard found else { return true }
-        var goOn = true
-        try cursor.readValue { goOn = try body(row, $0) }
-        return goOn
     }
 }

@@ -21,8 +21,11 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         for field in fields { insert(field) }
     }
 
+    /// True when the set holds no field.
     public var isEmpty: Bool { low == 0 && high.allSatisfy { $0 == 0 } }
 
+    /// Whether the set holds field `field`; false for a negative number. Called
+    /// by code the `@Model` macro generates; not meant to be called directly.
     public func contains(_ field: Int) -> Bool {
         guard field >= 0 else { return false }
         if field < 64 { return low & (1 << UInt64(field)) != 0 }
@@ -64,8 +67,11 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         return result
     }
 
+    /// Two sets are equal when they hold the same fields.
     public static func == (a: _FieldSet, b: _FieldSet) -> Bool { a.fields == b.fields }
+    /// Hashes the fields.
     public func hash(into hasher: inout Hasher) { hasher.combine(fields) }
 
+    /// The fields, ascending, as an array.
     public var description: String { "\(fields)" }
 }

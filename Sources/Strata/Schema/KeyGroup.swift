@@ -1,5 +1,5 @@
 /// One unique constraint or index of an entity, and the tree that holds it
-/// (DESIGN.md, "Object mapping"):
+/// (the "Object mapping" article, "Unique constraints and indexes"):
 ///
 /// - a unique constraint is the tree `u.<Entity>.<a>+<b>`: key = the
 ///   encoded values (``KeyEncoding``) → the row id (8 bytes, big-endian);
@@ -37,6 +37,29 @@ struct KeyGroup: CustomStringConvertible {
         }
     }
 
+    /// The bytes an index key's row takes at its end: the integer element's
+    /// tag and 8 bytes.
+    static let indexRowSuffix = 9
+
+    /// The row id ending an index key (an integer key element: tag `0x20`,
+    /// then the row big-endian with its sign bit flipped); nil when the key
+    /// does not end with one.
+    static func row(inIndexKey key: UnsafeRawBufferPointer) -> Int64? {
+        guard key.count >= indexRowSuffix, key[key.count - indexRowSuffix] == 0x20 else { return nil }
+        var value: UInt64 = 0
+        for index in (key.count - 8)..<key.count { value = value << 8 | UInt64(key[index]) }
+        return Int64(bitPattern: value ^ (1 << 63))
+    }
+
+    /// The row id a unique tree's value holds (8 bytes, big-endian); nil
+    /// for a value of another size.
+    static func row(inUniqueValue value: UnsafeRawBufferPointer) -> Int64? {
+        guard value.count == 8 else { return nil }
+        var result: UInt64 = 0
+        for byte in value { result = result << 8 | UInt64(byte) }
+        return Int64(bitPattern: result)
+    }
+
     /// Builds and checks the groups of entity `entity`. Each group must name
     /// stored attributes of keyable types; a group repeated under the same
     /// kind is kept once.
@@ -68,7 +91,7 @@ struct KeyGroup: CustomStringConvertible {
                 }
                 members.append(property)
             }
-            let treeName = (kind == .unique ? "u." : "i.") + entity + "." + names.joined(separator: "+")
+            let treeName = TreeName.keyGroup(kind, entity: entity, names: names)
             guard members.count == names.count, seen.insert(treeName).inserted else { continue }
             groups.append(KeyGroup(kind: kind, entityName: entity, properties: members, treeName: treeName))
         }

@@ -1,4 +1,4 @@
-/// Where a relationship lives in the store (DESIGN.md, "Object mapping").
+/// Where a relationship lives in the store (the "Object mapping" article, "Relationships").
 ///
 /// - A to-one is the target's row id in the record, plus a reverse index
 ///   `r.<Entity>.<field>`: key = (target row, own row) → empty. The index
@@ -53,22 +53,29 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
         var plan: [Int: RelationshipStorage] = [:]
         for relationship in entity.relationships {
             let field = relationship.field
-            let own = "\(entity.name).\(relationship.name)"
+            let own = (entity: entity.name, relationship: relationship.name)
             if relationship.isToOneRelationship {
-                plan[field] = .toOne(index: "r." + own)
+                plan[field] = .toOne(index: TreeName.toOneIndex(entity: own.entity, relationship: own.relationship))
                 continue
             }
+            let ownJoin = RelationshipStorage.join(
+                tree: TreeName.join(entity: own.entity, relationship: own.relationship),
+                mirror: TreeName.mirror(entity: own.entity, relationship: own.relationship))
             guard let inverse = InverseGraph.inverse(of: entity.type, field: field) else {
-                plan[field] = .join(tree: "j." + own, mirror: "m." + own)
+                plan[field] = ownJoin
                 continue
             }
-            let other = "\(inverse.type._strataEntityName).\(inverse.type.schemaMetadata[inverse.field].name)"
+            let other = (
+                entity: inverse.type._strataEntityName, relationship: inverse.type.schemaMetadata[inverse.field].name
+            )
             if inverse.isToOne {
-                plan[field] = .viaInverse(index: "r." + other)
-            } else if own <= other {
-                plan[field] = .join(tree: "j." + own, mirror: "m." + own)
+                plan[field] = .viaInverse(index: TreeName.toOneIndex(entity: other.entity, relationship: other.relationship))
+            } else if "\(own.entity).\(own.relationship)" <= "\(other.entity).\(other.relationship)" {
+                plan[field] = ownJoin
             } else {
-                plan[field] = .mirror(of: "j." + other, tree: "m." + other)
+                plan[field] = .mirror(
+                    of: TreeName.join(entity: other.entity, relationship: other.relationship),
+                    tree: TreeName.mirror(entity: other.entity, relationship: other.relationship))
             }
         }
         return plan

@@ -9,26 +9,34 @@ import Foundation
 public final class Schema: @unchecked Sendable {
     /// A semantic version, as `VersionedSchema.versionIdentifier` uses.
     public struct Version: Codable, Hashable, Comparable, Sendable, CustomStringConvertible {
+        /// The major version number.
         public var major: Int
+        /// The minor version number.
         public var minor: Int
+        /// The patch version number.
         public var patch: Int
 
+        /// The version `major.minor.patch`.
         public init(_ major: Int, _ minor: Int, _ patch: Int) {
             self.major = major
             self.minor = minor
             self.patch = patch
         }
 
+        /// Orders versions by major, then minor, then patch number.
         public static func < (a: Version, b: Version) -> Bool {
             (a.major, a.minor, a.patch) < (b.major, b.minor, b.patch)
         }
 
+        /// The version as `major.minor.patch`.
         public var description: String { "\(major).\(minor).\(patch)" }
     }
 
     /// One persisted property as `@Model` describes it.
     public struct PropertyMetadata: @unchecked Sendable {
+        /// The property's name.
         public var name: String
+        /// The key path of the property on its model class.
         public var keypath: AnyKeyPath
         /// The property's default value, when its declaration has one.
         public var defaultValue: Any?
@@ -36,6 +44,8 @@ public final class Schema: @unchecked Sendable {
         /// property's macro, or nil for a plain property.
         public var metadata: Any?
 
+        /// Metadata for one property. Code the `@Model` macro generates makes
+        /// these; not meant to be called directly.
         public init(name: String, keypath: AnyKeyPath, defaultValue: Any?, metadata: Any?) {
             self.name = name
             self.keypath = keypath
@@ -44,6 +54,8 @@ public final class Schema: @unchecked Sendable {
         }
     }
 
+    /// The schema's version: its `VersionedSchema`'s identifier, or 1.0.0 when
+    /// none was given.
     public let version: Version
     /// The entities, sorted by name.
     public let entities: [Entity]
@@ -123,7 +135,9 @@ extension Schema {
         /// Every persisted property, attributes and relationships, in
         /// declaration order (a property's position is its field number).
         public let properties: [Property]
+        /// The attributes among `properties`, in declaration order.
         public let attributes: [Attribute]
+        /// The relationships among `properties`, in declaration order.
         public let relationships: [Relationship]
         /// Whether a relationship is a non-optional to-one, whose target
         /// is loaded with the model.
@@ -176,7 +190,7 @@ extension Schema {
             var external: [Int: String] = [:]
             for attribute in attributes where attribute.options.contains(.externalStorage) {
                 if attribute.valueType == Data.self || attribute.valueType == Data?.self {
-                    external[attribute.field] = "x.\(name).\(attribute.name)"
+                    external[attribute.field] = TreeName.external(entity: name, attribute: attribute.name)
                 } else {
                     problems.append("\(name).\(attribute.name): .externalStorage applies to Data attributes only")
                 }
@@ -231,6 +245,7 @@ extension Schema {
         /// unkeyable property); the container refuses such a schema.
         let problems: [String]
 
+        /// The entity as `Entity(<name>)`.
         public var description: String { "Entity(\(name))" }
     }
 
@@ -239,15 +254,24 @@ extension Schema {
     /// The macros create these with options only; the entity fills in the
     /// name, key path, field number and type when it is built.
     public class Property: @unchecked Sendable, CustomStringConvertible {
+        /// The property's name in its class, which is also its name in the
+        /// store.
         @exclusivity(unchecked) public internal(set) var name = ""
+        /// The key path of the property on its model class.
         @exclusivity(unchecked) public internal(set) var keypath: AnyKeyPath = \Property.name
         /// The property's position among its entity's persisted properties.
         @exclusivity(unchecked) public internal(set) var field = 0
+        /// The property's name in an earlier version, so that migration can
+        /// follow a rename; nil when it was not renamed.
         public let originalName: String?
+        /// Given to force a new version hash (it counts in the stored schema's
+        /// hash); nil when not given.
         public let hashModifier: String?
         /// The declared type (`Optional<Date>` for `Date?`).
         @exclusivity(unchecked) public internal(set) var valueType: Any.Type = Any.self
+        /// True when the declared type is optional.
         public var isOptional: Bool { valueType is any _OptionalMarker.Type }
+        /// The value the property's declaration gives it, when it has one.
         @exclusivity(unchecked) public internal(set) var defaultValue: Any?
         /// How the query evaluator reads the property from a record.
         @exclusivity(unchecked) var storedKind = StoredKind.opaque
@@ -269,11 +293,13 @@ extension Schema {
             self.isKeyable = !(self is Relationship) && KeyValue.isKeyable(valueType)
         }
 
+        /// The property as `name: Type`.
         public var description: String { "\(name): \(valueType)" }
     }
 
     /// A stored value property, with the options of `@Attribute`.
     public final class Attribute: Property, @unchecked Sendable {
+        /// What `@Attribute` can ask for.
         public enum Option: Hashable, Sendable {
             /// Inserting a model whose value matches a stored one updates
             /// the stored one (upsert).
@@ -292,12 +318,20 @@ extension Schema {
             /// its Codable or raw representation.
             case transformable(by: String)
 
+            /// `transformable(by:)` naming a transformer type; accepted for
+            /// source compatibility, like the other form.
             public static func transformable(by type: Any.Type) -> Option { .transformable(by: "\(type)") }
         }
 
+        /// The options given to `@Attribute`.
         public let options: [Option]
+        /// True when the options include `.unique`.
         public var isUnique: Bool { options.contains(.unique) }
 
+        /// An attribute with `options`. `originalName` is its name in an
+        /// earlier version, for migration; `hashModifier` forces a new version
+        /// hash. The macros make these; the entity fills in the rest when it is
+        /// built.
         public init(_ options: Option..., originalName: String? = nil, hashModifier: String? = nil) {
             self.options = options
             super.init(originalName: originalName, hashModifier: hashModifier)
@@ -306,6 +340,7 @@ extension Schema {
 
     /// A reference to other models, with the options of `@Relationship`.
     public final class Relationship: Property, @unchecked Sendable {
+        /// What `@Relationship` can ask for.
         public enum Option: Hashable, Sendable {
             /// The related models' values are unique (SwiftData's option).
             case unique
@@ -323,10 +358,20 @@ extension Schema {
             case noAction
         }
 
+        /// The options given to `@Relationship`.
         public let options: [Option]
+        /// What deleting the model does to the models this relationship refers
+        /// to.
         public let deleteRule: DeleteRule
+        /// The fewest models a to-many relationship must hold when saved; 0 or
+        /// nil for no minimum.
         public let minimumModelCount: Int?
+        /// The most models a to-many relationship may hold when saved; 0 or nil
+        /// for no maximum.
         public let maximumModelCount: Int?
+        /// The inverse relationship on the related model, when this side names
+        /// it with `inverse:`. When nil, the other side may name this one, or
+        /// Strata infers the inverse as SwiftData does.
         public let inverseKeyPath: AnyKeyPath?
         /// The related model type.
         var destinationType: (any PersistentModel.Type)?
@@ -335,6 +380,10 @@ extension Schema {
         /// True for `T` and `T?`, false for `[T]`.
         @exclusivity(unchecked) public internal(set) var isToOneRelationship = true
 
+        /// A relationship with `options`, a delete rule, bounds on its model
+        /// count (0 or nil for none) and, optionally, its `inverse`;
+        /// `originalName` and `hashModifier` are as for an attribute. The
+        /// macros make these; the entity fills in the rest when it is built.
         public init(
             _ options: Option..., deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = 0,
             maximumModelCount: Int? = 0, originalName: String? = nil, inverse: AnyKeyPath? = nil,
@@ -371,19 +420,25 @@ extension Schema {
 
 /// Implemented by `Optional` so that schema code can see through it.
 public protocol _OptionalMarker {
+    /// The type the optional wraps. For Strata's schema code; not meant to be
+    /// called directly.
     static var _wrappedType: Any.Type { get }
 }
 
 extension Optional: _OptionalMarker {
+    /// `Wrapped`. For Strata's schema code; not meant to be called directly.
     public static var _wrappedType: Any.Type { Wrapped.self }
 }
 
 /// Implemented by `Array` so that schema code can find to-many relationships.
 public protocol _ArrayMarker {
+    /// The array's element type. For Strata's schema code; not meant to be
+    /// called directly.
     static var _elementType: Any.Type { get }
 }
 
 extension Array: _ArrayMarker {
+    /// `Element`. For Strata's schema code; not meant to be called directly.
     public static var _elementType: Any.Type { Element.self }
 }
 

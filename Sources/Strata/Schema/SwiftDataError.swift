@@ -6,17 +6,46 @@
 /// `catch let error as SwiftDataError where error == .readOnlyStore` works;
 /// ``message`` says what happened and where.
 public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kinds of error: SwiftData's names, where it has one, and Strata's
+    /// own.
     public enum Code: String, Hashable, Sendable {
+        /// The container cannot open its stores: a file cannot be opened, a
+        /// file is already open in this process with another schema (or
+        /// read-only, when this container writes), or its configurations cannot
+        /// work together (a relationship between two stores, two configurations
+        /// on one file, a migration plan with several configurations).
         case loadIssueModelContainer
+        /// The schema's declarations are invalid: an index or unique constraint
+        /// that is empty or names an unknown, unkeyable or relationship
+        /// property; `.externalStorage` on an attribute that is not Data; or a
+        /// relationship or `.externalStorage` attribute declared `let`.
         case unknownSchema
+        /// A configuration's schema does not fit the container's: it names no
+        /// model type, a type the container's schema lacks or another
+        /// configuration names; or a model type is in no configuration.
         case configurationSchemaNotFoundInContainerSchema
+        /// A change breaks a rule of the models: a `.deny` delete rule, a
+        /// non-optional relationship left without a target, a to-many model
+        /// count bound, a model inserted into a second context; also a custom
+        /// migration stage's `didMigrate` that leaves a required attribute
+        /// unset, and an `enumerate` block that leaves unsaved changes.
         case modelValidationFailure
+        /// A predicate uses an expression Strata cannot evaluate.
         case unsupportedPredicate
+        /// SwiftData's code for a sort descriptor it cannot apply. Strata does
+        /// not throw it at present.
         case unsupportedSortDescriptor
+        /// `fetch(_:batchSize:)` with `includePendingChanges` while the context
+        /// has unsaved changes.
         case includePendingChangesWithBatchSize
+        /// The store is at a later version of the migration plan than the
+        /// container's schema.
         case backwardMigration
+        /// A history fetch compares with a token older than deleted history:
+        /// what happened after that token is no longer complete.
         case historyTokenExpired
-        /// Saving through a configuration with `allowsSave: false`.
+        /// Saving through a configuration with `allowsSave: false` (and
+        /// `deleteHistory` or `deleteAllData` on such a store).
         case readOnlyStore
         /// The store was written with a schema that differs from the
         /// container's, and no migration applies.
@@ -35,33 +64,70 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
         case modelDeleted
     }
 
+    /// What kind of error it is; two errors are equal when their codes are.
     public let code: Code
+    /// What happened and where; empty in the static values used to compare
+    /// errors.
     public let message: String
 
+    /// An error of kind `code`, with `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// Two errors are equal when their codes are, whatever their messages.
     public static func == (a: SwiftDataError, b: SwiftDataError) -> Bool { a.code == b.code }
+    /// Hashes the code only, as `==` compares.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
+    /// The code's name, then the message.
     public var description: String { "\(code.rawValue): \(message)" }
 
+    /// An error of code `.loadIssueModelContainer` with no message, to compare
+    /// a thrown error with `==`.
     public static let loadIssueModelContainer = SwiftDataError(.loadIssueModelContainer, "")
+    /// An error of code `.unknownSchema` with no message, to compare a thrown
+    /// error with `==`.
     public static let unknownSchema = SwiftDataError(.unknownSchema, "")
+    /// An error of code `.configurationSchemaNotFoundInContainerSchema` with no
+    /// message, to compare a thrown error with `==`.
     public static let configurationSchemaNotFoundInContainerSchema = SwiftDataError(
         .configurationSchemaNotFoundInContainerSchema, "")
+    /// An error of code `.modelValidationFailure` with no message, to compare a
+    /// thrown error with `==`.
     public static let modelValidationFailure = SwiftDataError(.modelValidationFailure, "")
+    /// An error of code `.unsupportedPredicate` with no message, to compare a
+    /// thrown error with `==`.
     public static let unsupportedPredicate = SwiftDataError(.unsupportedPredicate, "")
+    /// An error of code `.unsupportedSortDescriptor` with no message, to
+    /// compare a thrown error with `==`.
     public static let unsupportedSortDescriptor = SwiftDataError(.unsupportedSortDescriptor, "")
+    /// An error of code `.includePendingChangesWithBatchSize` with no message,
+    /// to compare a thrown error with `==`.
     public static let includePendingChangesWithBatchSize = SwiftDataError(.includePendingChangesWithBatchSize, "")
+    /// An error of code `.backwardMigration` with no message, to compare a
+    /// thrown error with `==`.
     public static let backwardMigration = SwiftDataError(.backwardMigration, "")
+    /// An error of code `.historyTokenExpired` with no message, to compare a
+    /// thrown error with `==`.
     public static let historyTokenExpired = SwiftDataError(.historyTokenExpired, "")
+    /// An error of code `.readOnlyStore` with no message, to compare a thrown
+    /// error with `==`.
     public static let readOnlyStore = SwiftDataError(.readOnlyStore, "")
+    /// An error of code `.schemaMismatch` with no message, to compare a thrown
+    /// error with `==`.
     public static let schemaMismatch = SwiftDataError(.schemaMismatch, "")
+    /// An error of code `.corruptRecord` with no message, to compare a thrown
+    /// error with `==`.
     public static let corruptRecord = SwiftDataError(.corruptRecord, "")
+    /// An error of code `.unknownModelType` with no message, to compare a
+    /// thrown error with `==`.
     public static let unknownModelType = SwiftDataError(.unknownModelType, "")
+    /// An error of code `.uniqueConstraintViolation` with no message, to
+    /// compare a thrown error with `==`.
     public static let uniqueConstraintViolation = SwiftDataError(.uniqueConstraintViolation, "")
+    /// An error of code `.modelDeleted` with no message, to compare a thrown
+    /// error with `==`.
     public static let modelDeleted = SwiftDataError(.modelDeleted, "")
 }

@@ -47,12 +47,16 @@
         /// Whether a ``redo()`` is running.
         open private(set) var isRedoing = false
 
+        /// An undo manager with nothing recorded.
         public init() {}
 
         /// How many groups are open.
         open var groupingLevel: Int { open.count }
 
+        /// Whether there is something to undo: a recorded group, or an open
+        /// group with actions.
         open var canUndo: Bool { !undoStack.isEmpty || open.contains { !$0.actions.isEmpty } }
+        /// Whether there is an undone group to redo.
         open var canRedo: Bool { !redoStack.isEmpty }
 
         /// Opens a group: actions registered until the matching
@@ -94,8 +98,12 @@
         /// ``enableUndoRegistration()``).
         open func disableUndoRegistration() { disabled += 1 }
 
+        /// Ends one `disableUndoRegistration()`; recording resumes once every
+        /// one is matched.
         open func enableUndoRegistration() { disabled = max(disabled - 1, 0) }
 
+        /// Whether actions are recorded: no `disableUndoRegistration()` is in
+        /// effect.
         open var isUndoRegistrationEnabled: Bool { disabled == 0 }
 
         /// Closes the open groups, then reverts the last group.
@@ -167,16 +175,26 @@
             (open.last ?? undoStack.last)?.name = actionName
         }
 
+        /// The name of the group `undo()` reverts; empty when there is none or
+        /// it has no name.
         open var undoActionName: String { undoStack.last?.name ?? "" }
+        /// The name of the group `redo()` applies; empty when there is none or
+        /// it has no name.
         open var redoActionName: String { redoStack.last?.name ?? "" }
 
+        /// The title of an Undo menu item for `undoActionName`.
         open var undoMenuItemTitle: String { undoMenuTitle(forUndoActionName: undoActionName) }
+        /// The title of a Redo menu item for `redoActionName`.
         open var redoMenuItemTitle: String { redoMenuTitle(forUndoActionName: redoActionName) }
 
+        /// "Undo" followed by `actionName`, or "Undo" alone when it is empty
+        /// (in English only).
         open func undoMenuTitle(forUndoActionName actionName: String) -> String {
             actionName.isEmpty ? "Undo" : "Undo \(actionName)"
         }
 
+        /// "Redo" followed by `actionName`, or "Redo" alone when it is empty
+        /// (in English only).
         open func redoMenuTitle(forUndoActionName actionName: String) -> String {
             actionName.isEmpty ? "Redo" : "Redo \(actionName)"
         }

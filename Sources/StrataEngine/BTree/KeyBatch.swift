@@ -13,6 +13,7 @@ public struct KeyBatch: Sendable {
     @usableFromInline var storage: Storage
     @usableFromInline var ends: [Int] = []
 
+    /// An empty batch.
     public init() { storage = Storage(capacity: 0) }
 
     /// An empty batch with room for `capacity` keys of about `bytes`
@@ -35,6 +36,7 @@ public struct KeyBatch: Sendable {
 
     /// The number of keys.
     @inlinable public var count: Int { ends.count }
+    /// True when the batch holds no key.
     @inlinable public var isEmpty: Bool { ends.isEmpty }
 
     /// Appends one key.

@@ -31,6 +31,7 @@ public protocol StorageFile: AnyObject, Sendable {
 }
 
 extension StorageFile {
+    /// Maps nothing: the engine reads the file with `read`.
     public func mapForReading(length: Int) -> MappedRegion? { nil }
 }
 

@@ -15,8 +15,13 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
     private let lock = Lock()
     private var files: [String: MemoryFile] = [:]
 
+    /// An empty file system: no files, no faults, no crash planned.
     public init() {}
 
+    /// Opens the file at `path`, creating an empty one when `create` is true
+    /// and there is none (even for a read-only handle); a missing file
+    /// otherwise throws `ENOENT`. Each call returns a new handle on the same
+    /// file.
     public func open(_ path: String, create: Bool, readOnly: Bool) throws -> any StorageFile {
         try lock.withLock {
             if let file = files[path] { return MemoryFileHandle(file: file, path: path, readOnly: readOnly, fileSystem: self) }
@@ -27,16 +32,23 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
         }
     }
 
+    /// True when a file exists at `path`.
     public func exists(_ path: String) -> Bool {
         lock.withLock { files[path] != nil }
     }
 
+    /// Removes the file at `path`; a missing file is not an error. Handles
+    /// already open keep the file.
     public func remove(_ path: String) throws {
         lock.withLock { _ = files.removeValue(forKey: path) }
     }
 
+    /// Does nothing: a file created, removed or renamed here survives a
+    /// simulated power loss at once.
     public func syncDirectory(of path: String) throws {}
 
+    /// Moves the file at `source` to `destination`, replacing any file there; a
+    /// missing `source` throws `ENOENT`.
     public func rename(_ source: String, to destination: String) throws {
         try lock.withLock {
             guard let file = files.removeValue(forKey: source) else {
@@ -80,8 +92,8 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
     private var crashed = false
     /// When set, the sync that brings the count of syncs to this number
     /// does not happen: the machine "loses power" instead. From then on every
-    /// write, sync and truncate fails with EIO and changes nothing, so the
-    /// files keep exactly what they held at the moment of the crash.
+    /// read, write, sync and truncate fails with EIO and changes nothing, so
+    /// the files keep exactly what they held at the moment of the crash.
     public var crashAtSync: Int? {
         get { lock.withLock { crashAtSyncValue } }
         set { lock.withLock { crashAtSyncValue = newValue } }
@@ -283,14 +295,24 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
 
 /// One operation offered to ``MemoryFileSystem/faults``.
 public struct FileOperation: Sendable {
+    /// Which system call an operation stands for; the raw value is its name.
     public enum Kind: String, Sendable {
+        /// A read (`pread`).
         case read = "pread"
+        /// A write (`pwrite`).
         case write = "pwrite"
+        /// A sync (`fdatasync`).
         case sync = "fdatasync"
+        /// A size change (`ftruncate`).
         case truncate = "ftruncate"
     }
+    /// The kind of operation.
     public var kind: Kind
+    /// The path the file was opened at.
     public var path: String
+    /// Where a read or write starts, or the new size for a truncate; 0 for a
+    /// sync.
     public var offset: Int64
+    /// The bytes a read or write asks for; 0 for a sync or a truncate.
     public var count: Int
 }

@@ -10,8 +10,11 @@
 /// `flock`. Interrupted calls (`EINTR`) are retried; every other failure is a
 /// ``StorageError``.
 public struct POSIXFileSystem: StorageFileSystem {
+    /// The file system of the running process.
     public init() {}
 
+    /// Opens `path` (`open(2)`) read-only, or for reading and writing; creates
+    /// it (mode 0644) when `create` is true and the handle is not read-only.
     public func open(_ path: String, create: Bool, readOnly: Bool) throws -> any StorageFile {
         var flags: Int32 = readOnly ? O_RDONLY : O_RDWR
         if create && !readOnly { flags |= O_CREAT }
@@ -21,14 +24,18 @@ public struct POSIXFileSystem: StorageFileSystem {
         return POSIXFile(fd: fd, path: path)
     }
 
+    /// True when something exists at `path` (`access` with `F_OK`).
     public func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
     }
 
+    /// Removes `path` (`unlink`); a missing file is not an error.
     public func remove(_ path: String) throws {
         if unlink(path) != 0 && errno != ENOENT { throw posixError("unlink", path) }
     }
 
+    /// Renames `source` to `destination` (`rename(2)`), atomically replacing
+    /// any file there.
     public func rename(_ source: String, to destination: String) throws {
         #if canImport(Glibc)
             let rc = Glibc.rename(source, destination)
@@ -38,6 +45,9 @@ public struct POSIXFileSystem: StorageFileSystem {
         if rc != 0 { throw posixError("rename", source) }
     }
 
+    /// Fsyncs the directory that holds `path`, so that a file created or
+    /// renamed there survives a power loss. A file system that cannot fsync a
+    /// directory (`EINVAL`) is not an error.
     public func syncDirectory(of path: String) throws {
         var dir = path
         if let slash = dir.lastIndex(of: "/") {
@@ -89,6 +99,8 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
 
     deinit { if fd >= 0 { systemClose(fd) } }
 
+    /// Reads up to `count` bytes at `offset` with `pread`, until it has them
+    /// all or reaches the end of the file; returns the bytes read.
     public func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
         var done = 0
         while done < count {
@@ -103,6 +115,8 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         return done
     }
 
+    /// Writes all `count` bytes at `offset` with `pwrite`, going on after short
+    /// writes.
     public func write(_ buffer: UnsafeRawPointer, count: Int, at offset: Int64) throws {
         var done = 0
         while done < count {
@@ -137,6 +151,7 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         }
     }
 
+    /// The file's size (`fstat`).
     public func size() throws -> Int64 {
         var st = stat()
         if fstat(fd, &st) != 0 { throw posixError("fstat", path) }
@@ -157,6 +172,7 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
             discard: { base, length in _ = madvise(UnsafeMutableRawPointer(mutating: base), length, MADV_DONTNEED) })
     }
 
+    /// Sets the file's size (`ftruncate`).
     public func truncate(to size: Int64) throws {
         while ftruncate(fd, off_t(size)) != 0 {
             if errno == EINTR { continue }
@@ -164,6 +180,8 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         }
     }
 
+    /// Takes an `flock` lock, exclusive or shared, without waiting; false when
+    /// another handle holds a conflicting one.
     public func tryLock(exclusive: Bool) throws -> Bool {
         while flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
             if errno == EINTR { continue }
@@ -173,6 +191,9 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         return true
     }
 
+    /// Releases the lock. The descriptor itself is closed when the object is
+    /// freed, so that a concurrent reader never sees a recycled descriptor
+    /// number.
     public func close() {
         // The descriptor is closed in deinit so that a concurrent reader never
         // sees a recycled descriptor number.

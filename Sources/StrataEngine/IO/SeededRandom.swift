@@ -1,10 +1,14 @@
 /// A fast, seedable generator (SplitMix64) so that every randomized test can
 /// print its seed and be replayed exactly.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
+    /// The generator's state: a generator seeded with it continues the same
+    /// sequence.
     public private(set) var state: UInt64
 
+    /// A generator whose sequence `seed` determines.
     public init(seed: UInt64) { state = seed }
 
+    /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

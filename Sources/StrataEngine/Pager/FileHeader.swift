@@ -18,9 +18,10 @@
 ///     48    . reserved, zero
 /// ```
 ///
-/// The header travels through the WAL like every other page: every commit
-/// writes a new image of page 0, so the header seen by a snapshot is the one
-/// of its commit. Only the creating process writes page 0 straight into the
+/// The header travels through the WAL like every other page: a commit that
+/// changes it (its page count, freelist or catalog root, say) logs a
+/// new image of page 0, so the header seen by a snapshot is the one of its
+/// commit. Only the creating process writes page 0 straight into the
 /// main file, once, so that page size and magic are always readable there.
 struct FileHeader: Equatable {
     static let magic: UInt64 = 0x5374_7261_7461_4442  // "StrataDB"

@@ -1,0 +1,234 @@
+import Foundation
+import StrataEngine
+
+// A save in two halves, so that a container with several stores can check
+// every store's changes before any transaction begins and commit the
+// stores one after the other (ModelContainer+Stores.swift): `checkSave()`
+// (checks, delete rules), `writeSave(...)` (the writes, in an open
+// transaction), then `commit(_:)` and `finish(_:)`, or `abandon(_:after:)`.
+
+extension ModelContext {
+    // MARK: - Save
+
+    /// Writes every pending insert, change and delete in one write
+    /// transaction. If it throws — a read-only store, a model type the
+    /// container does not know, an I/O error — the store is unchanged and
+    /// the context keeps every pending change.
+    ///
+    /// With several configurations, each store the changes reach gets its
+    /// own transaction; they commit one after the other once all are
+    /// written (see "Several stores" in "Differences from SwiftData").
+    public func save() throws {
+        guard parts.isEmpty else {
+            try saveParts()
+            return
+        }
+        guard let deletedRows = try checkSave() else { return }
+        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+        let save = try writeSave(deletedRows: deletedRows, in: try store.beginSave(), mark: nil)
+        do {
+            try commit(save)
+        } catch {
+            abandon(save, after: error)
+            throw error
+        }
+        postDidSave(finish(save))
+    }
+
+    /// A save written to its open write transaction, not yet committed.
+    struct PreparedSave {
+        let tx: WriteTransaction
+        let deletedRows: [[DoomedRow]]
+        /// The ``SaveMark`` the save writes, when it writes one.
+        let mark: (number: Int64, stores: [String])?
+        var upserted: [(model: any PersistentModel, row: Int64)] = []
+        var upsertedRows: Set<PersistentIdentifier> = []
+        var savedChanges: SavedChanges.Builder?
+        var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
+    }
+
+    /// What a save reports in its `didSave` notification.
+    struct SavedIdentifiers {
+        var inserted: [PersistentIdentifier] = []
+        var updated: [PersistentIdentifier] = []
+        var deleted: [PersistentIdentifier] = []
+
+        mutating func append(_ other: SavedIdentifiers) {
+            inserted += other.inserted
+            updated += other.updated
+            deleted += other.deleted
+        }
+    }
+
+    /// The first half of a save, before any transaction: checks the
+    /// pending changes, inserts what relationships now reach and runs the
+    /// delete rules. Returns the rows the rules delete, or nil when there
+    /// is nothing to save. On a throw the context keeps its changes.
+    func checkSave() throws -> [[DoomedRow]]? {
+        if let pendingError { throw pendingError }
+        try mergeSavedChangesOrThrow()
+        guard hasChanges else { return nil }
+        guard store.allowsSave, container.allowsSave else {
+            throw SwiftDataError(
+                .readOnlyStore,
+                "the configuration \(container.configurations[0].name) does not allow saving (allowsSave: false)")
+        }
+        // What delete rules change during the save is not the program's
+        // change: it is not recorded for undo.
+        link.recordsUndo = false
+        defer { link.recordsUndo = true }
+        // A change to a model another save deleted would re-create its row.
+        for model in changed.values where model._strataState.deletedElsewhere {
+            throw SwiftDataError(
+                .modelDeleted,
+                "\(model.persistentModelID) has unsaved changes, but another context's save deleted it; "
+                    + "roll the changes back or delete the model in this context too")
+        }
+        // Models that relationships of changed models now reach.
+        for model in inserted + Array(changed.values) {
+            if let entity = container.schema.entity(forType: type(of: model)) { insertRelated(of: model, entity: entity) }
+        }
+        if let pendingError { throw pendingError }
+        return try applyDeleteRules()
+    }
+
+    /// The second half of a save before its commit: writes every pending
+    /// change (and `mark`, when given, to the store's ``SaveMark``) to
+    /// `tx`, a save transaction of the store, left open. On a throw the
+    /// transaction is rolled back and the context keeps its changes.
+    func writeSave(
+        deletedRows: [[DoomedRow]], in tx: WriteTransaction, mark: (number: Int64, stores: [String])?
+    ) throws -> PreparedSave {
+        link.recordsUndo = false
+        defer { link.recordsUndo = true }
+        var prepared = PreparedSave(tx: tx, deletedRows: deletedRows, mark: mark)
+        var save = SaveTransaction(tx: tx, schema: container.schema, storeIdentifier: store.identifier)
+        do {
+            if store.recordsHistory { save.history = HistoryRecorder() }
+            if container.mergeHub.hasOthers(than: inbox) {
+                save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
+            }
+            // In key order; the deletes are queued and carried out tree
+            // by tree, in key order too.
+            let entities = container.schema.entities
+            var rows = deletedRows.isEmpty ? Array(repeating: [], count: entities.count) : deletedRows
+            for model in deleted.values {
+                if let entity = container.schema.entity(forType: type(of: model)) {
+                    rows[entity.ordinal].append(DoomedRow(row: model._strataState.rowID))
+                }
+            }
+            for entity in entities where !rows[entity.ordinal].isEmpty {
+                rows[entity.ordinal].sort { $0.row < $1.row }
+                try save.deleteRows(entity, rows[entity.ordinal])
+            }
+            try save.flushDeletes()
+            for model in inserted { try save.resolveUpsert(model) }
+            prepared.upserted = save.remapped
+            let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
+            for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
+            for model in changed.values { try save.write(model, fresh: false) }
+            prepared.upsertedRows = save.upsertedRows
+            if let history = save.history, !history.isEmpty {
+                try HistoryLog.append(history, author: author, tx: tx)
+            }
+            if let mark { try SaveMark.write(mark.number, stores: mark.stores, in: tx) }
+            try store.checkSave(tx)
+            prepared.savedChanges = save.changes
+            prepared.sideEffects = save.sideEffects
+        } catch {
+            prepared.upserted = save.remapped
+            abandon(prepared, after: error)
+            throw error
+        }
+        return prepared
+    }
+
+    /// Commits a prepared save's transaction.
+    func commit(_ save: PreparedSave) throws {
+        try store.commitSave(save.tx)
+    }
+
+    /// Drops a prepared save that will not commit: the store is unchanged
+    /// and the context keeps its changes.
+    func abandon(_ save: PreparedSave, after error: any Error) {
+        store.abandonSave(save.tx, after: error)
+        // Nothing was written: give upserted models their own rows back.
+        for (model, row) in save.upserted { model._strataState.rowID = row }
+    }
+
+    /// Updates the context after a prepared save committed: the saved
+    /// models are saved and the other contexts told. Returns what the
+    /// `didSave` notification reports.
+    @discardableResult func finish(_ save: PreparedSave) -> SavedIdentifiers {
+        link.recordsUndo = false
+        defer { link.recordsUndo = true }
+        let deletedRows = save.deletedRows
+        // Upserted models now stand for the row they matched; an instance
+        // registered for that row before is refreshed with the saved values.
+        for (model, allocated) in save.upserted {
+            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+            let row = model._strataState.rowID
+            registry[entity.ordinal][allocated] = nil
+            if let previous = registered(entity, row: row), previous !== model { reload(previous) }
+            registry[entity.ordinal][row] = model
+        }
+        // Inserts that took a stored row are updates; inserts that took
+        // another insert's row are reported once. Without upserts neither
+        // can happen, and no set of identifiers is needed.
+        var insertedIDs = inserted.map(\.persistentModelID)
+        if !save.upserted.isEmpty {
+            var reported: Set<PersistentIdentifier> = save.upsertedRows
+            insertedIDs = insertedIDs.filter { reported.insert($0).inserted }
+        }
+        let updatedIDs = changed.values.map(\.persistentModelID) + Array(save.upsertedRows)
+        // Built in place: a cascade can name a hundred thousand rows, and
+        // joining per-entity arrays copied each identifier twice more.
+        var deletedIDs: [PersistentIdentifier] = []
+        deletedIDs.reserveCapacity(deleted.count + deletedRows.reduce(0) { $0 + $1.count })
+        for model in deleted.values { deletedIDs.append(model.persistentModelID) }
+        for (entity, rows) in zip(container.schema.entities, deletedRows) {
+            let name = entity.name
+            for row in rows {
+                deletedIDs.append(PersistentIdentifier(storeIdentifier: store.identifier, entityName: name, rowID: row.row))
+            }
+        }
+        // The other contexts merge what this save wrote.
+        if let savedChanges = save.savedChanges, !savedChanges.isEmpty {
+            container.mergeHub.publish(savedChanges.build(), from: inbox)
+        }
+        for model in inserted { model._strataState.status = .saved }
+        for model in changed.values {
+            let state = model._strataState
+            // Changed to-manys read their trees again: what other saves
+            // did to them shows too.
+            if !state.toManyBaselines.isEmpty, let entity = container.schema.entity(forType: type(of: model)) {
+                Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: state.changedFields)
+            }
+            state.isChanged = false
+            state.changedFields = _FieldSet()
+            state.toManyBaselines = [:]
+        }
+        for model in deleted.values {
+            unregister(model, state: model._strataState)
+            model._strataState.formerStoreIdentifier = link.storeIdentifier
+            model._strataState.link = nil
+        }
+        inserted = []
+        changed = [:]
+        deleted = [:]
+        clearMarkedRows()
+        if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }
+        return SavedIdentifiers(inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs)
+    }
+
+    /// Posts `didSave` for this context with what a save wrote.
+    func postDidSave(_ saved: SavedIdentifiers) {
+        NotificationCenter.default.post(
+            name: ModelContext.didSave, object: self,
+            userInfo: [
+                NotificationKey.insertedIdentifiers.rawValue: saved.inserted,
+                NotificationKey.updatedIdentifiers.rawValue: saved.updated,
+                NotificationKey.deletedIdentifiers.rawValue: saved.deleted,
+            ])
+    }
+}
