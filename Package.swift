@@ -13,7 +13,9 @@ let package = Package(
         .executable(name: "strata", targets: ["StrataCLI"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        // Every swift-syntax from 600 to 603 builds the macros (CI tests the
+        // lowest; the normal build resolves the highest).
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // `swift package generate-documentation` (the DocC catalog in
         // Sources/Strata/Strata.docc); a plugin, not linked into anything.

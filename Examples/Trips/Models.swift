@@ -1,7 +1,9 @@
 import Foundation
 import Strata
 
-// The models of SwiftData's Trips sample, unchanged but for `import Strata`.
+// The models of SwiftData's Trips sample, as they are written for SwiftData
+// but for `import Strata`. The test suite compiles this same file
+// (Tests/StrataTests/Models/TripModels.swift links to it).
 
 @Model
 final class Trip {
@@ -24,7 +26,11 @@ final class Trip {
     @Relationship(deleteRule: .cascade, inverse: \LivingAccommodation.trip)
     var livingAccommodation: LivingAccommodation?
 
-    init(name: String, destination: String, startDate: Date, endDate: Date) {
+    @Transient var destinationWeather = "sunny"
+
+    var displayName: String { "\(name) to \(destination)" }
+
+    init(name: String, destination: String, startDate: Date = .now, endDate: Date = .distantFuture) {
         self.name = name
         self.destination = destination
         self.startDate = startDate
