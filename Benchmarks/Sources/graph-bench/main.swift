@@ -20,47 +20,6 @@ import Strata
 //   stores, so the workload is repeated R times (default 5), each side on
 //   its own new stores, and the median of each side is reported.
 
-@Model
-final class Item {
-    @Attribute(.unique) var sku: String
-    var quantity: Int
-    var price: Double
-
-    init(sku: String, quantity: Int, price: Double) {
-        self.sku = sku
-        self.quantity = quantity
-        self.price = price
-    }
-}
-
-@Model
-final class Owner {
-    var name: String
-    @Relationship(deleteRule: .cascade, inverse: \Part.owner) var parts: [Part] = []
-    init(name: String) { self.name = name }
-}
-
-@Model
-final class Part {
-    var label: String
-    var weight: Double
-    var owner: Owner?
-    init(label: String, weight: Double) {
-        self.label = label
-        self.weight = weight
-    }
-}
-
-struct ItemRecord: Codable, FetchableRecord, MutablePersistableRecord {
-    static let databaseTableName = "item"
-    var id: Int64?
-    var sku: String
-    var quantity: Int
-    var price: Double
-
-    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
-}
-
 let count = countArgument(default: 100_000)
 /// `--only upsert|cascade` runs one workload (for profiling).
 let only = argument("--only")
@@ -79,18 +38,18 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
     // MARK: Upsert, Strata
 
     let container = try ModelContainer(
-        for: Item.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("strata.store")))
+        for: StockItem.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("strata.store")))
     do {
         let context = ModelContext(container)
-        for i in 0..<count / 2 { context.insert(Item(sku: sku(i), quantity: 1, price: 1)) }
+        for i in 0..<count / 2 { context.insert(StockItem(sku: sku(i), quantity: 1, price: 1)) }
         try context.save()
     }
     let strataUpsert = try seconds {
         let context = ModelContext(container)
-        for i in 0..<count { context.insert(Item(sku: sku(i), quantity: 2, price: Double(i))) }
+        for i in 0..<count { context.insert(StockItem(sku: sku(i), quantity: 2, price: Double(i))) }
         try context.save()
     }
-    let strataRows = try ModelContext(container).fetchCount(FetchDescriptor<Item>())
+    let strataRows = try ModelContext(container).fetchCount(FetchDescriptor<StockItem>())
 
     // MARK: Upsert, GRDB
 
@@ -103,19 +62,19 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
             t.column("price", .double).notNull()
         }
         for i in 0..<count / 2 {
-            var record = ItemRecord(id: nil, sku: sku(i), quantity: 1, price: 1)
+            var record = StockItemRecord(id: nil, sku: sku(i), quantity: 1, price: 1)
             try record.insert(db)
         }
     }
     let grdbUpsert = try seconds {
         try pool.write { db in
             for i in 0..<count {
-                var record = ItemRecord(id: nil, sku: sku(i), quantity: 2, price: Double(i))
+                var record = StockItemRecord(id: nil, sku: sku(i), quantity: 2, price: Double(i))
                 try record.upsert(db)
             }
         }
     }
-    let grdbRows = try pool.read { db in try ItemRecord.fetchCount(db) }
+    let grdbRows = try pool.read { db in try StockItemRecord.fetchCount(db) }
 
     guard strataRows == count, grdbRows == count else {
         print("MISMATCH: rows after upsert \(strataRows) (Strata) vs \(grdbRows) (GRDB), expected \(count)")

@@ -15,45 +15,6 @@ import Strata
 // another, so the migration's peak resident memory is its own
 // (getrusage's ru_maxrss of the migrating process).
 
-enum V1: VersionedSchema {
-    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
-    static var models: [any PersistentModel.Type] { [Product.self] }
-
-    @Model final class Product {
-        var name: String
-        var price: Double
-        var stock: Int
-        init(name: String, price: Double, stock: Int) {
-            self.name = name
-            self.price = price
-            self.stock = stock
-        }
-    }
-}
-
-enum V2: VersionedSchema {
-    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
-    static var models: [any PersistentModel.Type] { [Product.self] }
-
-    @Model final class Product {
-        #Index<Product>([\.price])
-        @Attribute(originalName: "name") var title: String
-        var price: Double
-        var stock: Int
-        var discount: Double = 0
-        init(title: String, price: Double, stock: Int) {
-            self.title = title
-            self.price = price
-            self.stock = stock
-        }
-    }
-}
-
-enum Plan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [V1.self, V2.self] }
-    static var stages: [MigrationStage] { [.lightweight(fromVersion: V1.self, toVersion: V2.self)] }
-}
-
 func peakMemoryMiB() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)

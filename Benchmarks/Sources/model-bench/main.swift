@@ -14,38 +14,6 @@ import Strata
 // `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
 // `perf record` or callgrind.
 
-@Model
-final class Person {
-    var name: String
-    var email: String
-    var age: Int
-    var score: Double
-    var joined: Date
-    var active: Bool
-
-    init(name: String, email: String, age: Int, score: Double, joined: Date, active: Bool) {
-        self.name = name
-        self.email = email
-        self.age = age
-        self.score = score
-        self.joined = joined
-        self.active = active
-    }
-}
-
-struct PersonRecord: Codable, FetchableRecord, MutablePersistableRecord {
-    static let databaseTableName = "person"
-    var id: Int64?
-    var name: String
-    var email: String
-    var age: Int
-    var score: Double
-    var joined: Date
-    var active: Bool
-
-    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
-}
-
 let count = countArgument(default: 100_000)
 let lookups = count / 5
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-bench-\(getpid())")

@@ -26,39 +26,6 @@ import Strata
 // process, then enumerates it with batchSize 5000 and reports the peak RSS
 // of the enumerating process.
 
-@Model
-final class Item {
-    #Index<Item>([\.category], [\.tag])
-    @Attribute(.unique) var code: Int
-    var category: Int
-    var tag: String
-    var score: Double
-    var flag: Bool
-    var note: String
-
-    init(code: Int, category: Int, tag: String, score: Double, flag: Bool, note: String) {
-        self.code = code
-        self.category = category
-        self.tag = tag
-        self.score = score
-        self.flag = flag
-        self.note = note
-    }
-}
-
-struct ItemRecord: Codable, FetchableRecord, MutablePersistableRecord {
-    static let databaseTableName = "item"
-    var id: Int64?
-    var code: Int
-    var category: Int
-    var tag: String
-    var score: Double
-    var flag: Bool
-    var note: String
-
-    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
-}
-
 func fields(_ i: Int) -> (code: Int, category: Int, tag: String, score: Double, flag: Bool, note: String) {
     let code = (i &* 7919) % 10_000_019
     return (code, i % 1000, "tag\(i % 20_000)", Double((i &* 31) % 1000), i % 2 == 0, "note for item \(i)")

@@ -1,0 +1,160 @@
+import Foundation
+import GRDB
+import Strata
+
+// Every benchmark's models, in one file that each benchmark target compiles
+// (Sources/<benchmark>/Models.swift links here), so they are declared
+// once and stay in the benchmark's own module, as an app's models are.
+
+// MARK: model-bench: a flat model and the GRDB record of the same fields
+
+@Model
+final class Person {
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var joined: Date
+    var active: Bool
+
+    init(name: String, email: String, age: Int, score: Double, joined: Date, active: Bool) {
+        self.name = name
+        self.email = email
+        self.age = age
+        self.score = score
+        self.joined = joined
+        self.active = active
+    }
+}
+
+struct PersonRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "person"
+    var id: Int64?
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var joined: Date
+    var active: Bool
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+// MARK: query-bench: indexed attributes and a unique code
+
+@Model
+final class Item {
+    #Index<Item>([\.category], [\.tag])
+    @Attribute(.unique) var code: Int
+    var category: Int
+    var tag: String
+    var score: Double
+    var flag: Bool
+    var note: String
+
+    init(code: Int, category: Int, tag: String, score: Double, flag: Bool, note: String) {
+        self.code = code
+        self.category = category
+        self.tag = tag
+        self.score = score
+        self.flag = flag
+        self.note = note
+    }
+}
+
+struct ItemRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "item"
+    var id: Int64?
+    var code: Int
+    var category: Int
+    var tag: String
+    var score: Double
+    var flag: Bool
+    var note: String
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+// MARK: graph-bench: upserts on a unique SKU, and a cascade of parts
+
+@Model
+final class StockItem {
+    @Attribute(.unique) var sku: String
+    var quantity: Int
+    var price: Double
+
+    init(sku: String, quantity: Int, price: Double) {
+        self.sku = sku
+        self.quantity = quantity
+        self.price = price
+    }
+}
+
+@Model
+final class Owner {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Part.owner) var parts: [Part] = []
+    init(name: String) { self.name = name }
+}
+
+@Model
+final class Part {
+    var label: String
+    var weight: Double
+    var owner: Owner?
+    init(label: String, weight: Double) {
+        self.label = label
+        self.weight = weight
+    }
+}
+
+struct StockItemRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "item"
+    var id: Int64?
+    var sku: String
+    var quantity: Int
+    var price: Double
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+// MARK: migration-bench: two schema versions and the plan between them
+
+enum V1: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Product.self] }
+
+    @Model final class Product {
+        var name: String
+        var price: Double
+        var stock: Int
+        init(name: String, price: Double, stock: Int) {
+            self.name = name
+            self.price = price
+            self.stock = stock
+        }
+    }
+}
+
+enum V2: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Product.self] }
+
+    @Model final class Product {
+        #Index<Product>([\.price])
+        @Attribute(originalName: "name") var title: String
+        var price: Double
+        var stock: Int
+        var discount: Double = 0
+        init(title: String, price: Double, stock: Int) {
+            self.title = title
+            self.price = price
+            self.stock = stock
+        }
+    }
+}
+
+enum Plan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [V1.self, V2.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: V1.self, toVersion: V2.self)] }
+}
