@@ -42,6 +42,8 @@ let package = Package(
         // replay in StrataTests).
         .target(name: "StrataObjectTesting", dependencies: ["Strata", "StrataEngine", "StrataTesting"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
+        // One member of the multi-process stress test's crowd.
+        .executableTarget(name: "strata-stress-worker", dependencies: ["StrataEngine"], path: "Sources/StressWorker"),
         .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),
         // The command-line tool (module StrataCLI: a module named `strata`
         // would clash with `Strata` on case-insensitive file systems).
@@ -66,6 +68,7 @@ let package = Package(
             name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
-        .testTarget(name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer"]),
+        .testTarget(
+            name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer", "strata-stress-worker"]),
     ]
 )

@@ -1,7 +1,3 @@
-// Over 500 lines: open, close, transactions, the page→frame index,
-// checkpoint and log restart still live together here; issue 26 gives the
-// log and its index a type of their own.
-
 /// An ordered key-value store in one file plus a write-ahead log.
 ///
 /// A store holds any number of named trees (``Tree``); each maps byte-string
@@ -14,9 +10,19 @@
 /// the previous writer ends. A `Database` is safe to share between threads;
 /// a transaction belongs to the thread that uses it.
 ///
-/// One process owns a store: opening it writable takes an exclusive
-/// advisory lock (`flock`) on the main file, and a second process gets
-/// ``StorageError/locked(path:)``. A read-only open takes no lock.
+/// Several processes (and several handles in one process) may open one
+/// store at once (``LockingMode/shared``, the default): they share an index
+/// of the log through the `<store>-shm` file, so a read transaction in any
+/// of them starts on the latest commit of any of them; write transactions
+/// of all of them take turns, a writer waiting up to
+/// ``DatabaseOptions/busyTimeout`` for another's to end before it gets
+/// ``StorageError/busy(path:)``. ``LockingMode/exclusive`` keeps a store
+/// to one handle instead (a second one gets ``StorageError/locked(path:)``).
+///
+/// Layout of the work: ``WAL`` owns the log, its shared index, checkpoints
+/// and reader marks; ``Pager`` owns page reads (cache, mapping,
+/// verification); this type opens and closes the store and runs
+/// transactions.
 public final class Database: @unchecked Sendable {
     /// Longest key accepted, in bytes, at every page size.
     public static let maxKeyLength = 960
@@ -24,7 +30,7 @@ public final class Database: @unchecked Sendable {
     public static let maxValueLength = 1 << 30
 
     /// The path of the store's main file; the write-ahead log is the same path
-    /// with `-wal` added.
+    /// with `-wal` added, its shared index the same path with `-shm`.
     public let path: String
     /// The options the store was opened with.
     public let options: DatabaseOptions
@@ -33,114 +39,104 @@ public final class Database: @unchecked Sendable {
 
     /// The file system the store was opened on.
     package let fileSystem: any StorageFileSystem
-    let main: any StorageFile
     let wal: WAL
+    let pager: Pager
+    var main: any StorageFile { pager.main }
+    /// One write transaction of this handle at a time (the shared index's
+    /// writer lock makes handles take turns).
     let gate = WriterGate()
 
-    /// Guards every field below it but `committedFreelist` (the writer's),
-    /// and the log's `generation` and `frameCount` (see ``WAL``): every
-    /// access to them holds it, except in `open` before the handle is
-    /// shared.
-    let stateLock = Lock()
-    @exclusivity(unchecked) var cache: PageCache
-    /// Page number → its versions in the WAL of the current generation,
-    /// oldest first.
-    @exclusivity(unchecked) var walIndex: [UInt32: [FrameVersion]] = [:]
-    /// Catalog entries (root page, entry count) looked up by readers of
-    /// commit `catalogSeq`, shared by every reader of that commit: a fetch
-    /// opens a read transaction and looks up the same few trees each time,
-    /// and a catalog search costs a page load and two allocations. Replaced
-    /// when a reader of a newer commit looks a tree up. Guarded by
-    /// `stateLock`.
+    /// Guards every field below it but `committedFreelist` and
+    /// `freelistPosition` (the writer's), and the fields of `wal` and
+    /// `pager` (see their types): every access to them holds it, except in
+    /// `open` before the handle is shared.
+    let stateLock: Lock
+    /// Catalog entries (root page, entry count) looked up by readers at
+    /// position `catalogPosition`, shared by every reader of that commit:
+    /// a fetch opens a read transaction and looks up the same few trees
+    /// each time, and a catalog search costs a page load and two
+    /// allocations. Replaced when a reader of a newer commit looks a tree
+    /// up.
     @exclusivity(unchecked) private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
-    @exclusivity(unchecked) private var catalogSeq = UInt64.max
+    @exclusivity(unchecked) private var catalogPosition = UInt64.max
 
-    /// The catalog entry of `name` as of commit `seq`, if a reader of that
-    /// commit looked it up already.
-    func cachedCatalogEntry(_ name: String, seq: UInt64) -> (root: UInt32, count: Int)? {
-        stateLock.withLock { catalogSeq == seq ? catalogCache[name] : nil }
+    /// The catalog entry of `name` as of position `position`, if a reader
+    /// of that commit looked it up already.
+    func cachedCatalogEntry(_ name: String, position: UInt64) -> (root: UInt32, count: Int)? {
+        stateLock.withLock { catalogPosition == position ? catalogCache[name] : nil }
     }
 
-    /// Remembers the catalog entry of `name` as of commit `seq`.
-    func rememberCatalogEntry(_ name: String, seq: UInt64, root: UInt32, count: Int) {
+    /// Remembers the catalog entry of `name` as of position `position`.
+    func rememberCatalogEntry(_ name: String, position: UInt64, root: UInt32, count: Int) {
         stateLock.withLock {
-            if catalogSeq != seq {
-                guard seq > catalogSeq || catalogSeq == .max else { return }
-                catalogSeq = seq
+            if catalogPosition != position {
+                guard position > catalogPosition || catalogPosition == .max else { return }
+                catalogPosition = position
                 catalogCache.removeAll(keepingCapacity: true)
             }
             catalogCache[name] = (root, count)
         }
     }
-    /// The last commit: readers start from it.
-    @exclusivity(unchecked) var committed: Snapshot
-    /// Active readers: snapshot sequence number → how many.
-    @exclusivity(unchecked) var readers: [UInt64: Int] = [:]
-    /// Every commit up to this sequence number is in the main file.
-    @exclusivity(unchecked) var backfilledSeq: UInt64 = 0
+
     @exclusivity(unchecked) var isClosed = false
     /// Set when an fsync failed: the handle refuses writes from then on.
-    /// Guarded by `stateLock`, like everything here: every read and write
-    /// holds it.
     @exclusivity(unchecked) var poisoned: String?
 
-    /// Counters for tools and tests (guarded by `stateLock`).
+    /// Counters for tools and tests.
     @exclusivity(unchecked) var counters = Statistics()
-
-    /// The main file mapped for reading, with its pages' verified marks, or
-    /// nil when pages are read with `read` (a read-only handle, a file
-    /// system that cannot map, or ``DatabaseOptions/memoryMappedReads``
-    /// off). Replaced by a larger mapping when the file outgrows it; pages
-    /// and transactions using the old one keep it alive.
-    ///
-    /// Mapping is safe because of the checkpoint's reader rule: the main
-    /// file's image of a page changes only when no reader can still read its
-    /// old image from there, so a view never changes under a reader.
-    @exclusivity(unchecked) var mapped: MappedMainFile?
-    /// Whole pages the main file holds, as of this handle's last write,
-    /// truncation or measurement of it. A mapped page at or past it is
-    /// never touched (mapped memory past the end of a file is not readable).
-    @exclusivity(unchecked) var mainFilePages: UInt32 = 0
 
     /// The serial number of the last transaction begun (see ``Tree``),
     /// counting from a random start.
     @exclusivity(unchecked) var transactionSerial = UInt64.random(in: 0...UInt64.max)
 
-    /// Writer-owned (guarded by `gate`): the committed free-page set.
+    /// Writer-owned (guarded by the writer lock): the free-page set of the
+    /// commit at `freelistPosition`.
     @exclusivity(unchecked) var committedFreelist = Freelist()
+    @exclusivity(unchecked) var freelistPosition = UInt64.max
 
-    struct FrameVersion {
-        var frame: Int
-        var seq: UInt64
-    }
+    /// The open (`flock`) of an exclusive handle, released at close.
+    private let exclusiveLock: Bool
 
-    /// What a transaction sees: a commit sequence number and that commit's
-    /// header. Sequence 0 is the main file as it was at open.
+    /// What a transaction sees: a position in the log (generation << 32 |
+    /// committed frames; see ``SharedIndex``) and that commit's header.
     struct Snapshot {
-        var seq: UInt64
+        var position: UInt64
         var header: FileHeader
     }
 
+    /// The last commit this handle adopted: readers start from it. The
+    /// caller holds `stateLock`.
+    var committed: Snapshot {
+        let state = wal.state
+        var header = FileHeader(pageSize: pageSize)
+        header.pageCount = state.pageCount
+        header.freelistHead = state.freelistHead
+        header.freeCount = state.freeCount
+        header.commitCounter = state.changeCounter
+        return Snapshot(position: state.position, header: header)
+    }
+
     private init(
-        path: String, options: DatabaseOptions, fileSystem: any StorageFileSystem,
-        main: any StorageFile, wal: WAL, pageSize: Int, header: FileHeader
+        path: String, options: DatabaseOptions, fileSystem: any StorageFileSystem, wal: WAL, pager: Pager, exclusiveLock: Bool
     ) {
+        stateLock = wal.lock
         self.path = path
         self.options = options
         self.fileSystem = fileSystem
-        self.main = main
         self.wal = wal
-        self.pageSize = pageSize
-        cache = PageCache(capacityPages: options.cacheSizeBytes / pageSize)
-        committed = Snapshot(seq: 0, header: header)
+        self.pager = pager
+        pageSize = pager.pageSize
+        self.exclusiveLock = exclusiveLock
     }
 
     // MARK: - Open
 
-    /// Opens (or creates) the store at `path`; its log is `path + "-wal"`.
+    /// Opens (or creates) the store at `path`; its log is `path + "-wal"`,
+    /// the log's shared index `path + "-shm"`.
     ///
-    /// Recovery runs here: the log's committed frames are indexed and become
-    /// visible; an uncommitted or damaged tail is ignored.
+    /// The first handle to open the store builds the shared index from the
+    /// log (recovery: the log's committed frames become visible; an
+    /// uncommitted or damaged tail is ignored); later handles use it.
     public static func open(
         path: String,
         options: DatabaseOptions = DatabaseOptions(),
@@ -152,6 +148,9 @@ public final class Database: @unchecked Sendable {
         guard options.checkpointThresholdFrames >= 1 else {
             throw StorageError.invalidOptions("checkpointThresholdFrames must be at least 1")
         }
+        guard options.busyTimeout >= .zero else {
+            throw StorageError.invalidOptions("busyTimeout must not be negative")
+        }
         let exists = fileSystem.exists(path)
         if !exists && (options.readOnly || !options.createIfMissing) {
             throw StorageError.io(operation: "open", path: path, errno: 2)
@@ -160,8 +159,11 @@ public final class Database: @unchecked Sendable {
         let main = try fileSystem.open(path, create: false, readOnly: options.readOnly)
         var ok = false
         defer { if !ok { main.close() } }
-        if !options.readOnly {
-            guard try main.tryLock(exclusive: true) else { throw StorageError.locked(path: path) }
+        let exclusive = options.locking == .exclusive
+        // An exclusive handle holds an exclusive `flock` on the main file,
+        // every shared one a shared `flock`: the two modes exclude each other.
+        if !(exclusive && options.readOnly) {
+            guard try main.tryLock(exclusive: exclusive) else { throw StorageError.locked(path: path) }
         }
         var size = try main.size()
         if size == 0 {
@@ -170,10 +172,9 @@ public final class Database: @unchecked Sendable {
             try writeInitialPages(main, pageSize: options.pageSize, sync: options.durability != .none)
             size = try main.size()
         }
-        // Page size first (from the raw header prefix), then the whole header
-        // page with its checksum. A header torn by a crash during a
-        // checkpoint is repaired from the log, which still holds page 0 then;
-        // the log's own header tells the page size in that case.
+        // The page size first (from the raw header prefix; a header torn by
+        // a crash during a checkpoint is repaired from the log, whose own
+        // header then tells the page size).
         let walPath = path + "-wal"
         var prefix = [UInt8](repeating: 0, count: 64)
         let got = try prefix.withUnsafeMutableBytes { try main.read(into: $0.baseAddress!, count: 64, at: 0) }
@@ -184,12 +185,6 @@ public final class Database: @unchecked Sendable {
             guard let fromLog = WAL.peekPageSize(path: walPath, fileSystem: fileSystem) else { throw error }
             pageSize = fromLog
         }
-        let headerPage = Page.zeroed(pageSize)
-        let headerBytes = try main.read(into: headerPage.bytes, count: pageSize, at: 0)
-        var mainHeader: FileHeader?
-        if headerBytes == pageSize && headerPage.checksumMatches(pageNumber: 0) {
-            mainHeader = try FileHeader(page: headerPage)
-        }
 
         let walExists = fileSystem.exists(walPath)
         let walFile: any StorageFile
@@ -199,57 +194,177 @@ public final class Database: @unchecked Sendable {
             walFile = try fileSystem.open(walPath, create: true, readOnly: false)
             if !walExists && options.durability != .none { try fileSystem.syncDirectory(of: walPath) }
         }
-        let wal = WAL(file: walFile, path: walPath, pageSize: pageSize)
-        let commits = try wal.recover()
+        var walOpen = true
+        defer { if !ok && walOpen { walFile.close() } }
 
+        let shared: SharedIndex
+        if exclusive {
+            shared = SharedIndex(privateFor: path + "-shm", pageSize: pageSize)
+        } else {
+            let shmPath = path + "-shm"
+            let shmFile: any StorageFile
+            do {
+                shmFile = try fileSystem.open(shmPath, create: true, readOnly: false)
+            } catch {
+                throw StorageError.cannotShare(
+                    "cannot open \(shmPath) for reading and writing (\(error)); open with locking .exclusive")
+            }
+            do {
+                if try shmFile.size() < Int64(SharedIndex.headerBytes) {
+                    try shmFile.truncate(to: Int64(SharedIndex.headerBytes))
+                }
+                shared = try SharedIndex(file: shmFile, path: shmPath, pageSize: pageSize)
+            } catch {
+                shmFile.close()
+                throw error
+            }
+        }
+        let lock = Lock()
+        let wal = WAL(
+            file: walFile, path: walPath, pageSize: pageSize, readOnly: options.readOnly, fileSystem: fileSystem,
+            shared: shared, lock: lock)
+        let pager = Pager(main: main, pageSize: pageSize, wal: wal, lock: lock, cacheBytes: options.cacheSizeBytes)
+        walOpen = false
         let db = Database(
-            path: path, options: options, fileSystem: fileSystem, main: main, wal: wal,
-            pageSize: pageSize, header: mainHeader ?? FileHeader(pageSize: pageSize))
-        if mainHeader != nil { db.cache.put(PageCache.mainKey(0), headerPage) }
-        db.mainFilePages = UInt32(clamping: size / Int64(pageSize))
-        if !options.readOnly && options.memoryMappedReads {
-            db.mapped = main.mapForReading(length: mappingLength(forFileSize: size)).map {
-                MappedMainFile(region: $0, pageSize: pageSize)
+            path: path, options: options, fileSystem: fileSystem, wal: wal, pager: pager,
+            exclusiveLock: exclusive && !options.readOnly)
+        do {
+            try db.attach(deadline: ContinuousClock.now + options.busyTimeout)
+            pager.mainFilePages = UInt32(clamping: size / Int64(pageSize))
+            if options.memoryMappedReads && !(options.readOnly && exclusive) {
+                pager.mapped = main.mapForReading(length: Pager.mappingLength(forFileSize: size)).map {
+                    MappedMainFile(region: $0, pageSize: pageSize)
+                }
             }
-        }
-        var seq: UInt64 = 0
-        for commit in commits {
-            seq += 1
-            for (page, frame) in commit.frames {
-                db.walIndex[page, default: []].append(FrameVersion(frame: frame, seq: seq))
+            // A main file shorter than its header says, with no log to
+            // supply the missing pages, has been truncated.
+            let snapshot = db.committed
+            let needed = Int64(snapshot.header.pageCount) * Int64(pageSize)
+            if size < needed && wal.state.frames == 0 {
+                throw StorageError.corruptFile(
+                    "file is \(size) bytes but its header counts \(snapshot.header.pageCount) pages of \(pageSize) bytes: truncated"
+                )
             }
+        } catch {
+            db.releaseFiles()
+            throw error
         }
-        let headerInLog = db.walIndex[0] != nil
-        if mainHeader == nil && !headerInLog {
-            throw StorageError.corruptFile(
-                headerBytes < pageSize ? "file is \(size) bytes: shorter than its header page" : "header page checksum mismatch")
-        }
-        if seq > 0 {
-            let page = try db.loadPage(0, seq: seq, pageCount: UInt32.max)
-            let header = try FileHeader(page: page)
-            guard header.pageSize == pageSize else {
-                throw StorageError.corrupt(page: 0, reason: "page size changed in the WAL")
-            }
-            db.committed = Snapshot(seq: seq, header: header)
-        }
-        // A main file shorter than its header says, with no log to supply the
-        // missing pages, has been truncated.
-        let needed = Int64(db.committed.header.pageCount) * Int64(pageSize)
-        if size < needed && seq == 0 {
-            throw StorageError.corruptFile(
-                "file is \(size) bytes but its header counts \(db.committed.header.pageCount) pages of \(pageSize) bytes: truncated"
-            )
-        }
-        db.committedFreelist = try db.loadFreelist(db.committed)
         ok = true
         openObserver?(db)
         return db
+    }
+
+    /// Joins the shared index: the first handle (the open lock taken
+    /// exclusively) builds it from the log; every other takes the open
+    /// lock shared, claims a reader slot and adopts the index, rebuilding
+    /// it if it cannot be trusted.
+    private func attach(deadline: ContinuousClock.Instant) throws {
+        let shared = wal.shared
+        if try shared.tryLock(SharedIndex.openLock, .exclusive) {
+            shared.clearMarks()
+            try rebuildIndex()
+            // Converts the exclusive lock: no other handle can have slipped in.
+            _ = try shared.tryLock(SharedIndex.openLock, .shared)
+        } else {
+            try shared.lock(SharedIndex.openLock, .shared, until: deadline, store: path)
+        }
+        try shared.claimSlot()
+        try synchronize(deadline: deadline)
+    }
+
+    /// Rebuilds the shared index from the log; the caller holds the writer
+    /// lock or is the only handle.
+    func rebuildIndex() throws {
+        try wal.rebuild { contents in
+            var last: (page: UInt32, frame: Int)?
+            for commit in contents.commits { for entry in commit.frames where entry.page == 0 { last = entry } }
+            let page = Page.zeroed(self.pageSize)
+            if let last {
+                guard try self.wal.readFrame(last.frame, into: page), page.checksumMatches(pageNumber: 0) else {
+                    throw StorageError.corrupt(page: 0, reason: "WAL frame \(last.frame) unreadable")
+                }
+            } else {
+                let n = try self.main.read(into: page.bytes, count: self.pageSize, at: 0)
+                guard n == self.pageSize else {
+                    throw StorageError.corruptFile(
+                        "file is \(n) bytes: shorter than its header page")
+                }
+                guard page.checksumMatches(pageNumber: 0) else { throw StorageError.corruptFile("header page checksum mismatch") }
+            }
+            let header = try FileHeader(page: page)
+            guard header.pageSize == self.pageSize else {
+                throw StorageError.corrupt(page: 0, reason: "page size changed in the WAL")
+            }
+            return header
+        }
+        stateLock.withLock {
+            pager.mainFileChangedElsewhere()
+            if !isClosed { pager.cache.removeFrames() }
+        }
+    }
+
+    /// Adopts the shared index's latest state. A damaged index, or one a
+    /// dead writer left half-published, is rebuilt under the writer lock;
+    /// waits no later than `deadline` for it.
+    func synchronize(deadline: ContinuousClock.Instant) throws {
+        while true {
+            let outcome = stateLock.withLock { adopt() }
+            switch outcome {
+            case .current, .adopted: return
+            case .busy, .damaged: try repairIndex(deadline: deadline)
+            }
+        }
+    }
+
+    /// ``WAL/refresh()`` and what follows from it; the caller holds
+    /// `stateLock`.
+    func adopt() -> WAL.Refresh {
+        let outcome = wal.refresh()
+        if case .adopted(let foreign) = outcome, foreign { pager.mainFileChangedElsewhere() }
+        return outcome
+    }
+
+    /// Rebuilds the index if it is still broken once this handle holds the
+    /// writer lock. A half-published state whose writer is alive is waited
+    /// for instead.
+    func repairIndex(deadline: ContinuousClock.Instant) throws {
+        if !wal.shared.isPrivate {
+            // Only a dead writer leaves the sequence word odd for long; a
+            // live one holds the writer lock.
+            gate.acquire()
+            defer { gate.release() }
+            try wal.shared.lock(SharedIndex.writerLock, .exclusive, until: deadline, store: path)
+            defer { wal.shared.unlock(SharedIndex.writerLock) }
+            try repairHoldingWriterLock()
+        } else {
+            try repairHoldingWriterLock()
+        }
+    }
+
+    /// Rebuilds the index when it is broken or a restart was left pending;
+    /// the caller holds the writer lock.
+    private func repairHoldingWriterLock() throws {
+        let outcome = stateLock.withLock { adopt() }
+        switch outcome {
+        case .busy, .damaged:
+            try rebuildIndex()
+        case .current, .adopted:
+            if stateLock.withLock({ wal.state.restartPending }) { try rebuildIndex() }
+        }
     }
 
     /// Called with every handle `open` returns. The engine's tests set it
     /// to find every store a test used and check it at tear-down; nothing
     /// else should. Set it only while no other thread opens a store.
     package nonisolated(unsafe) static var openObserver: ((Database) -> Void)?
+
+    /// Closes the files after a failed open.
+    private func releaseFiles() {
+        stateLock.withLock { isClosed = true }
+        wal.shared.file?.close()
+        wal.file.close()
+        main.close()
+    }
 
     /// Creates a new store atomically: the first two pages are written and
     /// synced under a temporary name, which is then renamed into place, so
@@ -293,7 +408,7 @@ public final class Database: @unchecked Sendable {
             guard trunk >= 2, trunk < pageCount, pages.count < Int(pageCount) else {
                 throw StorageError.corrupt(page: trunk, reason: "freelist trunk page out of range or in a cycle")
             }
-            let page = try loadPage(trunk, seq: snapshot.seq, pageCount: pageCount)
+            let page = try pager.page(trunk, at: snapshot.position, pageCount: pageCount)
             guard page.u8(4) == PageType.freelistTrunk.rawValue else {
                 throw StorageError.corrupt(page: trunk, reason: "page type \(page.u8(4)) where a freelist trunk was expected")
             }
@@ -316,142 +431,53 @@ public final class Database: @unchecked Sendable {
         return Freelist(loaded: pages)
     }
 
-    // MARK: - Pages
-
-    /// The image of page `number` as of commit `seq`, from the cache, the
-    /// WAL or the main file; verified (checksum, and structure for tree
-    /// pages) whenever it comes from disk.
-    func loadPage(_ number: UInt32, seq: UInt64, pageCount: UInt32) throws -> Page {
-        guard number < pageCount else {
-            throw StorageError.corrupt(page: number, reason: "page number beyond the store's \(pageCount) pages")
-        }
-        while true {
-            var frame = -1
-            var generation: UInt32 = 0
-            var view: Page?
-            let cached: Page? = try stateLock.withLock {
-                if !walIndex.isEmpty, let versions = walIndex[number] {
-                    var i = versions.count - 1
-                    while i >= 0 {
-                        if versions[i].seq <= seq {
-                            frame = versions[i].frame
-                            break
-                        }
-                        i -= 1
-                    }
-                }
-                generation = wal.generation
-                let key = frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number)
-                if let page = cache.get(key) { return page }
-                guard frame < 0, let mapped else { return nil }
-                guard number < mainFilePages else { throw Self.beyondEndOfFile(number) }
-                let page = Page.view(mapped.address(of: number), size: pageSize, region: mapped.region)
-                guard mapped.isVerified(number) else {
-                    view = page
-                    return nil
-                }
-                cache.put(key, page)
-                return page
-            }
-            if let cached { return cached }
-            let page = view ?? Page.uninitialized(pageSize)
-            if view != nil {
-                // Checked below, outside the lock, like a page just read.
-            } else if frame >= 0 {
-                guard try wal.readFrame(frame, into: page) else {
-                    throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) lies beyond the end of the log")
-                }
-            } else {
-                let n = try main.read(into: page.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))
-                guard n == pageSize else { throw Self.beyondEndOfFile(number) }
-            }
-            // The log restarted while we read a frame: the frame may already
-            // be overwritten, and the page is now current in the main file.
-            let restarted = frame >= 0 && stateLock.withLock { wal.generation != generation }
-            if restarted { continue }
-            guard page.checksumMatches(pageNumber: number) else {
-                throw StorageError.corrupt(
-                    page: number, reason: frame >= 0 ? "checksum mismatch (WAL frame \(frame))" : "checksum mismatch")
-            }
-            let type = page.u8(4)
-            if type == PageType.leaf.rawValue || type == PageType.branch.rawValue {
-                try Node(page: page).validate(pageNumber: number)
-            }
-            stateLock.withLock {
-                if view != nil { mapped?.markVerified(number) }
-                counters.pagesChecked += 1
-                if frame < 0 || wal.generation == generation {
-                    cache.put(
-                        frame >= 0 ? PageCache.frameKey(generation: generation, frame: frame) : PageCache.mainKey(number), page)
-                }
-            }
-            return page
-        }
-    }
-
-    static func beyondEndOfFile(_ number: UInt32) -> StorageError {
-        StorageError.corrupt(page: number, reason: "page lies beyond the end of the file: truncated")
-    }
-
-    /// Records that the main file is `size` bytes now, and maps it anew when
-    /// it outgrew the mapping. Pages past the end lose their verified mark
-    /// and their cached views (a view past the end would fault).
-    func mainFileResized(to size: Int64) {
-        let pages = UInt32(clamping: size / Int64(pageSize))
-        if pages < mainFilePages {
-            for number in pages..<mainFilePages {
-                mapped?.clearVerified(number)
-                cache.remove(PageCache.mainKey(number))
-            }
-        }
-        mainFilePages = pages
-        if let current = mapped, Int(pages) * pageSize > current.region.length {
-            mapped = main.mapForReading(length: Self.mappingLength(forFileSize: size)).map {
-                MappedMainFile(region: $0, pageSize: pageSize, copyingMarksOf: current)
-            }
-        }
-    }
-
-    /// Address space reserved for a main file of `size` bytes: twice its
-    /// size and at least ``minimumMappingLength``, so that a growing file is
-    /// mapped again only each time it doubles.
-    static func mappingLength(forFileSize size: Int64) -> Int {
-        max(minimumMappingLength, Int(size) * 2)
-    }
-
-    /// 64 MiB; tests lower it to make a small store outgrow its mapping.
-    package nonisolated(unsafe) static var minimumMappingLength = 64 << 20
-
     // MARK: - Transactions
 
-    /// Starts a read transaction on the latest commit. Call
+    /// Starts a read transaction on the latest commit of any handle. Call
     /// ``ReadTransaction/end()`` when done (it also ends on deinit).
     ///
-    /// When the main file holds the latest commit (`backfilledSeq` is
-    /// `committed.seq`, as after a full checkpoint or on opening a store
-    /// with an empty log) and is mapped, the transaction gets the mapping
-    /// and reads the verified tree pages of its snapshot straight from it,
-    /// without the state lock or the page cache. That is safe for its whole
-    /// life: its snapshot has no page in the log, and no checkpoint can
-    /// rewrite or truncate the main file while it is active, because the
-    /// checkpoint's target (the oldest reader's sequence) is then already
-    /// backfilled. Pages not verified yet take the ordinary path once.
+    /// When the main file holds the latest commit (every frame of the log
+    /// backfilled, as after a full checkpoint or on opening a store with an
+    /// empty log) and is mapped, the transaction gets the mapping and reads
+    /// the verified tree pages of its snapshot straight from it, without the
+    /// state lock or the page cache. That is safe for its whole life: its
+    /// snapshot has no page in the log, and no checkpoint of any handle can
+    /// rewrite or truncate the main file while its reader mark stands.
+    /// Pages not verified yet take the ordinary path once.
     public func beginRead() throws -> ReadTransaction {
-        let (snapshot, direct, serial): (Snapshot, MappedMainFile?, UInt64) = try stateLock.withLock {
-            if isClosed { throw StorageError.closed }
-            readers[committed.seq, default: 0] += 1
-            transactionSerial &+= 1
-            return (committed, backfilledSeq == committed.seq ? mapped : nil, transactionSerial)
-        }
-        return ReadTransaction(db: self, snapshot: snapshot, serial: serial, direct: direct)
-    }
-
-    func endRead(_ seq: UInt64) {
-        stateLock.withLock {
-            if let n = readers[seq] {
-                if n <= 1 { readers.removeValue(forKey: seq) } else { readers[seq] = n - 1 }
+        var deadline: ContinuousClock.Instant?
+        while true {
+            enum Outcome {
+                case begun(Snapshot, MappedMainFile?, UInt64)
+                case retry
+                case repair
+            }
+            let outcome: Outcome = try stateLock.withLock {
+                if isClosed { throw StorageError.closed }
+                switch adopt() {
+                case .busy, .damaged: return .repair
+                case .current, .adopted: break
+                }
+                guard wal.addReader() != nil else { return .retry }
+                transactionSerial &+= 1
+                let state = wal.state
+                return .begun(committed, state.backfilled == state.frames ? pager.mapped : nil, transactionSerial)
+            }
+            switch outcome {
+            case .begun(let snapshot, let direct, let serial):
+                return ReadTransaction(db: self, snapshot: snapshot, serial: serial, direct: direct)
+            case .retry:
+                continue
+            case .repair:
+                let limit = deadline ?? ContinuousClock.now + options.busyTimeout
+                deadline = limit
+                try repairIndex(deadline: limit)
             }
         }
+    }
+
+    func endRead(_ position: UInt64) {
+        stateLock.withLock { wal.removeReader(position) }
     }
 
     /// Runs `body` in a read transaction.
@@ -461,25 +487,45 @@ public final class Database: @unchecked Sendable {
         return try body(tx)
     }
 
-    /// Starts the write transaction, waiting for the current one to end.
-    /// Finish it with ``WriteTransaction/commit()`` or
-    /// ``WriteTransaction/rollback()``; a transaction dropped without either
-    /// rolls back.
+    /// Starts the write transaction, waiting for the current one of this
+    /// handle, then for any other handle's (process's), up to
+    /// ``DatabaseOptions/busyTimeout``: past it, throws
+    /// ``StorageError/busy(path:)``. Finish it with
+    /// ``WriteTransaction/commit()`` or ``WriteTransaction/rollback()``; a
+    /// transaction dropped without either rolls back.
     public func beginWrite() throws -> WriteTransaction {
         if options.readOnly { throw StorageError.readOnly("opened read-only") }
         gate.acquire()
+        var locked = false
         do {
-            let (snapshot, serial): (Snapshot, UInt64) = try stateLock.withLock {
+            try stateLock.withLock {
                 if isClosed { throw StorageError.closed }
                 if let poisoned { throw StorageError.readOnly(poisoned) }
+            }
+            try wal.shared.lock(
+                SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
+            locked = true
+            try repairHoldingWriterLock()
+            let (snapshot, serial): (Snapshot, UInt64) = stateLock.withLock {
                 transactionSerial &+= 1
                 return (committed, transactionSerial)
             }
+            if freelistPosition != snapshot.position {
+                committedFreelist = try loadFreelist(snapshot)
+                freelistPosition = snapshot.position
+            }
             return WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: committedFreelist)
         } catch {
+            if locked { wal.shared.unlock(SharedIndex.writerLock) }
             gate.release()
             throw error
         }
+    }
+
+    /// Ends the write transaction: releases the writer lock and the gate.
+    func endWrite() {
+        wal.shared.unlock(SharedIndex.writerLock)
+        gate.release()
     }
 
     /// Runs `body` in the write transaction and commits; if `body` throws,
@@ -498,19 +544,17 @@ public final class Database: @unchecked Sendable {
 
     // MARK: - Close
 
-    /// Checkpoints the log into the main file (when no reader still needs
-    /// it), empties the log and releases the lock. Further use throws
-    /// ``StorageError/closed``. Safe to call twice.
+    /// Checkpoints the log into the main file (as far as readers of every
+    /// handle allow, and when no other handle's writer holds the store);
+    /// the last handle to close also empties the log. Releases the locks.
+    /// Further use throws ``StorageError/closed``. Safe to call twice.
     public func close() throws {
         if options.readOnly {
             let wasOpen = stateLock.withLock { () -> Bool in
                 defer { isClosed = true }
                 return !isClosed
             }
-            if wasOpen {
-                wal.file.close()
-                main.close()
-            }
+            if wasOpen { closeFiles() }
             return
         }
         gate.acquire()
@@ -518,32 +562,41 @@ public final class Database: @unchecked Sendable {
         let alreadyClosed = stateLock.withLock { isClosed }
         if alreadyClosed { return }
         var failure: Error?
-        if stateLock.withLock({ poisoned == nil }) {
+        if stateLock.withLock({ poisoned == nil }), (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true {
             do {
+                try repairHoldingWriterLock()
                 try checkpointLocked()
-                let done = stateLock.withLock { backfilledSeq == committed.seq && readers.isEmpty }
-                if try done && wal.file.size() > 0 {
-                    try wal.file.truncate(to: 0)
-                    if options.durability != .none { try wal.file.sync() }
-                    stateLock.withLock {
-                        wal.headerValid = false
-                        wal.frameCount = 0
+                // The last handle (the open lock taken exclusively) empties
+                // the log once all of it is in the main file, and marks the
+                // index for rebuilding by the next handle.
+                if try wal.shared.tryLock(SharedIndex.openLock, .exclusive) {
+                    let done = stateLock.withLock { wal.state.backfilled == wal.state.frames && wal.readers.isEmpty }
+                    if try done && wal.file.size() > 0 {
+                        try wal.file.truncate(to: 0)
+                        if options.durability != .none { try wal.file.sync() }
+                        wal.shared.invalidate()
                     }
                 }
             } catch {
                 failure = error
             }
+            wal.shared.unlock(SharedIndex.writerLock)
         }
         stateLock.withLock {
             isClosed = true
-            cache.removeAll()
-            walIndex.removeAll()
+            pager.cache.removeAll()
             // Pages and transactions still holding it keep the mapping alive.
-            mapped = nil
+            pager.mapped = nil
         }
-        wal.file.close()
-        main.close()
+        closeFiles()
         if let failure { throw failure }
+    }
+
+    /// Closes the three files (releasing their locks).
+    private func closeFiles() {
+        wal.shared.file?.close()
+        stateLock.withLock { wal.file }.close()
+        main.close()
     }
 
     deinit {
@@ -566,135 +619,49 @@ public final class Database: @unchecked Sendable {
     /// 140 MiB file resident without it. A no-op when the store is not
     /// mapped.
     public func discardMappedPages() {
-        let region = stateLock.withLock { mapped?.region }
+        let region = stateLock.withLock { pager.mapped?.region }
         region?.discardResidentPages()
+    }
+
+    /// 64 MiB; tests lower it to make a small store outgrow its mapping.
+    package static var minimumMappingLength: Int {
+        get { Pager.minimumMappingLength }
+        set { Pager.minimumMappingLength = newValue }
     }
 
     // MARK: - Checkpoint
 
     /// Copies committed pages from the log into the main file, as far as
-    /// active readers allow. Runs automatically; call it to bound the log
-    /// yourself.
+    /// active readers of every handle allow. Runs automatically; call it to
+    /// bound the log yourself. Waits for other handles' writers as
+    /// ``beginWrite()`` does.
     public func checkpoint() throws {
         guard !options.readOnly else { throw StorageError.readOnly("opened read-only") }
         gate.acquire()
         defer { gate.release() }
         try stateLock.withLock { if isClosed { throw StorageError.closed } }
+        try wal.shared.lock(SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
+        defer { wal.shared.unlock(SharedIndex.writerLock) }
+        try repairHoldingWriterLock()
         try checkpointLocked()
     }
 
-    /// The checkpoint proper; the caller holds the writer gate.
-    ///
-    /// Reader rule: a page version with sequence C may overwrite the main
-    /// file only when every active reader's snapshot is at or after C — a
-    /// reader of an older snapshot that finds no log version of that page
-    /// reads it from the main file and must find its old image there.
-    func checkpointLocked(recent: RecentCommit? = nil) throws {
+    /// The checkpoint proper; the caller holds the writer lock.
+    func checkpointLocked(recent: WAL.RecentCommit? = nil) throws {
         if let poisoned = stateLock.withLock({ poisoned }) { throw StorageError.readOnly(poisoned) }
-        let plan: (target: UInt64, copies: [(UInt32, Int)], generation: UInt32, pageCount: UInt32, full: Bool)? =
-            stateLock.withLock {
-                let target = min(readers.keys.min() ?? committed.seq, committed.seq)
-                guard target > backfilledSeq else { return nil }
-                var copies: [(UInt32, Int)] = []
-                for (page, versions) in walIndex {
-                    var i = versions.count - 1
-                    while i >= 0 && versions[i].seq > target { i -= 1 }
-                    if i >= 0 && versions[i].seq > backfilledSeq { copies.append((page, versions[i].frame)) }
-                }
-                return (target, copies, wal.generation, committed.header.pageCount, target == committed.seq)
-            }
-        guard let plan else { return }
-        let sync = options.durability != .none
-        var syncFailed = false
-        func syncFile(_ file: any StorageFile) throws {
-            do { try file.sync() } catch {
-                syncFailed = true
-                throw error
-            }
-        }
         do {
-            // The log must be durable before the main file changes: a crash in
-            // the middle of the copy is repaired by replaying it.
-            if options.durability == .normal { try syncFile(wal.file) }
-            // Mapped views of these pages stop counting as checked until the
-            // copy has succeeded (a failed write may leave them half new).
-            stateLock.withLock { for (number, _) in plan.copies { mapped?.clearVerified(number) } }
-            var written: [(UInt32, Page)] = []
-            written.reserveCapacity(plan.copies.count)
-            let sorted = plan.copies.sorted { $0.0 < $1.0 }
-            // Consecutive pages go out in one write of up to `runPages`.
-            let runPages = 64
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
-            defer { buffer.deallocate() }
-            var i = 0
-            while i < sorted.count {
-                var j = i
-                while j < sorted.count && j - i < runPages && sorted[j].0 == sorted[i].0 + UInt32(j - i) {
-                    let (number, frame) = sorted[j]
-                    let page = try checkpointSource(number, frame: frame, generation: plan.generation, recent: recent)
-                    (buffer + (j - i) * pageSize).copyMemory(from: page.bytes, byteCount: pageSize)
-                    written.append((number, page))
-                    j += 1
-                }
-                try main.write(buffer, count: (j - i) * pageSize, at: Int64(sorted[i].0) * Int64(pageSize))
-                i = j
-            }
-            if plan.full {
-                let size = try main.size()
-                let wanted = Int64(plan.pageCount) * Int64(pageSize)
-                if size > wanted { try main.truncate(to: wanted) }
-            }
-            if sync { try syncFile(main) }
-            let mainSize = try main.size()
-            stateLock.withLock {
-                backfilledSeq = plan.target
-                mainFileResized(to: mainSize)
-                for (number, page) in written {
-                    cache.put(PageCache.mainKey(number), page)
-                    mapped?.markVerified(number)
-                }
-                counters.checkpoints += 1
-                if !plan.full { counters.partialCheckpoints += 1 }
-                if plan.full && committed.seq == plan.target {
-                    // The main file now holds the latest commit, which is the
-                    // snapshot of every reader: all of them can read it from
-                    // there. (A reader that already chose a frame still finds
-                    // it intact: the log is overwritten only by a restart,
-                    // which changes the generation that reader re-checks.)
-                    walIndex.removeAll()
-                    cache.removeFrames()
+            let full = try wal.checkpoint(
+                into: pager, sync: options.durability != .none, syncLogFirst: options.durability == .normal, recent: recent)
+            if let full {
+                stateLock.withLock {
+                    counters.checkpoints += 1
+                    if !full { counters.partialCheckpoints += 1 }
                 }
             }
-        } catch {
-            if syncFailed { poison("an fsync failed during a checkpoint: \(error)") }
-            throw error
+        } catch let failure as SyncFailure {
+            poison("an fsync failed during a checkpoint: \(failure.underlying)")
+            throw failure.underlying
         }
-    }
-
-    /// The pages of the commit that triggered a checkpoint: a large commit
-    /// may have pushed its own pages out of the cache, and re-reading them
-    /// from the log would be wasted I/O.
-    struct RecentCommit {
-        var firstFrame: Int
-        var generation: UInt32
-        var pages: [(number: UInt32, page: Page)]
-    }
-
-    /// The image of WAL frame `frame` (page `number`) for a checkpoint.
-    private func checkpointSource(_ number: UInt32, frame: Int, generation: UInt32, recent: RecentCommit?) throws -> Page {
-        if let recent, recent.generation == generation, frame >= recent.firstFrame, frame - recent.firstFrame < recent.pages.count
-        {
-            let entry = recent.pages[frame - recent.firstFrame]
-            if entry.number == number { return entry.page }
-        }
-        if let page = stateLock.withLock({ cache.get(PageCache.frameKey(generation: generation, frame: frame)) }) {
-            return page
-        }
-        let page = Page.zeroed(pageSize)
-        guard try wal.readFrame(frame, into: page), page.checksumMatches(pageNumber: number) else {
-            throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
-        }
-        return page
     }
 
     /// After an fsync failure nothing the OS says about durability can be
@@ -703,30 +670,39 @@ public final class Database: @unchecked Sendable {
         stateLock.withLock { if poisoned == nil { poisoned = why } }
     }
 
-    /// Restarts the log when every frame is in the main file and no reader
-    /// can still need a frame. Called by the committing writer.
+    /// Restarts the log when it is empty, or every frame is in the main
+    /// file and no reader of any handle can still need one. Called by the
+    /// committing writer.
     func restartLogIfPossible() throws {
-        let canRestart = stateLock.withLock {
-            !wal.headerValid || (backfilledSeq == committed.seq && wal.frameCount > 0)
-        }
-        guard canRestart else { return }
-        // Readers of the current snapshot read from the main file from now
-        // on: it holds exactly that snapshot. Clearing the index and bumping
-        // the generation happen in one critical section, so a reader either
-        // sees the old frame (and re-checks the generation after reading it)
-        // or no frame at all.
-        try stateLock.withLock {
-            walIndex.removeAll(keepingCapacity: true)
-            cache.removeFrames()
-            try wal.restart()
-            counters.walRestarts += 1
-        }
-        if options.durability != .none {
-            do { try wal.file.sync() } catch {
-                poison("an fsync of the WAL header failed: \(error)")
-                throw error
+        do {
+            if try wal.restartIfPossible(sync: options.durability != .none) {
+                stateLock.withLock {
+                    pager.cache.removeFrames()
+                    counters.walRestarts += 1
+                }
             }
+        } catch let failure as SyncFailure {
+            poison("an fsync of the WAL header failed: \(failure.underlying)")
+            throw failure.underlying
         }
+    }
+
+    /// Makes a written (and, as the durability level requires, synced)
+    /// commit visible to every handle: publishes its frames in the shared
+    /// index and caches its pages. Returns the log's generation the frames
+    /// belong to.
+    func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, header: FileHeader, freelist: Freelist) -> UInt32 {
+        let state = wal.publish(pages, first: firstFrame, header: header) { state in
+            for (i, entry) in pages.enumerated() {
+                pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstFrame + i), entry.page)
+            }
+            counters.commits += 1
+        }
+        var published = freelist
+        published.changed = false
+        committedFreelist = published
+        freelistPosition = state.position
+        return state.generation
     }
 }
 
@@ -761,10 +737,11 @@ extension Database {
     public var statistics: Statistics {
         stateLock.withLock {
             var s = counters
-            s.walFrames = wal.frameCount
-            s.mappedBytes = mapped?.region.length ?? 0
-            s.pageCount = Int(committed.header.pageCount)
-            s.freePages = Int(committed.header.freeCount)
+            s.walFrames = wal.state.frames
+            s.mappedBytes = pager.mapped?.region.length ?? 0
+            s.pageCount = Int(wal.state.pageCount)
+            s.freePages = Int(wal.state.freeCount)
+            s.pagesChecked = pager.pagesChecked
             return s
         }
     }
@@ -781,4 +758,5 @@ final class EmptyFile: StorageFile, @unchecked Sendable {
     func truncate(to size: Int64) throws { throw StorageError.readOnly("opened read-only") }
     func tryLock(exclusive: Bool) throws -> Bool { true }
     func close() {}
+    func setLock(_ lock: RangeLock, at offset: Int64) throws -> Bool { true }
 }

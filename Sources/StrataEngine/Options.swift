@@ -20,6 +20,25 @@ public enum Durability: String, Sendable, CaseIterable {
     case none
 }
 
+/// Whether other processes (and other handles) may open a store at the
+/// same time.
+public enum LockingMode: String, Sendable, CaseIterable {
+    /// Any number of handles in any number of processes open the store at
+    /// once: they share the log's index through the `<store>-shm` file,
+    /// readers see every handle's latest commit, and writers take turns
+    /// (see ``DatabaseOptions/busyTimeout``). Needs a file system with
+    /// byte-range locks and shared mappings (a local one; not every network
+    /// file system has them), else the open throws
+    /// ``StorageError/cannotShare(_:)``.
+    case shared
+    /// One handle owns the store: a writable open takes an exclusive
+    /// `flock` and a second one gets ``StorageError/locked(path:)``; the
+    /// log's index lives in this process's memory and no `-shm` file is
+    /// used. A read-only open takes no lock and reads the store as it was
+    /// when it opened: only safe while nothing writes it.
+    case exclusive
+}
+
 /// Options for ``Database/open(path:options:fileSystem:)``.
 public struct DatabaseOptions: Sendable {
     /// Page size of a new store: a power of two from 4096 to 65536. An
@@ -33,7 +52,8 @@ public struct DatabaseOptions: Sendable {
     /// A checkpoint runs after the commit that brings the WAL to this many
     /// frames (default 1000), and at close.
     public var checkpointThresholdFrames: Int = 1000
-    /// Open without writing anything and without taking the lock.
+    /// Open without writing the store (the shared index, `-shm`, is still
+    /// written: a reader publishes its marks there).
     public var readOnly: Bool = false
     /// Create the store when the file does not exist (default true).
     public var createIfMissing: Bool = true
@@ -53,6 +73,14 @@ public struct DatabaseOptions: Sendable {
     /// a thrown ``StorageError/io(operation:path:errno:)``. Turn it off where
     /// that matters more than read speed.
     public var memoryMappedReads: Bool = true
+    /// How long a write transaction (or a checkpoint, or a repair of the
+    /// shared index) waits for another handle's write transaction to end
+    /// before it throws ``StorageError/busy(path:)``. Default 5 seconds.
+    /// Write transactions of one handle wait for each other without limit.
+    public var busyTimeout: Duration = .seconds(5)
+    /// Whether other processes may open the store at once (default
+    /// ``LockingMode/shared``).
+    public var locking: LockingMode = .shared
 
     /// Options with the values given; each default is the one its property
     /// states.
@@ -63,7 +91,9 @@ public struct DatabaseOptions: Sendable {
         checkpointThresholdFrames: Int = 1000,
         readOnly: Bool = false,
         createIfMissing: Bool = true,
-        memoryMappedReads: Bool = true
+        memoryMappedReads: Bool = true,
+        busyTimeout: Duration = .seconds(5),
+        locking: LockingMode = .shared
     ) {
         self.pageSize = pageSize
         self.durability = durability
@@ -72,5 +102,7 @@ public struct DatabaseOptions: Sendable {
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
         self.memoryMappedReads = memoryMappedReads
+        self.busyTimeout = busyTimeout
+        self.locking = locking
     }
 }

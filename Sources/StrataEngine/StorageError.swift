@@ -11,6 +11,14 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case corruptFile(String)
     /// Another process holds the store's lock.
     case locked(path: String)
+    /// Another process's (or handle's) write transaction held the store for
+    /// longer than the busy timeout (``DatabaseOptions/busyTimeout``).
+    case busy(path: String)
+    /// The store cannot be shared between processes here (no byte-range
+    /// locks or shared mappings on this file system, or every reader slot
+    /// of the shared index is taken); open it with
+    /// ``LockingMode/exclusive`` instead. The string says why.
+    case cannotShare(String)
     /// The handle was opened read-only, or it was closed after an fsync
     /// failure and refuses further writes.
     case readOnly(String)
@@ -48,6 +56,9 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .corrupt(let page, let reason): return "corrupt page \(page): \(reason)"
         case .corruptFile(let reason): return "corrupt store: \(reason)"
         case .locked(let path): return "store is locked by another process: \(path)"
+        case .busy(let path):
+            return "store is busy: another process's write transaction held it past the busy timeout: \(path)"
+        case .cannotShare(let why): return "store cannot be shared between processes: \(why)"
         case .readOnly(let why): return "store is read-only: \(why)"
         case .closed: return "the database handle is closed"
         case .keyTooLong(let length, let maximum):

@@ -110,14 +110,14 @@ public class ReadTransaction {
     public func end() {
         guard !ended else { return }
         ended = true
-        if !(self is WriteTransaction) { db.endRead(snapshot.seq) }
+        if !(self is WriteTransaction) { db.endRead(snapshot.position) }
     }
 
     /// The page image this transaction sees.
     func page(_ number: UInt32) throws -> Page {
         let slot = Int(number) & (Self.memoSize - 1)
         if memoNumbers[slot] == number, let page = memoPages[slot] { return page }
-        let page = try db.loadPage(number, seq: snapshot.seq, pageCount: snapshot.header.pageCount)
+        let page = try db.pager.page(number, at: snapshot.position, pageCount: snapshot.header.pageCount)
         memoNumbers[slot] = number
         memoPages[slot] = page
         return page
@@ -179,7 +179,7 @@ public class ReadTransaction {
     public func treeIfPresent(_ name: String) throws -> Tree? {
         try checkOpen()
         let reader = !isWriter
-        if reader, let (root, count) = db.cachedCatalogEntry(name, seq: snapshot.seq) {
+        if reader, let (root, count) = db.cachedCatalogEntry(name, position: snapshot.position) {
             if counts[root] == nil { counts[root] = count }
             return handle(name, root: root)
         }
@@ -188,7 +188,7 @@ public class ReadTransaction {
         guard let value = try value(for: key, root: FileHeader.catalogRoot) else { return nil }
         let (root, count) = try decodeCatalogValue(value, name: name)
         if counts[root] == nil { counts[root] = count }
-        if reader { db.rememberCatalogEntry(name, seq: snapshot.seq, root: root, count: count) }
+        if reader { db.rememberCatalogEntry(name, position: snapshot.position, root: root, count: count) }
         return handle(name, root: root)
     }
 

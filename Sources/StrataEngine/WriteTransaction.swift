@@ -62,7 +62,7 @@ public final class WriteTransaction: ReadTransaction {
 
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
-        return try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount)
+        return try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)
     }
 
     // MARK: Pages
@@ -70,7 +70,7 @@ public final class WriteTransaction: ReadTransaction {
     /// A private copy of page `number` that this transaction may change.
     func writable(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
-        let copy = Page.copy(of: try db.loadPage(number, seq: snapshot.seq, pageCount: header.pageCount))
+        let copy = Page.copy(of: try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount))
         dirty[number] = copy
         return copy
     }
@@ -334,7 +334,7 @@ public final class WriteTransaction: ReadTransaction {
         defer {
             ended = true
             dirty.removeAll()
-            db.gate.release()
+            db.endWrite()
         }
         if let failure { throw StorageError.transactionFailed(failure) }
         guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
@@ -355,10 +355,7 @@ public final class WriteTransaction: ReadTransaction {
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
 
         try db.restartLogIfPossible()
-        // Only this thread changes the frame count, but `statistics` reads it
-        // from any thread: every access holds the state lock.
-        let first = db.stateLock.withLock { db.wal.frameCount }
-        try db.wal.appendCommit(pages, at: first, pageCount: header.pageCount)
+        let first = try db.wal.appendCommit(pages, pageCount: header.pageCount)
         if db.options.durability == .full {
             do {
                 try db.wal.file.sync()
@@ -373,7 +370,7 @@ public final class WriteTransaction: ReadTransaction {
         if first + pages.count >= db.options.checkpointThresholdFrames {
             // The commit is durable already; a failed checkpoint is retried
             // after a later commit (or poisons the handle if an fsync failed).
-            let recent = Database.RecentCommit(firstFrame: first, generation: generation, pages: pages)
+            let recent = WAL.RecentCommit(firstFrame: first, generation: generation, pages: pages)
             try? db.checkpointLocked(recent: recent)
         }
     }
@@ -383,7 +380,7 @@ public final class WriteTransaction: ReadTransaction {
         guard !ended else { return }
         ended = true
         dirty.removeAll()
-        db.gate.release()
+        db.endWrite()
     }
 
     /// Rewrites the freelist trunks after cutting free pages off the end.
@@ -406,32 +403,5 @@ public final class WriteTransaction: ReadTransaction {
         }
         header.freelistHead = trunks.first?.trunk ?? 0
         header.freeCount = UInt32(freelist.count)
-    }
-}
-
-extension Database {
-    /// Makes a written (and, as the durability level requires, synced)
-    /// commit visible: adopt its frames in the log, index them, cache its
-    /// pages, advance the committed snapshot, all in one critical section.
-    /// Returns the log's generation the frames belong to.
-    func publish(
-        pages: [(number: UInt32, page: Page)], firstFrame: Int, header: FileHeader, freelist: Freelist
-    ) -> UInt32 {
-        let generation: UInt32 = stateLock.withLock {
-            wal.commitAppended(frameCount: firstFrame + pages.count)
-            let seq = committed.seq + 1
-            let generation = wal.generation
-            for (i, entry) in pages.enumerated() {
-                walIndex[entry.number, default: []].append(FrameVersion(frame: firstFrame + i, seq: seq))
-                cache.put(PageCache.frameKey(generation: generation, frame: firstFrame + i), entry.page)
-            }
-            committed = Snapshot(seq: seq, header: header)
-            counters.commits += 1
-            return generation
-        }
-        var published = freelist
-        published.changed = false
-        committedFreelist = published
-        return generation
     }
 }

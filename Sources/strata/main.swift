@@ -22,8 +22,9 @@ struct StrataTool: ParsableCommand {
         ])
 }
 
-/// Opens `path` without taking the writer's lock (read-only opens need
-/// none, so the tool can look at a store an app has open).
+/// Opens `path` read-only: beside an app that has the store open, the tool
+/// reads a consistent snapshot of the latest commit (the shared index
+/// tells it where the log ends), and checkpoints leave that snapshot alone.
 func openReadOnly(_ path: String) throws -> Database {
     guard FileManager.default.fileExists(atPath: path) else { throw ToolError("no store at \(path)") }
     var options = DatabaseOptions()
@@ -190,7 +191,8 @@ struct Compact: ParsableCommand {
     func run() throws {
         try running {
             guard FileManager.default.fileExists(atPath: path) else { throw ToolError("no store at \(path)") }
-            var options = DatabaseOptions()
+            // Exclusive: a handle of any other process makes this `locked`.
+            var options = DatabaseOptions(locking: .exclusive)
             options.createIfMissing = false
             let database = try Database.open(path: path, options: options)
             let target = output ?? path + ".compacting"

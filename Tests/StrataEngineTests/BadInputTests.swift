@@ -236,14 +236,19 @@ final class BadInputTests: EngineTestCase {
         try reopened.close()
     }
 
-    func testSecondWriterIsLockedOutButReadOnlyOpens() throws {
+    /// In exclusive mode one handle owns the store: a second one, in either
+    /// mode, gets `locked`; a read-only exclusive open takes no lock.
+    func testSecondWriterIsLockedOutInExclusiveModeButReadOnlyOpens() throws {
         let path = directory.file("locked.strata")
-        let db = try open("locked.strata")
+        let db = try open("locked.strata", DatabaseOptions(locking: .exclusive))
         try db.write { tx in try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("t")) }
+        XCTAssertThrowsError(try Database.open(path: path, options: DatabaseOptions(locking: .exclusive))) { error in
+            XCTAssertEqual(error as? StorageError, .locked(path: path))
+        }
         XCTAssertThrowsError(try Database.open(path: path)) { error in
             XCTAssertEqual(error as? StorageError, .locked(path: path))
         }
-        let reader = try Database.open(path: path, options: DatabaseOptions(readOnly: true))
+        let reader = try Database.open(path: path, options: DatabaseOptions(readOnly: true, locking: .exclusive))
         try reader.read { tx in XCTAssertEqual(try tx.get(bytes("a"), in: try tx.tree("t")), bytes("1")) }
         XCTAssertThrowsError(try reader.write { _ in }) { error in
             guard case StorageError.readOnly = error else { return XCTFail("\(error)") }

@@ -39,7 +39,10 @@ final class MappedReadTests: EngineTestCase {
         addTeardownBlock { Database.minimumMappingLength = saved }
     }
 
-    func testOnlyAHandleHoldingTheLockMaps() throws {
+    /// Every shared handle maps (a checkpoint of any of them never
+    /// rewrites or cuts a page another one's reader still reads); a
+    /// read-only exclusive one, which takes no lock, does not.
+    func testMappingFollowsTheLockingMode() throws {
         let db = try open("mapped.strata", DatabaseOptions(durability: .none))
         try fill(db, 0..<2000)
         try db.checkpoint()
@@ -47,10 +50,15 @@ final class MappedReadTests: EngineTestCase {
         try assertHolds(db, 0..<2000)
 
         let reader = try Database.open(path: directory.file("mapped.strata"), options: DatabaseOptions(readOnly: true))
-        XCTAssertEqual(reader.statistics.mappedBytes, 0, "a read-only handle must not map: the owner may truncate the file")
+        XCTAssertEqual(reader.statistics.mappedBytes, 64 << 20, "a shared read-only handle maps")
         try assertHolds(reader, 0..<2000)
         try reader.close()
         try db.close()
+        let lone = try Database.open(
+            path: directory.file("mapped.strata"), options: DatabaseOptions(readOnly: true, locking: .exclusive))
+        XCTAssertEqual(lone.statistics.mappedBytes, 0, "an exclusive read-only handle takes no lock and must not map")
+        try assertHolds(lone, 0..<2000)
+        try lone.close()
 
         let unmapped = try open("mapped.strata", DatabaseOptions(memoryMappedReads: false))
         XCTAssertEqual(unmapped.statistics.mappedBytes, 0)

@@ -28,11 +28,64 @@ public protocol StorageFile: AnyObject, Sendable {
     /// exceed the file's size: the engine reads only pages the file holds.
     /// The default implementation maps nothing.
     func mapForReading(length: Int) -> MappedRegion?
+    /// Maps the first `length` bytes of the file for reading and writing,
+    /// shared with every other handle (and process) that maps the file, for
+    /// the store's shared log index. Only bytes inside the file may be
+    /// touched. Nil when this file cannot be mapped so; the default maps
+    /// nothing, and the store then opens only in
+    /// ``LockingMode/exclusive`` mode.
+    func mapShared(length: Int) -> SharedRegion?
+    /// Sets this handle's lock on the one byte at `offset` (which may lie
+    /// past the end of the file) without waiting: shared, exclusive, or
+    /// none. Returns false when another handle holds a conflicting lock.
+    /// Locks belong to the handle, are released when it closes or its
+    /// process dies, and a handle's new lock on a byte replaces its old
+    /// one (POSIX open-file-description locks, `F_OFD_SETLK`). The default
+    /// throws: such a file cannot be shared.
+    func setLock(_ lock: RangeLock, at offset: Int64) throws -> Bool
+}
+
+/// A lock on one byte of a file, for ``StorageFile/setLock(_:at:)``.
+public enum RangeLock: Sendable {
+    /// Others may hold shared locks too, but no exclusive one.
+    case shared
+    /// No other handle holds any lock on the byte.
+    case exclusive
+    /// Releases this handle's lock on the byte.
+    case unlocked
 }
 
 extension StorageFile {
     /// Maps nothing: the engine reads the file with `read`.
     public func mapForReading(length: Int) -> MappedRegion? { nil }
+
+    /// Maps nothing: the store cannot be shared through this file.
+    public func mapShared(length: Int) -> SharedRegion? { nil }
+
+    /// Throws ``StorageError/cannotShare(_:)``: this file has no byte-range
+    /// locks.
+    public func setLock(_ lock: RangeLock, at offset: Int64) throws -> Bool {
+        throw StorageError.cannotShare("the file system offers no byte-range locks")
+    }
+}
+
+/// A read-write mapping of a file shared with every process that maps it,
+/// unmapped when the last reference goes.
+public final class SharedRegion: @unchecked Sendable {
+    /// The address of the file's byte 0.
+    public let base: UnsafeMutableRawPointer
+    /// Bytes of address space reserved for the file.
+    public let length: Int
+    private let unmap: @Sendable (UnsafeMutableRawPointer, Int) -> Void
+
+    /// A region at `base` of `length` bytes; `unmap` releases it.
+    public init(base: UnsafeMutableRawPointer, length: Int, unmap: @escaping @Sendable (UnsafeMutableRawPointer, Int) -> Void) {
+        self.base = base
+        self.length = length
+        self.unmap = unmap
+    }
+
+    deinit { unmap(base, length) }
 }
 
 /// A read-only memory mapping of a file, unmapped when the last reference

@@ -117,6 +117,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
             for (path, file) in files.sorted(by: { $0.key < $1.key }) {
                 let copy = MemoryFile()
                 file.lock.withLock {
+                    file.pullShared()
                     var image = file.durable
                     for write in file.unsynced {
                         let choice = Int(random.next() % 3)
@@ -177,6 +178,7 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
             for (path, file) in files {
                 let copy = MemoryFile()
                 file.lock.withLock {
+                    file.pullShared()
                     copy.contents = image(file)
                     copy.durable = copy.contents
                 }
@@ -202,10 +204,49 @@ public final class MemoryFile: @unchecked Sendable {
     /// Writes since the last sync, in order.
     public var unsynced: [(offset: Int, bytes: [UInt8])] = []
     var exclusiveHolder: ObjectIdentifier?
+    var sharedHolders: Set<ObjectIdentifier> = []
+    /// Byte-range locks (``StorageFile/setLock(_:at:)``) by offset: the
+    /// exclusive holder, or the shared holders, as handle identities.
+    var rangeLocks: [Int64: (exclusive: ObjectIdentifier?, shared: Set<ObjectIdentifier>)] = [:]
+    /// The shared mapping of the file, once a handle mapped it
+    /// (``StorageFile/mapShared(length:)``): address space reserved once,
+    /// so that every handle's mapping is the same memory. From then on the
+    /// mapping holds the file's bytes and `contents` is refreshed from it
+    /// before it is read.
+    var sharedMemory: UnsafeMutableRawPointer?
+    static let sharedCapacity = 1 << 30
+
+    deinit {
+        if let sharedMemory { munmap(sharedMemory, Self.sharedCapacity) }
+    }
+
+    /// Copies the shared mapping's bytes into `contents`; the caller holds
+    /// `lock`.
+    func pullShared() {
+        guard let sharedMemory, !contents.isEmpty else { return }
+        contents.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: sharedMemory, byteCount: $0.count) }
+    }
+
+    /// Copies `contents` into the shared mapping and zeroes the mapping
+    /// past it up to `oldCount`; the caller holds `lock`.
+    func pushShared(clearingTo oldCount: Int) {
+        guard let sharedMemory else { return }
+        contents.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { sharedMemory.copyMemory(from: base, byteCount: raw.count) }
+        }
+        if oldCount > contents.count {
+            (sharedMemory + contents.count).initializeMemory(as: UInt8.self, repeating: 0, count: oldCount - contents.count)
+        }
+    }
 
     /// Reads or changes the contents under the file's lock.
     public func withContents<R>(_ body: (inout [UInt8]) throws -> R) rethrows -> R {
-        try lock.withLock { try body(&contents) }
+        try lock.withLock {
+            pullShared()
+            let before = contents.count
+            defer { pushShared(clearingTo: before) }
+            return try body(&contents)
+        }
     }
 }
 
@@ -229,6 +270,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
         try checkFault(.read, offset: offset, count: count)
         return file.lock.withLock {
+            file.pullShared()
             let start = Int(offset)
             guard start < file.contents.count else { return 0 }
             let n = min(count, file.contents.count - start)
@@ -246,6 +288,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
                 file.contents.append(contentsOf: repeatElement(0, count: start + count - file.contents.count))
             }
             file.contents.withUnsafeMutableBytes { ($0.baseAddress! + start).copyMemory(from: buffer, byteCount: count) }
+            file.sharedMemory.map { ($0 + start).copyMemory(from: buffer, byteCount: count) }
             file.unsynced.append((start, [UInt8](UnsafeRawBufferPointer(start: buffer, count: count))))
         }
     }
@@ -253,6 +296,7 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
     func sync() throws {
         try checkFault(.sync)
         file.lock.withLock {
+            file.pullShared()
             file.durable = file.contents
             file.unsynced.removeAll()
         }
@@ -265,7 +309,13 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
     func truncate(to size: Int64) throws {
         guard !readOnly else { throw StorageError.io(operation: "ftruncate", path: path, errno: EBADF) }
         try checkFault(.truncate, offset: size)
+        guard size <= Int64(MemoryFile.sharedCapacity) || file.lock.withLock({ file.sharedMemory == nil }) else {
+            throw StorageError.diskFull(path: path)
+        }
         file.lock.withLock {
+            file.pullShared()
+            let before = file.contents.count
+            defer { file.pushShared(clearingTo: before) }
             let n = Int(size)
             if n < file.contents.count {
                 file.contents.removeLast(file.contents.count - n)
@@ -281,14 +331,73 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
         file.lock.withLock {
             let me = ObjectIdentifier(self)
             if let holder = file.exclusiveHolder, holder != me { return false }
-            if exclusive { file.exclusiveHolder = me }
+            if exclusive {
+                if file.sharedHolders.contains(where: { $0 != me }) { return false }
+                file.sharedHolders.remove(me)
+                file.exclusiveHolder = me
+            } else {
+                if file.exclusiveHolder == me { file.exclusiveHolder = nil }
+                file.sharedHolders.insert(me)
+            }
             return true
         }
     }
 
     func close() {
         file.lock.withLock {
-            if file.exclusiveHolder == ObjectIdentifier(self) { file.exclusiveHolder = nil }
+            let me = ObjectIdentifier(self)
+            if file.exclusiveHolder == me { file.exclusiveHolder = nil }
+            file.sharedHolders.remove(me)
+            for (offset, holders) in file.rangeLocks where holders.exclusive == me || holders.shared.contains(me) {
+                var changed = holders
+                if changed.exclusive == me { changed.exclusive = nil }
+                changed.shared.remove(me)
+                file.rangeLocks[offset] = changed
+            }
+        }
+    }
+
+    /// Maps the file's bytes into memory every handle of the file shares.
+    func mapShared(length: Int) -> SharedRegion? {
+        guard !readOnly, length <= MemoryFile.sharedCapacity else { return nil }
+        return file.lock.withLock {
+            if file.sharedMemory == nil {
+                guard
+                    let address = mmap(
+                        nil, MemoryFile.sharedCapacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0
+                    ),
+                    address != MAP_FAILED
+                else { return nil }
+                file.sharedMemory = address
+                file.pushShared(clearingTo: 0)
+            }
+            // The memory belongs to the file; the region only lends it.
+            return SharedRegion(base: file.sharedMemory!, length: length, unmap: { _, _ in })
+        }
+    }
+
+    /// Byte-range locks among this file system's handles, with the rules of
+    /// POSIX open-file-description locks.
+    func setLock(_ lock: RangeLock, at offset: Int64) throws -> Bool {
+        file.lock.withLock {
+            let me = ObjectIdentifier(self)
+            var holders = file.rangeLocks[offset] ?? (nil, [])
+            switch lock {
+            case .unlocked:
+                if holders.exclusive == me { holders.exclusive = nil }
+                holders.shared.remove(me)
+            case .shared:
+                if let other = holders.exclusive, other != me { return false }
+                holders.exclusive = nil
+                holders.shared.insert(me)
+            case .exclusive:
+                if let other = holders.exclusive, other != me { return false }
+                if holders.shared.contains(where: { $0 != me }) { return false }
+                holders.shared.remove(me)
+                holders.exclusive = me
+            }
+            file.rangeLocks[offset] = holders
+            return true
         }
     }
 }

@@ -172,6 +172,49 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
             discard: { base, length in _ = madvise(UnsafeMutableRawPointer(mutating: base), length, MADV_DONTNEED) })
     }
 
+    /// `mmap(PROT_READ | PROT_WRITE, MAP_SHARED)`: the store's shared log
+    /// index. Touching bytes past the end of the file raises `SIGBUS`; the
+    /// engine grows the file before it uses new bytes and checks the size
+    /// before it trusts a length read from it.
+    public func mapShared(length: Int) -> SharedRegion? {
+        guard length > 0, let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED
+        else { return nil }
+        return SharedRegion(base: address, length: length, unmap: { base, length in _ = munmap(base, length) })
+    }
+
+    /// An open-file-description lock on the byte at `offset`
+    /// (`F_OFD_SETLK`): held by this descriptor, not by the process, so
+    /// two handles in one process exclude each other as two processes do,
+    /// and released by the kernel when the descriptor closes or the process
+    /// dies. (Apple platforms have no such locks: there `F_SETLK` is used,
+    /// whose locks belong to the process, so one process should open a
+    /// store through one handle there.)
+    public func setLock(_ lock: RangeLock, at offset: Int64) throws -> Bool {
+        var request = flock()
+        switch lock {
+        case .shared: request.l_type = Int16(F_RDLCK)
+        case .exclusive: request.l_type = Int16(F_WRLCK)
+        case .unlocked: request.l_type = Int16(F_UNLCK)
+        }
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = off_t(offset)
+        request.l_len = 1
+        #if os(Linux)
+            let command: Int32 = 37  // F_OFD_SETLK
+        #else
+            let command = F_SETLK
+        #endif
+        while fcntl(fd, command, &request) != 0 {
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EACCES { return false }
+            if errno == EINVAL || errno == ENOLCK || errno == ENOSYS || errno == EOPNOTSUPP {
+                throw StorageError.cannotShare("fcntl(F_OFD_SETLK) failed on \(path): errno \(errno)")
+            }
+            throw posixError("fcntl(F_OFD_SETLK)", path)
+        }
+        return true
+    }
+
     /// Sets the file's size (`ftruncate`).
     public func truncate(to size: Int64) throws {
         while ftruncate(fd, off_t(size)) != 0 {
@@ -191,12 +234,23 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
         return true
     }
 
-    /// Releases the lock. The descriptor itself is closed when the object is
+    /// Releases the locks. The descriptor itself is closed when the object is
     /// freed, so that a concurrent reader never sees a recycled descriptor
     /// number.
     public func close() {
         // The descriptor is closed in deinit so that a concurrent reader never
         // sees a recycled descriptor number.
         _ = flock(fd, LOCK_UN)
+        // And every byte-range lock of this descriptor (the shared index's).
+        var request = flock()
+        request.l_type = Int16(F_UNLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = 0
+        request.l_len = 0
+        #if os(Linux)
+            _ = fcntl(fd, 37, &request)  // F_OFD_SETLK
+        #else
+            _ = fcntl(fd, F_SETLK, &request)
+        #endif
     }
 }

@@ -82,6 +82,12 @@ final class MappedMainFile: @unchecked Sendable {
         verified[word].bitwiseOr(1 << UInt64(number & 63), ordering: .releasing)
     }
 
+    /// Clears every mark: another handle's checkpoint rewrote pages this
+    /// one cannot name.
+    func clearAllVerified() {
+        for i in 0..<words { verified[i].store(0, ordering: .releasing) }
+    }
+
     func clearVerified(_ number: UInt32) {
         let word = Int(number >> 6)
         guard word < words else { return }

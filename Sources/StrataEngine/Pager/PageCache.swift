@@ -73,6 +73,15 @@ struct PageCache {
         }
     }
 
+    /// Drops every main-file entry: another handle's checkpoint may have
+    /// rewritten those pages.
+    mutating func removeMainPages() {
+        var i = 0
+        while i < slots.count {
+            if slots[i].key >> 63 == 0 { remove(slots[i].key) } else { i += 1 }
+        }
+    }
+
     mutating func removeAll() {
         map = PageMap(capacity: capacity)
         slots.removeAll()

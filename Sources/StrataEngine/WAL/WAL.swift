@@ -1,58 +1,236 @@
-/// Writer-side state of the `-wal` file: where the next frame goes and the
-/// running checksum. Only the thread holding the writer gate (or `open`,
-/// before the handle is shared) changes it; readers read frames by offset.
+import Synchronization
+
+/// The write-ahead log and its index: the `-wal` file (``WALFormat``), the
+/// shared index every handle of the store maps (``SharedIndex``), and this
+/// handle's copy of the index's page → frame lists. It owns frame lookup,
+/// commit append, checkpoint, restart, recovery (a rebuild of the index
+/// from the log) and the reader marks; ``Database`` only asks it.
 ///
-/// `generation` and `frameCount` are read by other threads too (readers key
-/// and re-check frames by generation, ``Database/statistics`` reports the
-/// frame count), so they are guarded by the owning ``Database``'s
-/// `stateLock`: every read and write of them holds it, the writer's
-/// included. The only exception is ``recover()``, which `open` runs before
-/// the handle is shared. The other fields are the writer's alone.
+/// Locking: every field is guarded by the database's state lock (`lock`),
+/// except those marked *writer*, which only the holder of the writer lock
+/// (the database's writer gate and the index's writer lock) touches.
 final class WAL: @unchecked Sendable {
-    let file: any StorageFile
+    /// The log file. A read-only handle that found no log opens it when a
+    /// writer has created it. Guarded by `lock`.
+    @exclusivity(unchecked) var file: any StorageFile
     let path: String
     let pageSize: Int
-    /// Bumped by each restart. Guarded by the database's `stateLock`.
-    var generation: UInt32 = 0
-    var salt1: UInt32 = 0
-    var salt2: UInt32 = 0
-    /// Frames of the current generation that hold committed data. Guarded
-    /// by the database's `stateLock` (see the type's documentation).
-    var frameCount = 0
-    /// Checksum of the last committed frame (the header's when there is none).
-    var lastChecksum: UInt32 = 0
-    /// Chained checksum after the frames written by `appendCommit`, adopted
-    /// by `commitAppended`.
-    var pendingChecksum: UInt32 = 0
-    /// False until a header of the current generation is on disk.
-    var headerValid = false
+    let readOnly: Bool
+    let fileSystem: any StorageFileSystem
+    let shared: SharedIndex
+    /// The database's state lock.
+    let lock: Lock
 
-    init(file: any StorageFile, path: String, pageSize: Int) {
+    /// The index state this handle adopted last, and the sequence word it
+    /// read it at.
+    @exclusivity(unchecked) var state = SharedIndex.State()
+    @exclusivity(unchecked) var sequenceSeen = UInt64.max
+    /// Page → its frames in generation `indexGeneration`, oldest first, for
+    /// frames below `indexedFrames`.
+    @exclusivity(unchecked) private var index: [UInt32: [Int]] = [:]
+    @exclusivity(unchecked) private var indexedFrames = 0
+    @exclusivity(unchecked) private var indexGeneration: UInt32 = 0
+    @exclusivity(unchecked) private var indexEpoch: UInt64 = 0
+    @exclusivity(unchecked) private var indexCRC: UInt32 = 0
+
+    /// This handle's active readers: position → how many.
+    @exclusivity(unchecked) var readers: [UInt64: Int] = [:]
+    /// The mark published in this handle's slot.
+    @exclusivity(unchecked) private var publishedMark = SharedIndex.noMark
+
+    /// Writer: the chained checksum after the frames `appendCommit` wrote.
+    @exclusivity(unchecked) private var pendingChecksum: UInt32 = 0
+
+    init(
+        file: any StorageFile, path: String, pageSize: Int, readOnly: Bool, fileSystem: any StorageFileSystem,
+        shared: SharedIndex, lock: Lock
+    ) {
         self.file = file
         self.path = path
         self.pageSize = pageSize
+        self.readOnly = readOnly
+        self.fileSystem = fileSystem
+        self.shared = shared
+        self.lock = lock
     }
 
     var frameSize: Int { WALFormat.frameHeaderSize + pageSize }
 
-    /// One committed transaction found by recovery.
+    // MARK: - Adopting the shared state
+
+    /// What ``refresh()`` found.
+    enum Refresh {
+        /// Nothing changed since the last adoption.
+        case current
+        /// A newer state was adopted; `foreignCheckpoint` when another
+        /// handle checkpointed or restarted since this one last looked (its
+        /// cached main-file pages may be stale).
+        case adopted(foreignCheckpoint: Bool)
+        /// A writer is publishing (or died while it did).
+        case busy
+        /// The index cannot be trusted: rebuild it.
+        case damaged(String)
+    }
+
+    /// Adopts the shared index's latest state: new frames join this
+    /// handle's frame lists (checked against the index's frame-list
+    /// checksum). The caller holds `lock`.
+    func refresh() -> Refresh {
+        if shared.sequence() == sequenceSeen { return .current }
+        switch shared.read() {
+        case .busy: return .busy
+        case .damaged(let why): return .damaged(why)
+        case .state(let new, let sequence):
+            if new.epoch != indexEpoch || new.generation != indexGeneration || new.frames < indexedFrames {
+                if new.epoch == indexEpoch && new.generation == indexGeneration {
+                    return .damaged("the committed frame count went back from \(indexedFrames) to \(new.frames)")
+                }
+                index.removeAll(keepingCapacity: true)
+                indexedFrames = 0
+                indexCRC = 0
+                indexGeneration = new.generation
+                indexEpoch = new.epoch
+            }
+            if new.frames > indexedFrames {
+                guard (try? shared.holds(frames: new.frames)) == true else {
+                    return .damaged("the index counts \(new.frames) frames but the file is too short for them")
+                }
+                var crc = indexCRC
+                var pages: [UInt32] = []
+                pages.reserveCapacity(new.frames - indexedFrames)
+                for i in indexedFrames..<new.frames {
+                    var number = shared.pageOfFrame(i)
+                    pages.append(number)
+                    crc = crc32c(crc, &number, 4)
+                }
+                guard crc == new.frameListCRC else { return .damaged("frame list checksum mismatch") }
+                for (i, number) in pages.enumerated() { index[number, default: []].append(indexedFrames + i) }
+                indexedFrames = new.frames
+                indexCRC = crc
+            }
+            let foreign = new.checkpoints != state.checkpoints
+            state = new
+            sequenceSeen = sequence
+            return .adopted(foreignCheckpoint: foreign)
+        }
+    }
+
+    /// Adopts a state this handle published itself (the caller holds
+    /// `lock` and the writer lock): the frames it appended join the lists.
+    func adoptOwn(_ new: SharedIndex.State, sequence: UInt64, appended: [UInt32] = []) {
+        if new.generation != indexGeneration || new.epoch != indexEpoch {
+            index.removeAll(keepingCapacity: true)
+            indexedFrames = 0
+            indexGeneration = new.generation
+            indexEpoch = new.epoch
+        }
+        for (i, number) in appended.enumerated() { index[number, default: []].append(new.frames - appended.count + i) }
+        indexedFrames = new.frames
+        indexCRC = new.frameListCRC
+        state = new
+        sequenceSeen = sequence
+    }
+
+    /// The frame holding page `number` as of position `position`, or nil
+    /// when the main file holds it for that position. The caller holds
+    /// `lock`. `position` must be a live one (a reader's or the writer's),
+    /// never below the backfilled count of its generation.
+    @inline(__always) func frame(of number: UInt32, at position: UInt64) -> Int? {
+        guard !index.isEmpty, UInt32(truncatingIfNeeded: position >> 32) == indexGeneration,
+            let frames = index[number]
+        else { return nil }
+        let limit = Int(position & 0xffff_ffff)
+        var i = frames.count - 1
+        while i >= 0 {
+            // A backfilled frame's image is the main file's (no live
+            // position lies below the backfilled count, so no newer
+            // backfilled frame of the page can be one this reader must
+            // not see): read it there, through the mapping.
+            if frames[i] < limit { return frames[i] < state.backfilled ? nil : frames[i] }
+            i -= 1
+        }
+        return nil
+    }
+
+    /// The log's generation as the shared index says now, read after a
+    /// frame was read: a different one means the log restarted meanwhile
+    /// and the frame may have been overwritten.
+    func currentGeneration() -> UInt32 {
+        atomicMemoryFence(ordering: .acquiring)
+        return UInt32(truncatingIfNeeded: shared.load(.generation))
+    }
+
+    /// Reads the page image of frame `index` into `page`.
+    func readFrame(_ index: Int, into page: Page) throws -> Bool {
+        let file = lock.withLock { self.file }
+        let offset = WALFormat.frameOffset(index, pageSize: pageSize) + Int64(WALFormat.frameHeaderSize)
+        return try file.read(into: page.bytes, count: pageSize, at: offset) == pageSize
+    }
+
+    // MARK: - Reader marks
+
+    /// Registers a reader of the adopted state; returns its position, or
+    /// nil when the state changed while the mark was published (adopt
+    /// again and retry). The caller holds `lock`.
+    func addReader() -> UInt64? {
+        let position = state.position
+        readers[position, default: 0] += 1
+        if position < publishedMark {
+            publishedMark = position
+            shared.setMark(position)
+            if shared.sequence() != sequenceSeen {
+                removeReader(position)
+                return nil
+            }
+        }
+        return position
+    }
+
+    /// Unregisters a reader of `position`. The caller holds `lock`.
+    func removeReader(_ position: UInt64) {
+        guard let n = readers[position] else { return }
+        if n > 1 {
+            readers[position] = n - 1
+            return
+        }
+        readers.removeValue(forKey: position)
+        let oldest = readers.keys.min() ?? SharedIndex.noMark
+        if oldest != publishedMark {
+            publishedMark = oldest
+            shared.setMark(oldest)
+        }
+    }
+
+    // MARK: - Recovery
+
+    /// One committed transaction found in the log.
     struct RecoveredCommit {
         var frames: [(page: UInt32, frame: Int)]
         var pageCount: UInt32
     }
 
-    /// Reads the header and every valid frame; returns the committed
-    /// transactions in order. An absent, short or foreign header means an
-    /// empty log (the main file alone is then the latest state: the log is
-    /// only ever restarted after a complete checkpoint).
-    func recover() throws -> [RecoveredCommit] {
+    /// What the log file holds: its header's generation and salts, the
+    /// checksum chain after the last commit, and the commits.
+    struct Contents {
+        var generation: UInt32 = 0
+        var salt1: UInt32 = 0
+        var salt2: UInt32 = 0
+        var chain: UInt32 = 0
+        var commits: [RecoveredCommit] = []
+        var frames: Int { commits.last.map { $0.frames.last!.frame + 1 } ?? 0 }
+    }
+
+    /// Reads the header and every valid frame. An absent, short or foreign
+    /// header means an empty log (the main file alone is then the latest
+    /// state: the log is only ever restarted after a complete checkpoint).
+    func scan() throws -> Contents {
+        let file = lock.withLock { self.file }
         let size = try file.size()
-        frameCount = 0
-        headerValid = false
-        guard size >= Int64(WALFormat.headerSize) else { return [] }
+        var contents = Contents()
+        guard size >= Int64(WALFormat.headerSize) else { return contents }
         var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
         let got = try header.withUnsafeMutableBytes { try file.read(into: $0.baseAddress!, count: WALFormat.headerSize, at: 0) }
-        guard got == WALFormat.headerSize else { return [] }
+        guard got == WALFormat.headerSize else { return contents }
         let (magic, version, headerPageSize, gen, s1, s2, crc) = header.withUnsafeBytes {
             raw -> (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) in
             let p = raw.baseAddress!
@@ -64,17 +242,15 @@ final class WAL: @unchecked Sendable {
         let expected = header.withUnsafeBytes { crc32c(0, $0.baseAddress!, 24) }
         // A header that fails these checks is what a crash during a restart
         // or a foreign file leaves: treat the log as empty.
-        guard magic == WALFormat.magic, version == WALFormat.version, crc == expected else { return [] }
+        guard magic == WALFormat.magic, version == WALFormat.version, crc == expected else { return contents }
         guard Int(headerPageSize) == pageSize else {
             throw StorageError.corruptFile("WAL page size \(headerPageSize) differs from the store's \(pageSize)")
         }
-        generation = gen
-        salt1 = s1
-        salt2 = s2
-        lastChecksum = crc
-        headerValid = true
+        contents.generation = gen
+        contents.salt1 = s1
+        contents.salt2 = s2
+        contents.chain = crc
 
-        var commits: [RecoveredCommit] = []
         var pending: [(page: UInt32, frame: Int)] = []
         var chain = crc
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: frameSize * 64, alignment: 16)
@@ -88,7 +264,7 @@ final class WAL: @unchecked Sendable {
             if whole == 0 { break }
             for j in 0..<whole {
                 let f = buffer + j * frameSize
-                guard loadBE32(f + 8) == salt1, loadBE32(f + 12) == salt2 else { break scan }
+                guard loadBE32(f + 8) == s1, loadBE32(f + 12) == s2 else { break scan }
                 let c = Self.frameChecksum(chain, f)
                 guard c == loadBE32(f + 16) else { break scan }
                 let pageNo = loadBE32(f)
@@ -100,73 +276,128 @@ final class WAL: @unchecked Sendable {
                 pending.append((pageNo, index + j))
                 let commitSize = loadBE32(f + 4)
                 if commitSize != 0 {
-                    commits.append(RecoveredCommit(frames: pending, pageCount: commitSize))
+                    contents.commits.append(RecoveredCommit(frames: pending, pageCount: commitSize))
                     pending.removeAll(keepingCapacity: true)
-                    frameCount = index + j + 1
-                    lastChecksum = chain
+                    contents.chain = chain
                 }
             }
             if whole < batch { break }
             index += whole
         }
-        return commits
+        return contents
     }
 
-    /// The page size recorded in a valid WAL header at `path`, if any.
-    static func peekPageSize(path: String, fileSystem: any StorageFileSystem) -> Int? {
-        guard fileSystem.exists(path), let file = try? fileSystem.open(path, create: false, readOnly: true) else { return nil }
-        defer { file.close() }
-        var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
-        let got =
-            (try? header.withUnsafeMutableBytes { try file.read(into: $0.baseAddress!, count: WALFormat.headerSize, at: 0) }) ?? 0
-        guard got == WALFormat.headerSize else { return nil }
-        return header.withUnsafeBytes { raw -> Int? in
-            let p = raw.baseAddress!
-            guard loadBE32(p) == WALFormat.magic, loadBE32(p + 24) == crc32c(0, p, 24) else { return nil }
-            let size = Int(loadBE32(p + 8))
-            return FileHeader.isValidPageSize(size) ? size : nil
+    /// Rebuilds the shared index from the log: the caller holds the writer
+    /// lock (or is the only handle, holding the open lock exclusively).
+    /// `header` gives the latest commit's file header from the log's
+    /// contents (its page 0 frame, or the main file's). Reader marks are
+    /// kept; the backfilled count starts at 0, so the next checkpoint
+    /// copies every frame again (harmless: it copies the same images).
+    func rebuild(header: (Contents) throws -> FileHeader) throws {
+        if readOnly {
+            lock.withLock {
+                if file is EmptyFile, fileSystem.exists(path),
+                    let opened = try? fileSystem.open(path, create: false, readOnly: true)
+                {
+                    file = opened
+                }
+            }
         }
+        let contents = try scan()
+        let fileHeader = try header(contents)
+        var pages: [UInt32] = []
+        pages.reserveCapacity(contents.frames)
+        for commit in contents.commits { for entry in commit.frames { pages.append(entry.page) } }
+        // Frames past the last commit belong to no commit: the frame list
+        // holds the committed ones only.
+        try shared.reserve(frames: pages.count)
+        shared.setPages(pages, from: 0)
+        var crc: UInt32 = 0
+        for var number in pages { crc = crc32c(crc, &number, 4) }
+        let old = lock.withLock { state }
+        var new = SharedIndex.State()
+        new.generation = contents.generation
+        new.salt1 = contents.salt1
+        new.salt2 = contents.salt2
+        new.frames = pages.count
+        new.chain = contents.chain
+        new.backfilled = 0
+        new.commits = old.commits &+ 1
+        new.checkpoints = old.checkpoints &+ 1
+        new.epoch = UInt64.random(in: 1...UInt64.max)
+        new.frameListCRC = crc
+        new.pageCount = fileHeader.pageCount
+        new.freelistHead = fileHeader.freelistHead
+        new.freeCount = fileHeader.freeCount
+        new.changeCounter = fileHeader.commitCounter
+        lock.withLock { adoptOwn(new, sequence: shared.publish(new, reset: true), appended: pages) }
     }
 
-    /// Starts a new generation at offset 0: new salts and a new header. The
-    /// caller holds the database's `stateLock` (this changes `generation`
-    /// and `frameCount`) and syncs the header before writing any frame of
-    /// the generation.
-    func restart() throws {
-        generation &+= 1
-        salt1 &+= 1
-        salt2 = UInt32.random(in: 0...UInt32.max)
+    // MARK: - Writing (the writer lock held)
+
+    /// Starts a new generation at offset 0 when the log is empty or every
+    /// frame is in the main file and no reader of any handle needs one;
+    /// returns true when it did. The header is synced (unless `sync` is
+    /// false) before any frame of the generation is written; a failed sync
+    /// throws ``SyncFailure``.
+    func restartIfPossible(sync: Bool) throws -> Bool {
+        let current = lock.withLock { state }
+        let empty = current.frames == 0 && current.salt1 == 0 && current.salt2 == 0
+        if !empty {
+            guard current.backfilled == current.frames, current.frames > 0 else { return false }
+            shared.announce()
+            if let oldest = try shared.oldestMark(), oldest < current.position { return false }
+        }
+        var pending = current
+        pending.restartPending = true
+        lock.withLock { adoptOwn(pending, sequence: shared.publish(pending)) }
+        var new = current
+        new.generation = current.generation &+ 1
+        new.salt1 = current.salt1 &+ 1
+        new.salt2 = UInt32.random(in: 0...UInt32.max)
+        if new.salt1 == 0 && new.salt2 == 0 { new.salt2 = 1 }
         var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
         header.withUnsafeMutableBytes { raw in
             let p = raw.baseAddress!
             storeBE32(p, WALFormat.magic)
             storeBE32(p + 4, WALFormat.version)
             storeBE32(p + 8, UInt32(pageSize))
-            storeBE32(p + 12, generation)
-            storeBE32(p + 16, salt1)
-            storeBE32(p + 20, salt2)
+            storeBE32(p + 12, new.generation)
+            storeBE32(p + 16, new.salt1)
+            storeBE32(p + 20, new.salt2)
             storeBE32(p + 24, crc32c(0, p, 24))
         }
-        headerValid = false
+        let file = lock.withLock { self.file }
         try header.withUnsafeBytes { try file.write($0.baseAddress!, count: WALFormat.headerSize, at: 0) }
-        lastChecksum = header.withUnsafeBytes { loadBE32($0.baseAddress! + 24) }
-        frameCount = 0
-        headerValid = true
+        if sync {
+            do { try file.sync() } catch { throw SyncFailure(underlying: error) }
+        }
+        new.chain = header.withUnsafeBytes { loadBE32($0.baseAddress! + 24) }
+        new.frames = 0
+        new.backfilled = 0
+        new.frameListCRC = 0
+        new.restartPending = false
+        new.checkpoints = current.checkpoints &+ 1
+        lock.withLock { adoptOwn(new, sequence: shared.publish(new)) }
+        return true
     }
 
-    /// Writes one transaction's pages as frames from frame `first` on (the
-    /// `frameCount` the caller read under the state lock: the frame after
-    /// the last commit), the last one marked as the commit frame; the caller
-    /// syncs and then advances `frameCount` with ``commitAppended(frameCount:)``.
+    /// Writes one transaction's pages as frames after the last commit, the
+    /// last one marked as the commit frame, and returns the first frame's
+    /// number; the caller syncs and then calls ``publish(_:first:header:)``.
     /// Pages must already carry their page checksums. On error nothing is
-    /// published: the frames written so far lie past the last commit and are
-    /// ignored by recovery and overwritten by the next commit.
-    func appendCommit(_ pages: [(number: UInt32, page: Page)], at first: Int, pageCount: UInt32) throws {
-        precondition(!pages.isEmpty && headerValid)
+    /// published: the frames written so far lie past the last commit and
+    /// are ignored by recovery and overwritten by the next commit.
+    func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32) throws -> Int {
+        let current = lock.withLock { state }
+        precondition(!pages.isEmpty && !current.restartPending)
+        let first = current.frames
+        try shared.reserve(frames: first + pages.count)
+        let file = lock.withLock { self.file }
         let batchFrames = min(pages.count, max(1, (1 << 20) / frameSize))
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: batchFrames * frameSize, alignment: 16)
         defer { buffer.deallocate() }
-        var chain = lastChecksum
+        var chain = current.chain
         var i = 0
         while i < pages.count {
             let n = min(batchFrames, pages.count - i)
@@ -175,8 +406,8 @@ final class WAL: @unchecked Sendable {
                 let f = buffer + j * frameSize
                 storeBE32(f, number)
                 storeBE32(f + 4, i + j == pages.count - 1 ? pageCount : 0)
-                storeBE32(f + 8, salt1)
-                storeBE32(f + 12, salt2)
+                storeBE32(f + 8, current.salt1)
+                storeBE32(f + 12, current.salt2)
                 (f + WALFormat.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
                 let c = Self.frameChecksum(chain, f)
                 storeBE32(f + 16, c)
@@ -187,6 +418,41 @@ final class WAL: @unchecked Sendable {
             i += n
         }
         pendingChecksum = chain
+        return first
+    }
+
+    /// Publishes the frames of the last ``appendCommit(_:pageCount:)`` (now
+    /// as durable as the durability level requires) in the shared index
+    /// and this handle's lists; returns the new state. The caller holds the
+    /// writer lock, not `lock` (publishing happens under `lock`, so this
+    /// handle's readers never adopt the state half-way); `alongside` runs
+    /// in the same critical section.
+    func publish(
+        _ pages: [(number: UInt32, page: Page)], first: Int, header: FileHeader, alongside: (SharedIndex.State) -> Void
+    ) -> SharedIndex.State {
+        var current = lock.withLock { state }
+        var numbers: [UInt32] = []
+        numbers.reserveCapacity(pages.count)
+        var crc = current.frameListCRC
+        for entry in pages {
+            var number = entry.number
+            numbers.append(number)
+            crc = crc32c(crc, &number, 4)
+        }
+        shared.setPages(numbers, from: first)
+        current.frames = first + pages.count
+        current.chain = pendingChecksum
+        current.commits &+= 1
+        current.frameListCRC = crc
+        current.pageCount = header.pageCount
+        current.freelistHead = header.freelistHead
+        current.freeCount = header.freeCount
+        current.changeCounter = header.commitCounter
+        lock.withLock {
+            adoptOwn(current, sequence: shared.publish(current), appended: numbers)
+            alongside(current)
+        }
+        return current
     }
 
     /// The chained checksum of the frame at `frame`: CRC-32C continued from
@@ -196,17 +462,69 @@ final class WAL: @unchecked Sendable {
         return crc32c(c, frame + WALFormat.frameHeaderSize, 4)
     }
 
-    /// Adopts the frames of the last `appendCommit` once they are durable as
-    /// the durability level requires. The caller holds the database's
-    /// `stateLock`.
-    func commitAppended(frameCount newCount: Int) {
-        frameCount = newCount
-        lastChecksum = pendingChecksum
+    // MARK: - Checkpoint (the writer lock held)
+
+    /// What a checkpoint will copy: for each page, its latest frame below
+    /// `target` frames, when that frame is not backfilled yet.
+    struct CheckpointPlan {
+        var target: Int
+        var copies: [(page: UInt32, frame: Int)]
+        var generation: UInt32
+        var pageCount: UInt32
+        var full: Bool
     }
 
-    /// Reads the page image of frame `index` into `page`.
-    func readFrame(_ index: Int, into page: Page) throws -> Bool {
-        let offset = WALFormat.frameOffset(index, pageSize: pageSize) + Int64(WALFormat.frameHeaderSize)
-        return try file.read(into: page.bytes, count: pageSize, at: offset) == pageSize
+    /// Plans a checkpoint as far as the readers of every handle allow, or
+    /// nil when there is nothing to copy. Reader rule: a frame may
+    /// overwrite the main file only when every live reader's position is
+    /// at or after it — a reader of an older position that finds no frame
+    /// of a page reads it from the main file and must find its old image
+    /// there.
+    func planCheckpoint() throws -> CheckpointPlan? {
+        shared.announce()
+        let oldest = try shared.oldestMark()
+        return lock.withLock {
+            let position = min(oldest ?? state.position, state.position)
+            guard UInt32(truncatingIfNeeded: position >> 32) == state.generation else { return nil }
+            let target = Int(position & 0xffff_ffff)
+            guard target > state.backfilled else { return nil }
+            var copies: [(UInt32, Int)] = []
+            for (page, frames) in index {
+                var i = frames.count - 1
+                while i >= 0 && frames[i] >= target { i -= 1 }
+                if i >= 0 && frames[i] >= state.backfilled { copies.append((page, frames[i])) }
+            }
+            return CheckpointPlan(
+                target: target, copies: copies, generation: state.generation, pageCount: state.pageCount,
+                full: target == state.frames)
+        }
+    }
+
+    /// Publishes that frames below `target` are in the (synced) main file.
+    func checkpointed(to target: Int) {
+        var current = lock.withLock { state }
+        current.backfilled = target
+        current.checkpoints &+= 1
+        lock.withLock { adoptOwn(current, sequence: shared.publish(current)) }
+    }
+}
+
+extension WAL {
+    /// The page size recorded in a valid WAL header at `path`, if any.
+    static func peekPageSize(path: String, fileSystem: any StorageFileSystem) -> Int? {
+        guard fileSystem.exists(path), let file = try? fileSystem.open(path, create: false, readOnly: true) else { return nil }
+        defer { file.close() }
+        var header = [UInt8](repeating: 0, count: WALFormat.headerSize)
+        guard
+            let got = try? header.withUnsafeMutableBytes({
+                try file.read(into: $0.baseAddress!, count: WALFormat.headerSize, at: 0)
+            }), got == WALFormat.headerSize
+        else { return nil }
+        return header.withUnsafeBytes { raw -> Int? in
+            let p = raw.baseAddress!
+            guard loadBE32(p) == WALFormat.magic, loadBE32(p + 24) == crc32c(0, p, 24) else { return nil }
+            let size = Int(loadBE32(p + 8))
+            return FileHeader.isValidPageSize(size) ? size : nil
+        }
     }
 }
