@@ -44,6 +44,8 @@ let package = Package(
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         // One member of the multi-process stress test's crowd.
         .executableTarget(name: "strata-stress-worker", dependencies: ["StrataEngine"], path: "Sources/StressWorker"),
+        // A process of an app in the multi-process model-layer test.
+        .executableTarget(name: "strata-model-worker", dependencies: ["Strata"], path: "Sources/ModelWorker"),
         .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),
         // The command-line tool (module StrataCLI: a module named `strata`
         // would clash with `Strata` on case-insensitive file systems).
@@ -52,7 +54,8 @@ let package = Package(
             dependencies: ["Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/strata"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting", "CStrataCRC32C"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTesting", "StrataObjectTesting"]),
+        .testTarget(
+            name: "StrataTests", dependencies: ["Strata", "StrataTesting", "StrataObjectTesting", "strata-model-worker"]),
         .testTarget(
             name: "StrataMacrosTests",
             dependencies: [

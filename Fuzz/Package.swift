@@ -33,6 +33,7 @@ let package = Package(
         .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         fuzzTarget("fuzz-store-file"),
         fuzzTarget("fuzz-wal"),
+        fuzzTarget("fuzz-shared-index"),
         fuzzTarget("fuzz-operations"),
         fuzzTarget("fuzz-object-store", harness: "StrataObjectTesting"),
         .executableTarget(

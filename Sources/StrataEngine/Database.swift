@@ -367,21 +367,21 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Creates a new store atomically: the first two pages are written and
-    /// synced under a temporary name, which is then renamed into place, so
-    /// a crash leaves either no store or a complete one.
+    /// synced under a temporary name of this process's, which then moves
+    /// into place unless another process created the store meanwhile (its
+    /// store is kept). A crash leaves either no store or a complete one.
     private static func createStore(_ path: String, options: DatabaseOptions, fileSystem: any StorageFileSystem) throws {
-        let temporary = path + ".creating"
-        try fileSystem.remove(temporary)
+        let temporary = path + ".creating-\(UInt64.random(in: 0...UInt64.max))"
         let file = try fileSystem.open(temporary, create: true, readOnly: false)
         do {
             try writeInitialPages(file, pageSize: options.pageSize, sync: options.durability != .none)
             file.close()
+            if try !fileSystem.moveIfAbsent(temporary, to: path) { try fileSystem.remove(temporary) }
         } catch {
             file.close()
             try? fileSystem.remove(temporary)
             throw error
         }
-        try fileSystem.rename(temporary, to: path)
         if options.durability != .none { try fileSystem.syncDirectory(of: path) }
     }
 
@@ -469,6 +469,28 @@ public final class Database: @unchecked Sendable {
             case .retry:
                 continue
             case .repair:
+                let limit = deadline ?? ContinuousClock.now + options.busyTimeout
+                deadline = limit
+                try repairIndex(deadline: limit)
+            }
+        }
+    }
+
+    /// A number that changes with every commit of any handle or process:
+    /// equal stamps mean nothing was committed in between. (It is not a
+    /// count, and a store whose log was emptied by its last handle may
+    /// repeat an old one.) Costs no I/O when nothing changed.
+    public func commitStamp() throws -> UInt64 {
+        var deadline: ContinuousClock.Instant?
+        while true {
+            let outcome: WAL.Refresh = try stateLock.withLock {
+                if isClosed { throw StorageError.closed }
+                return adopt()
+            }
+            switch outcome {
+            case .current, .adopted:
+                return stateLock.withLock { wal.state.position ^ wal.state.epoch }
+            case .busy, .damaged:
                 let limit = deadline ?? ContinuousClock.now + options.busyTimeout
                 deadline = limit
                 try repairIndex(deadline: limit)

@@ -116,6 +116,61 @@ public enum FuzzHarness {
         }
     }
 
+    // MARK: - Shared index
+
+    /// Damages the shared index (`-shm`) of a store a handle has open, then
+    /// opens a second handle and reads everything through both.
+    ///
+    /// The store is ``walFile(_:)``'s, with its intact log. Input: byte 0,
+    /// bit 0 set: the header checksum is recomputed after the damage (so
+    /// that it reaches the checks behind it); the other bits and byte 1
+    /// pick where the damage starts (the header, the reader marks or the
+    /// frame list); the rest of the input overwrites the index from there.
+    /// Input longer than the index grows nothing: it is cut.
+    ///
+    /// Without a recomputed checksum, any damage to the header or the frame
+    /// list must be found (and the index rebuilt from the log): both handles
+    /// must then read exactly the last commit. With one, a forged header
+    /// can name another consistent state, so only the absence of a crash
+    /// or hang is required.
+    public static func sharedIndex(_ bytes: [UInt8]) {
+        let image = logImage
+        let fs = fileSystem(with: [(path, image.main), (path + "-wal", image.log)])
+        var options = smallCache
+        options.busyTimeout = .milliseconds(200)
+        guard let first = try? Database.open(path: path, options: options, fileSystem: fs) else {
+            preconditionFailure("the intact store did not open")
+        }
+        let expected = image.digests[first.statistics.walFrames]
+        let resealed = bytes.first.map { $0 & 1 == 1 } ?? false
+        if bytes.count >= 2, let shm = fs.file(path + "-shm") {
+            shm.withContents { index in
+                let regions = [0, 16, 24, 40, 56, 88, 104, 128, 256, 4096, 4100, 4200]
+                let start = regions[(Int(bytes[0] >> 1) &+ Int(bytes[1])) % regions.count]
+                let payload = bytes.dropFirst(2).prefix(max(0, index.count - start))
+                index.replaceSubrange(start..<start + payload.count, with: payload)
+                if resealed && index.count >= 136 {
+                    var crc = index.withUnsafeBytes { crc32c(0, $0.baseAddress!, 16) }
+                    crc = index.withUnsafeBytes { crc32c(crc, $0.baseAddress! + 24, 104) }
+                    withUnsafeBytes(of: UInt64(crc)) { index.replaceSubrange(128..<136, with: $0) }
+                }
+            }
+        }
+        let second = try? Database.open(path: path, options: options, fileSystem: fs)
+        let seenBySecond = second.flatMap { readEverything($0) }
+        let seenByFirst = readEverything(first)
+        if !resealed {
+            guard let second else { preconditionFailure("a damaged index was not rebuilt: the second open failed") }
+            guard seenBySecond == expected, seenByFirst == expected else {
+                preconditionFailure("a damaged index gave a wrong read")
+            }
+            _ = try? second.write { tx in try tx.put([0x6b], [0x76], in: try tx.createTree("after-damage")) }
+            guard (try? first.check())?.isHealthy == true else { preconditionFailure("the store is damaged after a rebuild") }
+        }
+        try? second?.close()
+        try? first.close()
+    }
+
     /// The intact log the ``walFile(_:)`` harness damages, for seed inputs.
     public static var intactLog: [UInt8] { logImage.log }
     /// Size of one log frame of that store: a 24-byte header and a page.

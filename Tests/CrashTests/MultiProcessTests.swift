@@ -43,7 +43,7 @@ final class MultiProcessTests: XCTestCase {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = [role, store, "\(id)", output]
-            FileManager.default.createFile(atPath: errors, contents: nil)
+            _ = FileManager.default.createFile(atPath: errors, contents: nil)
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
             process.standardOutput = FileHandle.nullDevice
             try process.run()

@@ -30,6 +30,8 @@ final class FuzzRegressionTests: XCTestCase {
 
     func testWAL() throws { try replay("wal", through: FuzzHarness.walFile) }
 
+    func testSharedIndex() throws { try replay("shared-index", through: FuzzHarness.sharedIndex) }
+
     func testOperations() throws { try replay("operations", through: FuzzHarness.operations) }
 
     /// Regular files in `directory`, sorted; none when it does not exist.

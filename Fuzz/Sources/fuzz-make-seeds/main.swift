@@ -133,3 +133,16 @@ for (name, input) in ObjectFuzzHarness.seeds {
 /// `-sanitize=fuzzer` (libFuzzer's runtime refers to this symbol).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func unusedFuzzEntry(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { 0 }
+
+// MARK: shared-index
+
+// Byte 0 (bit 0: reseal the header checksum; the rest and byte 1: where),
+// then the damage.
+save("shared-index", "intact", [])
+save("shared-index", "magic", [0, 0, 0xde, 0xad, 0xbe, 0xef])
+save("shared-index", "odd-sequence", [0, 1, 1])
+save("shared-index", "frames-resealed", [3, 1, 0xff, 0xff, 0, 0])
+save("shared-index", "backfilled-resealed", [9, 0, 0x40])
+save("shared-index", "frame-list", [0, 9, 7, 7, 7, 7, 7, 7, 7, 7])
+save("shared-index", "marks", [0, 8] + [UInt8](repeating: 0, count: 64))
+save("shared-index", "garbage-header", [0, 0] + (0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })

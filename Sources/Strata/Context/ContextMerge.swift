@@ -23,10 +23,15 @@ final class SavedChanges: Sendable {
     let updates: [[Update]]
     /// Deleted rows, by entity ordinal.
     let deletes: [[Int64]]
+    /// Fields to refresh on every registered model, by entity ordinal:
+    /// to-many relationships whose other side another process's save
+    /// changed (see ``Store/catchUpWithOtherProcesses()``). Empty when none.
+    let everywhere: [_FieldSet]
 
-    init(updates: [[Update]], deletes: [[Int64]]) {
+    init(updates: [[Update]], deletes: [[Int64]], everywhere: [_FieldSet] = []) {
         self.updates = updates
         self.deletes = deletes
+        self.everywhere = everywhere
     }
 
     /// Gathers a save's changes inside its write transaction.
@@ -57,7 +62,9 @@ final class SavedChanges: Sendable {
             if !deletes[entity.ordinal].isEmpty { isEmpty = false }
         }
 
-        func build() -> SavedChanges { SavedChanges(updates: updates, deletes: deletes) }
+        func build(everywhere: [_FieldSet] = []) -> SavedChanges {
+            SavedChanges(updates: updates, deletes: deletes, everywhere: everywhere)
+        }
     }
 }
 
@@ -192,6 +199,7 @@ extension ModelContext {
     /// (the saves not merged stay pending).
     func mergeSavedChangesOrThrow() throws {
         noteMayHoldModels()
+        if parts.isEmpty { try store.catchUpWithOtherProcesses() }
         guard !inbox.isEmpty else { return }
         let saves = inbox.take()
         var done = 0
@@ -227,6 +235,12 @@ extension ModelContext {
             for update in changes.updates[entity.ordinal] {
                 guard let model = registered(entity, row: update.row) else { continue }
                 try refresh(model, entity: entity, fields: update.fields, snapshot: snapshot)
+            }
+        }
+        for (ordinal, fields) in changes.everywhere.enumerated() where !fields.isEmpty && registry[ordinal].count > 0 {
+            let entity = entities[ordinal]
+            for model in registry[ordinal].models {
+                try refresh(model, entity: entity, fields: fields, snapshot: snapshot)
             }
         }
     }

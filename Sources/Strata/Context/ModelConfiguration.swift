@@ -48,6 +48,10 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     /// `save()` returns, so a returned save survives a power loss; `.normal`
     /// and `.none` trade that for speed in bulk loads that can be redone.
     public var durability: Durability = .full
+    /// How long a save waits for another process's save to the same store
+    /// to finish before it throws `StorageError.busy` (a Strata addition;
+    /// default 5 seconds). The context keeps its changes; save again.
+    public var busyTimeout: Duration = .seconds(5)
     /// The file system the store is opened on, when not the real one (the
     /// crash tests' simulated file; set through ``init(url:fileSystem:)``).
     let fileSystem: (any StorageFileSystem)?

@@ -23,9 +23,31 @@ extension ModelContext {
             try saveParts()
             return
         }
-        guard let deletedRows = try checkSave() else { return }
+        if let pendingError { throw pendingError }
+        try mergeSavedChangesOrThrow()
+        guard hasChanges else { return }
+        try refuseIfReadOnly()
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
-        let save = try writeSave(deletedRows: deletedRows, in: try store.beginSave(), mark: nil)
+        // The write transaction begins before the delete rules run: they
+        // then read the state the save writes over, which no other
+        // process's save can change before the commit.
+        let tx = try store.beginSave()
+        var moved: [(model: any PersistentModel, row: Int64)] = []
+        let deletedRows: [[DoomedRow]]
+        do {
+            moved = try moveCollidingInserts(in: tx)
+            guard let rows = try checkSave() else {
+                undoMoves(moved)
+                if store.pinned == nil { tx.rollback() }
+                return
+            }
+            deletedRows = rows
+        } catch {
+            undoMoves(moved)
+            store.abandonSave(tx, after: error)
+            throw error
+        }
+        let save = try writeSave(deletedRows: deletedRows, in: tx, mark: nil, moved: moved)
         do {
             try commit(save)
         } catch {
@@ -45,6 +67,14 @@ extension ModelContext {
         var upsertedRows: Set<PersistentIdentifier> = []
         var savedChanges: SavedChanges.Builder?
         var sideEffects: [(entity: Schema.Entity, row: Int64, field: Int)] = []
+        /// Inserts moved off a row another process saved meanwhile, with
+        /// the row each had.
+        var moved: [(model: any PersistentModel, row: Int64)] = []
+        /// Other processes' saves this context had not merged yet, found in
+        /// the history inside the save's transaction.
+        var otherSaves: (changes: SavedChanges, through: Int64)?
+        /// The save's own history token, when it wrote one.
+        var historyToken: Int64?
     }
 
     /// What a save reports in its `didSave` notification.
@@ -60,6 +90,16 @@ extension ModelContext {
         }
     }
 
+    /// Throws ``SwiftDataError/readOnlyStore`` when the store takes no
+    /// saves.
+    func refuseIfReadOnly() throws {
+        guard store.allowsSave, container.allowsSave else {
+            throw SwiftDataError(
+                .readOnlyStore,
+                "the configuration \(container.configurations[0].name) does not allow saving (allowsSave: false)")
+        }
+    }
+
     /// The first half of a save, before any transaction: checks the
     /// pending changes, inserts what relationships now reach and runs the
     /// delete rules. Returns the rows the rules delete, or nil when there
@@ -68,11 +108,7 @@ extension ModelContext {
         if let pendingError { throw pendingError }
         try mergeSavedChangesOrThrow()
         guard hasChanges else { return nil }
-        guard store.allowsSave, container.allowsSave else {
-            throw SwiftDataError(
-                .readOnlyStore,
-                "the configuration \(container.configurations[0].name) does not allow saving (allowsSave: false)")
-        }
+        try refuseIfReadOnly()
         // What delete rules change during the save is not the program's
         // change: it is not recorded for undo.
         link.recordsUndo = false
@@ -97,7 +133,8 @@ extension ModelContext {
     /// `tx`, a save transaction of the store, left open. On a throw the
     /// transaction is rolled back and the context keeps its changes.
     func writeSave(
-        deletedRows: [[DoomedRow]], in tx: WriteTransaction, mark: (number: Int64, stores: [String])?
+        deletedRows: [[DoomedRow]], in tx: WriteTransaction, mark: (number: Int64, stores: [String])?,
+        moved: [(model: any PersistentModel, row: Int64)]? = nil
     ) throws -> PreparedSave {
         link.recordsUndo = false
         defer { link.recordsUndo = true }
@@ -108,6 +145,8 @@ extension ModelContext {
             if container.mergeHub.hasOthers(than: inbox) {
                 save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
             }
+            // Before the deletes: a row this save deletes is still taken.
+            prepared.moved = try moved ?? moveCollidingInserts(in: tx)
             // In key order; the deletes are queued and carried out tree
             // by tree, in key order too.
             let entities = container.schema.entities
@@ -128,8 +167,9 @@ extension ModelContext {
             for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
             for model in changed.values { try save.write(model, fresh: false) }
             prepared.upsertedRows = save.upsertedRows
+            prepared.otherSaves = try store.changesOfOtherSaves(in: tx)
             if let history = save.history, !history.isEmpty {
-                try HistoryLog.append(history, author: author, tx: tx)
+                prepared.historyToken = try HistoryLog.append(history, author: author, tx: tx)
             }
             if let mark { try SaveMark.write(mark.number, stores: mark.stores, in: tx) }
             try store.checkSave(tx)
@@ -154,6 +194,55 @@ extension ModelContext {
         store.abandonSave(save.tx, after: error)
         // Nothing was written: give upserted models their own rows back.
         for (model, row) in save.upserted { model._strataState.rowID = row }
+        undoMoves(save.moved)
+    }
+
+    /// Gives models moved by ``moveCollidingInserts(in:)`` their rows back.
+    func undoMoves(_ moved: [(model: any PersistentModel, row: Int64)]) {
+        for (model, row) in moved.reversed() {
+            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+            registry[entity.ordinal][model._strataState.rowID] = nil
+            model._strataState.rowID = row
+            registry[entity.ordinal][row] = model
+        }
+    }
+
+    /// Gives a new row to every inserted model whose row another process's
+    /// save took since the insert: each process allocates row ids from its
+    /// own counter, so two of them can hand out the same one. Checked
+    /// inside the save's write transaction, which no other process's save
+    /// can interleave with, before the delete rules run (a row another
+    /// process saved must not be taken for this context's insert of the
+    /// same number); costs one lookup of the last row per entity
+    /// with inserts, and one per insert only when rows were taken. As in
+    /// SwiftData, an inserted model's identifier is final once it is saved.
+    func moveCollidingInserts(in tx: WriteTransaction) throws -> [(model: any PersistentModel, row: Int64)] {
+        var moved: [(model: any PersistentModel, row: Int64)] = []
+        guard !inserted.isEmpty else { return moved }
+        var lowest: [Int: Int64] = [:]
+        for model in inserted {
+            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+            let row = model._strataState.rowID
+            lowest[entity.ordinal] = min(lowest[entity.ordinal] ?? row, row)
+        }
+        for (ordinal, low) in lowest {
+            let entity = container.schema.entities[ordinal]
+            guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
+            let cursor = try tx.cursor(tree)
+            guard try cursor.last(), let last = try? RowKey.decode(try cursor.key()), last >= low else { continue }
+            store.raiseRowFloor(entity, to: last)
+            for model in inserted where model._strataState.rowID <= last {
+                guard container.schema.entity(forType: type(of: model))?.ordinal == ordinal else { continue }
+                let old = model._strataState.rowID
+                guard try tx.get(RowKey.encode(old), in: tree) != nil else { continue }
+                let row = store.allocateRow(entity)
+                registry[ordinal][old] = nil
+                model._strataState.rowID = row
+                registry[ordinal][row] = model
+                moved.append((model, old))
+            }
+        }
+        return moved
     }
 
     /// Updates the context after a prepared save committed: the saved
@@ -192,10 +281,13 @@ extension ModelContext {
                 deletedIDs.append(PersistentIdentifier(storeIdentifier: store.identifier, entityName: name, rowID: row.row))
             }
         }
-        // The other contexts merge what this save wrote.
+        // The other contexts merge what this save wrote; every context,
+        // this one included, merges other processes' saves it found.
         if let savedChanges = save.savedChanges, !savedChanges.isEmpty {
             container.mergeHub.publish(savedChanges.build(), from: inbox)
         }
+        if let other = save.otherSaves { container.mergeHub.publish(other.changes, from: nil) }
+        if let token = save.historyToken ?? save.otherSaves?.through { store.sawHistory(through: token) }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values {
             let state = model._strataState

@@ -30,6 +30,8 @@ final class Store: @unchecked Sendable {
     let schema: Schema
     /// Carries each context's saves to the store's other contexts.
     let mergeHub = MergeHub()
+    /// What this store's contexts have seen of other processes' saves.
+    let otherProcesses = OtherProcesses()
     /// Each entity's last row id, by the entity's ordinal in ``schema``.
     private let nextRows: Mutex<[Int64]>
     /// Set once an entity's row ids ran out (``allocateRow(_:)`` returned
@@ -59,6 +61,7 @@ final class Store: @unchecked Sendable {
         self.pinned = nil
         var options = DatabaseOptions()
         options.durability = configuration.durability
+        options.busyTimeout = configuration.busyTimeout
         options.readOnly = !configuration.allowsSave && !configuration.isStoredInMemoryOnly
         var fallbackIdentifier: String
         if let fileSystem = configuration.fileSystem {
@@ -242,6 +245,12 @@ final class Store: @unchecked Sendable {
             rows[entity.ordinal] += 1
             return rows[entity.ordinal]
         }
+    }
+
+    /// Makes later row ids of `entity` exceed `row`: another process saved
+    /// rows up to it (every process allocates from its own counter).
+    func raiseRowFloor(_ entity: Schema.Entity, to row: Int64) {
+        nextRows.withLock { rows in rows[entity.ordinal] = max(rows[entity.ordinal], row) }
     }
 
     /// Closes the store now, also for other containers that share it (a

@@ -207,6 +207,26 @@ enum HistoryLog {
         return token
     }
 
+    /// The token of the last transaction written (0 when none was).
+    static func lastToken(_ tx: ReadTransaction) throws -> Int64 {
+        guard let tree = try tx.treeIfPresent(meta) else { return 0 }
+        return try counter(lastKey, tree, tx) ?? 0
+    }
+
+    /// The stored transactions after token `after` through `through`,
+    /// decoded without model types, in token order.
+    static func readRaw(_ tx: ReadTransaction, after: Int64, through: Int64) throws -> [RawTransaction] {
+        guard let tree = try tx.treeIfPresent(transactions) else { return [] }
+        var result: [RawTransaction] = []
+        try tx.forEach(tree, from: RowKey.encode(after + 1)) { key, value in
+            let token = try RowKey.decode(key)
+            guard token <= through else { return false }
+            result.append(try decodeRaw(value, token: token))
+            return true
+        }
+        return result
+    }
+
     static func counter(_ key: [UInt8], _ tree: Tree, _ tx: ReadTransaction) throws -> Int64? {
         guard let bytes = try tx.get(key, in: tree) else { return nil }
         return try RowKey.decode(bytes)

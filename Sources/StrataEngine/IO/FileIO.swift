@@ -69,6 +69,16 @@ extension StorageFile {
     }
 }
 
+extension StorageFileSystem {
+    /// Checks, then renames: not atomic. File systems shared between
+    /// processes implement it atomically.
+    public func moveIfAbsent(_ source: String, to destination: String) throws -> Bool {
+        if exists(destination) { return false }
+        try rename(source, to: destination)
+        return true
+    }
+}
+
 /// A read-write mapping of a file shared with every process that maps it,
 /// unmapped when the last reference goes.
 public final class SharedRegion: @unchecked Sendable {
@@ -131,6 +141,9 @@ public protocol StorageFileSystem: Sendable {
     func remove(_ path: String) throws
     /// Renames `source` to `destination`, replacing it (atomic on POSIX).
     func rename(_ source: String, to destination: String) throws
+    /// Moves `source` to `destination` unless something exists there, in
+    /// one atomic step; returns false (and leaves `source`) when it does.
+    func moveIfAbsent(_ source: String, to destination: String) throws -> Bool
     /// Makes a directory entry change (file creation) durable: fsyncs the
     /// directory that holds `path`.
     func syncDirectory(of path: String) throws

@@ -58,6 +58,18 @@ public final class MemoryFileSystem: StorageFileSystem, @unchecked Sendable {
         }
     }
 
+    /// Moves the file at `source` to `destination` unless a file is there.
+    public func moveIfAbsent(_ source: String, to destination: String) throws -> Bool {
+        try lock.withLock {
+            if files[destination] != nil { return false }
+            guard let file = files.removeValue(forKey: source) else {
+                throw StorageError.io(operation: "rename", path: source, errno: ENOENT)
+            }
+            files[destination] = file
+            return true
+        }
+    }
+
     /// Decides, for each read, write, sync or truncate, whether it fails and with
     /// which `errno` (nil: it succeeds). Set it to inject EIO or ENOSPC.
     public var faults: (@Sendable (FileOperation) -> Int32?)? {

@@ -45,6 +45,18 @@ public struct POSIXFileSystem: StorageFileSystem {
         if rc != 0 { throw posixError("rename", source) }
     }
 
+    /// Moves `source` to `destination` unless something exists there:
+    /// `link(2)`, which fails with `EEXIST` rather than replace, then
+    /// `unlink(2)` of `source`.
+    public func moveIfAbsent(_ source: String, to destination: String) throws -> Bool {
+        if link(source, destination) != 0 {
+            if errno == EEXIST { return false }
+            throw posixError("link", source)
+        }
+        try remove(source)
+        return true
+    }
+
     /// Fsyncs the directory that holds `path`, so that a file created or
     /// renamed there survives a power loss. A file system that cannot fsync a
     /// directory (`EINVAL`) is not an error.

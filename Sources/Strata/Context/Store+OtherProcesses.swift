@@ -1,0 +1,80 @@
+import Foundation
+import StrataEngine
+import Synchronization
+
+/// Saves of other processes. Contexts of one process tell each other of
+/// their saves directly (``MergeHub``); another process's saves reach this
+/// one through the store's history, which every save records: at each
+/// entry point a context asks the engine whether anything committed since
+/// it last looked (one atomic load when nothing did), and if so reads the
+/// history transactions this process has not seen and merges them into
+/// every context of the store like a save of its own.
+///
+/// An update refreshes every field of the row's registered models (the
+/// history names attributes, not values); a change to any row of an entity
+/// refreshes, on every registered model, the to-many relationships that
+/// lead to that entity (their other side may have moved). Saves made with
+/// `recordsHistory` off leave no history: other processes see their rows
+/// on the next fetch but do not refresh models they already hold.
+extension Store {
+    /// The last history token this store's contexts have merged or
+    /// written, and the engine's commit stamp when that was checked.
+    final class OtherProcesses: Sendable {
+        let seen = Mutex<(token: Int64?, stamp: UInt64)>((nil, .max))
+    }
+
+    /// The history transactions after the last one seen, as changes to
+    /// merge, and the last token they reach; nil when there are none.
+    func changesOfOtherSaves(in tx: ReadTransaction) throws -> (changes: SavedChanges, through: Int64)? {
+        let last = try HistoryLog.lastToken(tx)
+        let seen = otherProcesses.seen.withLock { state -> Int64 in
+            if state.token == nil { state.token = last }
+            return state.token!
+        }
+        guard last > seen else { return nil }
+        var builder = SavedChanges.Builder(entityCount: schema.entities.count)
+        var touched = Set<String>()
+        for raw in try HistoryLog.readRaw(tx, after: seen, through: last) {
+            for change in raw.changes {
+                guard let entity = schema.entitiesByName[change.entity] else { continue }
+                touched.insert(entity.name)
+                switch change.kind {
+                case .insert: break
+                case .update: builder.update(entity, row: change.row, fields: _FieldSet(all: entity.properties.count))
+                case .delete: builder.delete(entity, rows: [change.row])
+                }
+            }
+        }
+        var everywhere = [_FieldSet](repeating: _FieldSet(), count: schema.entities.count)
+        for entity in schema.entities {
+            for (index, property) in entity.properties.enumerated() {
+                guard let relationship = property as? Schema.Relationship, !relationship.isToOneRelationship,
+                    touched.contains(relationship.destination)
+                else { continue }
+                everywhere[entity.ordinal].insert(index)
+            }
+        }
+        return (builder.build(everywhere: everywhere), last)
+    }
+
+    /// Records that history through `token` has been merged or written.
+    func sawHistory(through token: Int64) {
+        otherProcesses.seen.withLock { state in state.token = max(state.token ?? token, token) }
+    }
+
+    /// Merges other processes' saves committed since the last look into
+    /// every context of the store; a no-op when nothing committed.
+    func catchUpWithOtherProcesses() throws {
+        guard pinned == nil else { return }
+        let stamp = try database.commitStamp()
+        guard otherProcesses.seen.withLock({ $0.stamp }) != stamp else { return }
+        let found = try database.read { tx -> (SavedChanges, Int64)? in
+            try changesOfOtherSaves(in: tx).map { ($0.changes, $0.through) }
+        }
+        if let (changes, through) = found {
+            mergeHub.publish(changes, from: nil)
+            sawHistory(through: through)
+        }
+        otherProcesses.seen.withLock { $0.stamp = stamp }
+    }
+}

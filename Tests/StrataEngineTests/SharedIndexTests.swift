@@ -1,0 +1,143 @@
+import StrataEngine
+import StrataTesting
+import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Handles of one store share the log's index through `<store>-shm`: each
+/// sees the others' commits, writers take turns with a busy timeout, and a
+/// damaged, half-published, missing or foreign index is rebuilt from the
+/// log, never trusted. (Two handles in one process stand for two
+/// processes: their locks belong to their descriptors.)
+final class SharedIndexTests: EngineTestCase {
+    func put(_ db: Database, _ key: String, _ value: String) throws {
+        try db.write { tx in try tx.put(bytes(key), bytes(value), in: try tx.createTree("t")) }
+    }
+
+    func get(_ db: Database, _ key: String) throws -> [UInt8]? {
+        try db.read { tx in try tx.treeIfPresent("t").flatMap { try tx.get(bytes(key), in: $0) } }
+    }
+
+    func testEachHandleSeesTheOthersCommits() throws {
+        let a = try open("shared.strata")
+        let b = try open("shared.strata")
+        try put(a, "x", "1")
+        XCTAssertEqual(try get(b, "x"), bytes("1"))
+        try put(b, "x", "2")
+        XCTAssertEqual(try get(a, "x"), bytes("2"))
+        // A reader that began before a commit keeps its snapshot, across
+        // the other handle's checkpoints and restarts too.
+        let reader = try a.beginRead()
+        for i in 0..<50 { try put(b, "k\(i)", "v") }
+        try b.checkpoint()
+        XCTAssertEqual(try reader.get(bytes("x"), in: try reader.tree("t")), bytes("2"))
+        XCTAssertNil(try reader.get(bytes("k0"), in: try reader.tree("t")))
+        reader.end()
+        XCTAssertEqual(try get(a, "k49"), bytes("v"))
+        let readOnly = try open("shared.strata", DatabaseOptions(readOnly: true))
+        try put(a, "y", "3")
+        XCTAssertEqual(try get(readOnly, "y"), bytes("3"), "a read-only handle sees later commits")
+        try readOnly.close()
+        try a.close()
+        try b.close()
+    }
+
+    func testAWriterWaitsForTheBusyTimeoutThenGetsBusy() throws {
+        let a = try open("busy.strata")
+        let b = try open("busy.strata", DatabaseOptions(busyTimeout: .milliseconds(150)))
+        let held = try a.beginWrite()
+        try held.put(bytes("k"), bytes("a"), in: try held.createTree("t"))
+        let start = ContinuousClock.now
+        XCTAssertThrowsError(try put(b, "k", "b")) { error in
+            XCTAssertEqual(error as? StorageError, .busy(path: directory.file("busy.strata")))
+        }
+        let waited = ContinuousClock.now - start
+        XCTAssertGreaterThanOrEqual(waited, .milliseconds(150))
+        XCTAssertLessThan(waited, .seconds(5), "busy, not a hang")
+        // Readers are never blocked by the writer.
+        XCTAssertNil(try get(b, "k"))
+        try held.commit()
+        try put(b, "k", "b")
+        XCTAssertEqual(try get(a, "k"), bytes("b"))
+        XCTAssertThrowsError(
+            try Database.open(path: directory.file("busy.strata"), options: DatabaseOptions(busyTimeout: .seconds(-1))))
+        try a.close()
+        try b.close()
+    }
+
+    /// Overwrites bytes of the index file at `offset`.
+    func damage(_ path: String, at offset: Int, with bytes: [UInt8]) throws {
+        let fd = Glibc.open(path, O_WRONLY)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { Glibc.close(fd) }
+        XCTAssertEqual(bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, bytes.count, off_t(offset)) }, bytes.count)
+    }
+
+    func testADamagedIndexIsRebuiltFromTheLog() throws {
+        let path = directory.file("damaged.strata")
+        let cases: [(String, Int, [UInt8])] = [
+            ("magic", 0, [0, 0, 0, 0]),
+            ("header field", 40, [0x7f]),
+            ("header checksum", 128, [1, 2, 3]),
+            ("frame list", 4096, [0xff, 0xff, 0xff, 0x7f]),
+            ("odd sequence word (a writer died publishing)", 16, [0xff]),
+            ("foreign bytes", 0, Array(repeating: 0xa5, count: 4096)),
+        ]
+        for (label, offset, garbage) in cases {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: path + "-wal")
+            try? FileManager.default.removeItem(atPath: path + "-shm")
+            let a = try open("damaged.strata", DatabaseOptions(checkpointThresholdFrames: 1000))
+            for i in 0..<20 { try put(a, "k\(i)", "v\(i)") }
+            try damage(path + "-shm", at: offset, with: garbage)
+            let b = try open("damaged.strata")
+            XCTAssertEqual(try get(b, "k19"), bytes("v19"), label)
+            XCTAssertEqual(try get(a, "k19"), bytes("v19"), label)
+            try put(b, "after", "1")
+            XCTAssertEqual(try get(a, "after"), bytes("1"), label)
+            XCTAssertTrue(try a.check().isHealthy, label)
+            try b.close()
+            try a.close()
+        }
+    }
+
+    func testAMissingTruncatedOrStaleIndexIsRebuiltByTheFirstHandle() throws {
+        let path = directory.file("first.strata")
+        // A log left by a handle that never closed, and an index that
+        // describes an older state of it.
+        let fs = MemoryFileSystem()
+        let db = try Database.open(path: path, options: DatabaseOptions(checkpointThresholdFrames: 1000), fileSystem: fs)
+        try db.write { tx in try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("t")) }
+        let stale = try XCTUnwrap(fs.file(path + "-shm")).withContents { $0 }
+        try db.write { tx in try tx.put(bytes("b"), bytes("2"), in: try tx.tree("t")) }
+        for (label, index) in [("stale", stale), ("truncated", Array(stale.prefix(100))), ("empty", []), ("missing", nil)] {
+            let crashed = fs.afterProcessCrash()
+            if let index {
+                try XCTUnwrap(crashed.file(path + "-shm")).withContents { $0 = index }
+            } else {
+                try crashed.remove(path + "-shm")
+            }
+            let reopened = try Database.open(path: path, fileSystem: crashed)
+            try reopened.read { tx in
+                XCTAssertEqual(try tx.get(bytes("a"), in: try tx.tree("t")), bytes("1"), label)
+                XCTAssertEqual(try tx.get(bytes("b"), in: try tx.tree("t")), bytes("2"), label)
+            }
+            XCTAssertTrue(try reopened.check().isHealthy, label)
+            try reopened.close()
+        }
+        try db.close()
+    }
+
+    func testExclusiveModeUsesNoIndexFile() throws {
+        let path = directory.file("alone.strata")
+        let db = try open("alone.strata", DatabaseOptions(locking: .exclusive))
+        try put(db, "k", "v")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-shm"))
+        try db.close()
+        let shared = try open("alone.strata")
+        XCTAssertEqual(try get(shared, "k"), bytes("v"))
+        try shared.close()
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Strata
+import StrataEngine
+import StrataTesting
+import XCTest
+
+// The models of `strata-model-worker`, declared the same way: the test
+// process opens the store the workers wrote.
+@Model final class Customer {
+    #Unique<Customer>([\.email])
+    var email: String
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Order.customer) var orders: [Order] = []
+
+    init(email: String, name: String) {
+        self.email = email
+        self.name = name
+    }
+}
+
+@Model final class Order {
+    var number: Int
+    var writer: Int
+    var customer: Customer?
+
+    init(number: Int, writer: Int) {
+        self.number = number
+        self.writer = writer
+    }
+}
+
+/// Two processes save to one store — upserts by a unique email, and
+/// cascading deletes — while a third fetches: the unique constraint and
+/// the delete rule hold across processes, every save of each is in the
+/// history in commit order, and the fetching process sees the others'
+/// saves, including changes to models it holds.
+final class MultiProcessModelTests: XCTestCase {
+    func workerExecutable() throws -> String {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("strata-model-worker").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw CocoaError(.fileNoSuchFile)
+    }
+
+    func run(_ executable: String, _ arguments: [String], errors: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        try process.run()
+        return process
+    }
+
+    func lines(_ path: String) -> [String] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    func testTwoProcessesSaveAThirdFetches() throws {
+        let executable = try workerExecutable()
+        let directory = TemporaryDirectory(prefix: "strata-model-crowd")
+        defer { directory.remove() }
+        let store = directory.file("shop.store")
+        let saves = 60
+        let fetcher = try run(
+            executable, ["fetch", store, "9", "0", directory.file("fetch.out")], errors: directory.file("fetch.err"))
+        var writers: [Process] = []
+        for id in 0..<2 {
+            writers.append(
+                try run(
+                    executable, ["save", store, "\(id)", "\(saves)", directory.file("save-\(id).out")],
+                    errors: directory.file("save-\(id).err")))
+        }
+        for (id, writer) in writers.enumerated() {
+            writer.waitUntilExit()
+            XCTAssertEqual(
+                writer.terminationStatus, 0,
+                (try? String(contentsOfFile: directory.file("save-\(id).err"), encoding: .utf8)) ?? "")
+            XCTAssertEqual(lines(directory.file("save-\(id).out")).count, saves, "writer \(id) acknowledged every save")
+        }
+        _ = FileManager.default.createFile(atPath: directory.file("fetch.out") + ".stop", contents: nil)
+        fetcher.waitUntilExit()
+        XCTAssertEqual(
+            fetcher.terminationStatus, 0, (try? String(contentsOfFile: directory.file("fetch.err"), encoding: .utf8)) ?? "")
+
+        let container = try ModelContainer(
+            for: Customer.self, Order.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store)))
+        let context = ModelContext(container)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+        let customers = try context.fetch(FetchDescriptor<Customer>(sortBy: [SortDescriptor(\.email)]))
+        XCTAssertEqual(Set(customers.map(\.email)).count, customers.count, "one customer per email")
+        let orders = try context.fetch(FetchDescriptor<Order>())
+        // An upsert replaces the stored customer's orders with the inserted
+        // one's (SwiftData's upsert takes every value of the insert), so
+        // older orders may have no customer; those a customer lists point
+        // back at it.
+        for customer in customers {
+            XCTAssertTrue(customer.orders.allSatisfy { $0.customer === customer }, customer.email)
+        }
+        XCTAssertGreaterThan(orders.count, 0)
+        // Each writer's 60 saves are in the history, in commit order.
+        let history = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        for id in 0..<2 {
+            XCTAssertEqual(history.filter { $0.author == "writer\(id)" }.count, saves, "writer \(id)'s saves in the history")
+        }
+        XCTAssertEqual(history.map(\.token), history.map(\.token).sorted(), "history in commit order")
+        // The fetching process's last fetch saw the final state, the
+        // customers it had registered included.
+        let final = try XCTUnwrap(lines(directory.file("fetch.out")).last { $0.hasPrefix("final ") })
+        let names = customers.map { "\($0.email)=\($0.name)" }.joined(separator: ",")
+        XCTAssertEqual(final, "final \(orders.count) \(customers.count) \(names)")
+    }
+
+    /// Two containers on one file, each with its own open store (as two
+    /// processes have), save in a seeded interleaving, some saves begun
+    /// before the other's and finished after: each allocates row ids from
+    /// its own counter, so inserts collide with the other's rows, and
+    /// deletes cascade over rows the other saved. Seed 4 once gave an
+    /// insert the row of a stored order that the same save's cascade was
+    /// deleting, leaving an order pointing at a deleted customer.
+    func testInterleavedSavesOfTwoStoresOnOneFileKeepTheStoreWhole() throws {
+        for seed: UInt64 in [4, 11, 23, 37] {
+            let directory = TemporaryDirectory(prefix: "strata-two-stores")
+            defer { directory.remove() }
+            let url = URL(fileURLWithPath: directory.file("shop.store"))
+            let containers = try (0..<2).map { _ in
+                try ModelContainer(
+                    for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
+            }
+            var random = SeededRandom(seed: seed)
+            var pending: [ModelContext?] = [nil, nil]
+            var counters = [0, 0]
+            for step in 0..<400 {
+                let id = random.choose(2)
+                let i = counters[id]
+                let context = pending[id] ?? ModelContext(containers[id])
+                if pending[id] == nil {
+                    let customer = Customer(email: "c\(i % 20)@example.com", name: "writer\(id) save \(i)")
+                    context.insert(customer)
+                    let order = Order(number: i, writer: id)
+                    context.insert(order)
+                    order.customer = customer
+                    if i % 10 == 9 {
+                        let doomed = "c\((i + 7) % 20)@example.com"
+                        for model in try context.fetch(FetchDescriptor<Customer>(predicate: #Predicate { $0.email == doomed })) {
+                            context.delete(model)
+                        }
+                    }
+                    if random.choose(2) == 0 {
+                        pending[id] = context
+                        continue
+                    }
+                }
+                try context.save()
+                pending[id] = nil
+                counters[id] += 1
+                let problems = try containers[0].checkIntegrity()
+                XCTAssertEqual(problems, [], "seed \(seed), step \(step): writer \(id), save \(i)")
+                if !problems.isEmpty { return }
+            }
+        }
+    }
+}
