@@ -4,6 +4,7 @@
 // itself has no third-party dependency. Run from this folder:
 //
 //     swift run -c release engine-bench [--count N]
+//     swift run -c release process-bench [--writers N] [--commits M] [--readers R]
 //     swift run -c release model-bench [--count N]
 //     swift run -c release graph-bench [--count N]
 //     swift run -c release query-bench [--count N] [--only NAME] [--enumerate]
@@ -20,6 +21,13 @@ let package = Package(
         .target(name: "BenchSupport"),
         .executableTarget(
             name: "engine-bench",
+            dependencies: [
+                .product(name: "StrataEngine", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "process-bench",
             dependencies: [
                 .product(name: "StrataEngine", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -8,7 +8,8 @@
 //   one also deleting a customer, whose orders go with it (cascade); the
 //   context's author is "writer<ID>". After each save returns it appends
 //   "saved <i>" to OUTPUT.
-// - `fetch`: fetches in one long-lived context until OUTPUT + ".stop"
+// - `fetch`: fetches, through a read-only container, in one long-lived
+//   context until OUTPUT + ".stop"
 //   exists, checking that emails stay unique; then appends "final <orders>
 //   <customers>" to OUTPUT.
 import Foundation
@@ -52,7 +53,9 @@ guard let out = FileHandle(forWritingAtPath: output) else { fail("cannot open \(
 out.seekToEndOfFile()
 
 do {
-    var configuration = ModelConfiguration(url: URL(fileURLWithPath: arguments[2]))
+    // The fetching process opens the store read-only, as an extension
+    // that only shows data would.
+    var configuration = ModelConfiguration(url: URL(fileURLWithPath: arguments[2]), allowsSave: arguments[1] != "fetch")
     configuration.busyTimeout = .seconds(60)
     let container = try ModelContainer(for: Customer.self, Order.self, configurations: configuration)
     switch arguments[1] {

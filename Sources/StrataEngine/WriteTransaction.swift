@@ -114,7 +114,7 @@ public final class WriteTransaction: ReadTransaction {
             Node.format(page, leaf: true)
             counts[root] = 0
             changedTrees[root] = name
-            try putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
+            try BTreeWriter(tx: self).putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
             return newInstance(name, root: root)
         }
     }
@@ -134,7 +134,7 @@ public final class WriteTransaction: ReadTransaction {
             counts.removeValue(forKey: tree.root)
             changedTrees.removeValue(forKey: tree.root)
             lastTouched = nil
-            _ = try deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
+            _ = try BTreeWriter(tx: self).deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
             return true
         }
     }
@@ -155,8 +155,8 @@ public final class WriteTransaction: ReadTransaction {
             let value = catalogValue(root: tree.root, count: try count(tree))
             treeEpoch &+= 1
             modifications += 1
-            _ = try deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
-            try putRaw(key, value, root: FileHeader.catalogRoot)
+            _ = try BTreeWriter(tx: self).deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
+            try BTreeWriter(tx: self).putRaw(key, value, root: FileHeader.catalogRoot)
             changedTrees[tree.root] = to
             lastTouched = nil
             return newInstance(to, root: tree.root)
@@ -173,7 +173,7 @@ public final class WriteTransaction: ReadTransaction {
                 for i in 0...root.count { try freeSubtree(root.child(i)) }
             } else {
                 for i in 0..<root.count {
-                    if case .overflow(let first, _) = root.leafValue(i) { try freeOverflow(first) }
+                    if case .overflow(let first, _) = root.leafValue(i) { try BTreeWriter(tx: self).freeOverflow(first) }
                 }
             }
             Node.format(try writable(tree.root), leaf: true)
@@ -190,7 +190,7 @@ public final class WriteTransaction: ReadTransaction {
             let node = try treeNode(page)
             if node.isLeaf {
                 for i in 0..<node.count {
-                    if case .overflow(let first, _) = node.leafValue(i) { try freeOverflow(first) }
+                    if case .overflow(let first, _) = node.leafValue(i) { try BTreeWriter(tx: self).freeOverflow(first) }
                 }
             } else {
                 for i in 0...node.count { stack.append((node.child(i), depth + 1)) }
@@ -225,11 +225,13 @@ public final class WriteTransaction: ReadTransaction {
             // Consecutive puts into one tree skip the bookkeeping lookups but
             // the count's increment.
             if let last = lastTouched, last.root == tree.root, last.name == tree.name {
-                if try putRaw(key, value, root: tree.root) { try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1) }
+                if try BTreeWriter(tx: self).putRaw(key, value, root: tree.root) {
+                    try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
+                }
                 return
             }
             try ensureCounted(tree)
-            if try putRaw(key, value, root: tree.root) {
+            if try BTreeWriter(tx: self).putRaw(key, value, root: tree.root) {
                 try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
                 changedTrees[tree.root] = tree.name
                 lastTouched = (tree.root, tree.name)
@@ -243,7 +245,7 @@ public final class WriteTransaction: ReadTransaction {
         try checkHandle(tree)
         return try changing {
             try ensureCounted(tree)
-            guard try deleteRaw(key, root: tree.root) else { return false }
+            guard try BTreeWriter(tx: self).deleteRaw(key, root: tree.root) else { return false }
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
             return true
@@ -266,7 +268,7 @@ public final class WriteTransaction: ReadTransaction {
         try checkHandle(tree)
         return try changing {
             try ensureCounted(tree)
-            let removed = try deleteSortedRaw(keys, root: tree.root)
+            let removed = try BTreeWriter(tx: self).deleteSortedRaw(keys, root: tree.root)
             guard removed > 0 else { return 0 }
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -removed)
             changedTrees[tree.root] = tree.name
@@ -339,7 +341,8 @@ public final class WriteTransaction: ReadTransaction {
         if let failure { throw StorageError.transactionFailed(failure) }
         guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
         for (root, name) in changedTrees.sorted(by: { $0.key < $1.key }) {
-            try putRaw(Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
+            try BTreeWriter(tx: self).putRaw(
+                Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
         }
         try persistFreelist()
         // Page 0 is logged only when the header changed: a small commit then

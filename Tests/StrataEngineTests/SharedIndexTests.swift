@@ -140,4 +140,50 @@ final class SharedIndexTests: EngineTestCase {
         XCTAssertEqual(try get(shared, "k"), bytes("v"))
         try shared.close()
     }
+
+    /// A file system whose files have neither byte-range locks nor shared
+    /// mappings cannot share a store: the open says so, and exclusive mode
+    /// works there.
+    func testAFileSystemThatCannotShareGetsAClearErrorOrExclusiveMode() throws {
+        let fs = NoSharingFileSystem()
+        let path = directory.file("plain.strata")
+        XCTAssertThrowsError(try Database.open(path: path, fileSystem: fs)) { error in
+            guard case StorageError.cannotShare(let why) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue("\(error)".contains("exclusive") || why.contains("map") || why.contains("lock"), why)
+        }
+        let db = try Database.open(path: path, options: DatabaseOptions(locking: .exclusive), fileSystem: fs)
+        try put(db, "k", "v")
+        XCTAssertEqual(try get(db, "k"), bytes("v"))
+        try db.close()
+    }
+}
+
+/// The real file system, with files that offer only the I/O seam's basic
+/// calls: no shared mapping, no byte-range locks.
+final class NoSharingFileSystem: StorageFileSystem {
+    let real = POSIXFileSystem()
+
+    final class File: StorageFile {
+        let file: any StorageFile
+        init(_ file: any StorageFile) { self.file = file }
+        func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Int {
+            try file.read(into: buffer, count: count, at: offset)
+        }
+        func write(_ buffer: UnsafeRawPointer, count: Int, at offset: Int64) throws {
+            try file.write(buffer, count: count, at: offset)
+        }
+        func sync() throws { try file.sync() }
+        func size() throws -> Int64 { try file.size() }
+        func truncate(to size: Int64) throws { try file.truncate(to: size) }
+        func tryLock(exclusive: Bool) throws -> Bool { try file.tryLock(exclusive: exclusive) }
+        func close() { file.close() }
+    }
+
+    func open(_ path: String, create: Bool, readOnly: Bool) throws -> any StorageFile {
+        File(try real.open(path, create: create, readOnly: readOnly))
+    }
+    func exists(_ path: String) -> Bool { real.exists(path) }
+    func remove(_ path: String) throws { try real.remove(path) }
+    func rename(_ source: String, to destination: String) throws { try real.rename(source, to: destination) }
+    func syncDirectory(of path: String) throws { try real.syncDirectory(of: path) }
 }

@@ -63,6 +63,8 @@ final class StoreRegistry: @unchecked Sendable {
         weak var handle: Database?
         let path: String
         let fileSystem: any StorageFileSystem
+        /// The handle's locking mode, which the reopening uses too.
+        let locking: LockingMode
         /// Identifies the store: its path and, for a file system that is an
         /// object (a simulated one), that object.
         let key: String
@@ -75,7 +77,10 @@ final class StoreRegistry: @unchecked Sendable {
     func add(_ db: Database) {
         let fs = db.fileSystem
         let owner = type(of: fs) is AnyObject.Type ? "\(ObjectIdentifier(fs as AnyObject))" : "\(type(of: fs))"
-        lock.withLock { opened.append(Opened(handle: db, path: db.path, fileSystem: fs, key: owner + ":" + db.path)) }
+        lock.withLock {
+            opened.append(
+                Opened(handle: db, path: db.path, fileSystem: fs, locking: db.options.locking, key: owner + ":" + db.path))
+        }
     }
 
     func exempt(_ path: String, _ reason: String) {
@@ -111,7 +116,8 @@ final class StoreRegistry: @unchecked Sendable {
             guard entry.fileSystem.exists(entry.path) else { continue }
             do {
                 let db = try Database.open(
-                    path: entry.path, options: DatabaseOptions(readOnly: true), fileSystem: entry.fileSystem)
+                    path: entry.path, options: DatabaseOptions(readOnly: true, locking: entry.locking),
+                    fileSystem: entry.fileSystem)
                 defer { try? db.close() }
                 let report = try db.check()
                 XCTAssertTrue(report.isHealthy, "check() of \(entry.path), reopened after the test:\n\(report)")

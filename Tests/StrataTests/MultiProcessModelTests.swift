@@ -64,6 +64,9 @@ final class MultiProcessModelTests: XCTestCase {
         defer { directory.remove() }
         let store = directory.file("shop.store")
         let saves = 60
+        // The store exists before the read-only fetcher opens it.
+        _ = try ModelContainer(
+            for: Customer.self, Order.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store)))
         let fetcher = try run(
             executable, ["fetch", store, "9", "0", directory.file("fetch.out")], errors: directory.file("fetch.err"))
         var writers: [Process] = []
@@ -106,8 +109,9 @@ final class MultiProcessModelTests: XCTestCase {
             XCTAssertEqual(history.filter { $0.author == "writer\(id)" }.count, saves, "writer \(id)'s saves in the history")
         }
         XCTAssertEqual(history.map(\.token), history.map(\.token).sorted(), "history in commit order")
-        // The fetching process's last fetch saw the final state, the
-        // customers it had registered included.
+        // The fetching process's last fetch, through a read-only
+        // container, saw the final state, the customers it had registered
+        // included.
         let final = try XCTUnwrap(lines(directory.file("fetch.out")).last { $0.hasPrefix("final ") })
         let names = customers.map { "\($0.email)=\($0.name)" }.joined(separator: ",")
         XCTAssertEqual(final, "final \(orders.count) \(customers.count) \(names)")
@@ -161,5 +165,34 @@ final class MultiProcessModelTests: XCTestCase {
                 if !problems.isEmpty { return }
             }
         }
+    }
+
+    /// A save that waits past the configuration's busy timeout for another
+    /// process's write transaction throws `StorageError.busy`, writes
+    /// nothing and keeps the context's changes; saved again later, they go.
+    func testASaveBlockedPastTheBusyTimeoutThrowsBusyAndKeepsItsChanges() throws {
+        let directory = TemporaryDirectory(prefix: "strata-busy")
+        defer { directory.remove() }
+        let path = directory.file("shop.store")
+        var configuration = ModelConfiguration(url: URL(fileURLWithPath: path))
+        configuration.busyTimeout = .milliseconds(200)
+        let container = try ModelContainer(for: Customer.self, Order.self, configurations: configuration)
+        let context = ModelContext(container)
+        context.insert(Customer(email: "a@example.com", name: "A"))
+        // Another handle of the store (as another process would) holds a
+        // write transaction.
+        let other = try Database.open(path: path)
+        let held = try other.beginWrite()
+        let start = ContinuousClock.now
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual(error as? StorageError, .busy(path: path))
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5), "busy, not a hang")
+        XCTAssertTrue(context.hasChanges, "the failed save keeps the changes")
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Customer>()), 0)
+        held.rollback()
+        try context.save()
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Customer>()), 1)
+        try other.close()
     }
 }

@@ -3,7 +3,7 @@
 /// balance does the same over three siblings). Random inserts then fill
 /// leaves to about four fifths instead of the two thirds that plain
 /// splitting gives, which makes the file smaller and the cache go further.
-extension WriteTransaction {
+extension BTreeWriter {
     /// The cells of a full leaf with a new cell in place at `index`, read
     /// where they lie: only the cells that move are ever looked at.
     struct CellsWithInsert {
@@ -27,9 +27,9 @@ extension WriteTransaction {
     /// new separator does not fit in the parent.
     func redistribute(path: [(UInt32, Int)], number: UInt32, index: Int, cell: UnsafeRawPointer, size: Int) throws -> Bool {
         guard let (parentNumber, ci) = path.last else { return false }
-        let parent = Node(page: try page(parentNumber))
-        let node = Node(page: try writable(number))
-        let capacity = db.pageSize - Layout.nodeHeaderSize
+        let parent = Node(page: try tx.page(parentNumber))
+        let node = Node(page: try tx.writable(number))
+        let capacity = tx.db.pageSize - Layout.nodeHeaderSize
         let cells = CellsWithInsert(node: node, index: index, cell: cell, size: size)
         let n = cells.count
         // Slots and cells, the new one included (a validated page's byte
@@ -40,7 +40,7 @@ extension WriteTransaction {
         for toRight in [true, false] {
             guard toRight ? ci < parent.count : ci > 0 else { continue }
             let siblingNumber = parent.child(toRight ? ci + 1 : ci - 1)
-            let sibling = try treeNode(siblingNumber)
+            let sibling = try tx.treeNode(siblingNumber)
             guard sibling.isLeaf else { continue }
             // Move cells from the edge facing the sibling while the node is
             // above the balance point and the sibling has room.
@@ -101,12 +101,12 @@ extension WriteTransaction {
         // Every page this changes is made writable before the first change:
         // making one may load it from disk and fail, and a failure after the
         // leaving cells left the node would lose them.
-        let sibling = Node(page: try writable(siblingNumber))
-        let writableParent = Node(page: try writable(parentNumber))
+        let sibling = Node(page: try tx.writable(siblingNumber))
+        let writableParent = Node(page: try tx.writable(parentNumber))
 
         // Copy the leaving cells out: removing them from the node frees
         // their bytes, and inserting the new cell may reuse them.
-        let pageSize = db.pageSize
+        let pageSize = tx.db.pageSize
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2 * pageSize, alignment: 16)
         defer { scratch.deallocate() }
         var copies: [(UnsafeRawPointer, Int)] = []
@@ -137,7 +137,7 @@ extension WriteTransaction {
         writableParent.removeCell(at: separatorIndex)
         let ok = writableParent.insertCell(at: separatorIndex, sep, sepSize)
         precondition(ok, "separator fitted by construction")
-        modifications += 1
+        tx.modifications += 1
         return true
     }
 }

@@ -4,12 +4,18 @@
     import Darwin
 #endif
 
-/// Insertion and deletion with splits and merges.
+/// The B+tree's changes — insertion and deletion with splits and merges,
+/// redistribution, overflow chains — on the pages of one write
+/// transaction, which owns the pages: it hands out writable copies,
+/// allocates and frees. The transaction's public operations call these.
 ///
 /// Roots never move: when a root splits, its content moves to a new child
 /// and the root becomes a branch above it; when a root branch is left with
 /// a single child, the child's content moves up into the root.
-extension WriteTransaction {
+struct BTreeWriter {
+    /// The transaction whose pages change.
+    let tx: WriteTransaction
+
     /// Inserts or replaces; returns true when the key is new.
     @discardableResult
     func putRaw(_ key: [UInt8], _ value: [UInt8], root: UInt32) throws -> Bool {
@@ -31,14 +37,14 @@ extension WriteTransaction {
     ) throws -> Bool {
         // The path's buffer is reused from put to put (one allocation per
         // transaction, not per put).
-        var path = pathScratch
-        pathScratch = []
+        var path = tx.pathScratch
+        tx.pathScratch = []
         path.removeAll(keepingCapacity: true)
-        defer { pathScratch = path }
+        defer { tx.pathScratch = path }
         var number = root
         var rightmost = true
         while true {
-            let node = try treeNode(number)
+            let node = try tx.treeNode(number)
             if node.isLeaf { break }
             let ci = node.childIndex(key, keyCount)
             if ci != node.count { rightmost = false }
@@ -48,19 +54,19 @@ extension WriteTransaction {
             }
             number = node.child(ci)
         }
-        let leaf = Node(page: try writable(number))
+        let leaf = Node(page: try tx.writable(number))
         let (index, found) = leaf.lowerBound(key, keyCount)
         if found {
             if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
             leaf.removeCell(at: index)
         }
         // Build the cell.
-        let cell = cellBuffer
+        let cell = tx.cellBuffer
         var size = writeVarint(cell, keyCount)
         size += writeVarint(cell + size, valueCount)
         if keyCount > 0 { (cell + size).copyMemory(from: key, byteCount: keyCount) }
         size += keyCount
-        if size + valueCount <= Layout.maxInlineCell(pageSize: db.pageSize) {
+        if size + valueCount <= Layout.maxInlineCell(pageSize: tx.db.pageSize) {
             if valueCount > 0, let value { (cell + size).copyMemory(from: value, byteCount: valueCount) }
             size += valueCount
         } else {
@@ -68,7 +74,7 @@ extension WriteTransaction {
             storeBE32(cell + size, first)
             size += 4
         }
-        modifications += 1
+        tx.modifications += 1
         if !leaf.insertCell(at: index, cell, size) {
             let appending = rightmost && index == leaf.count
             if !appending, try redistribute(path: path, number: number, index: index, cell: cell, size: size) {
@@ -88,14 +94,14 @@ extension WriteTransaction {
             var path: [(UInt32, Int)] = []
             var number = root
             while true {
-                let node = try treeNode(number)
+                let node = try tx.treeNode(number)
                 if node.isLeaf {
                     let (index, found) = node.lowerBound(keyPtr, k.count)
                     guard found else { return false }
-                    let leaf = Node(page: try writable(number))
+                    let leaf = Node(page: try tx.writable(number))
                     if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
                     leaf.removeCell(at: index)
-                    modifications += 1
+                    tx.modifications += 1
                     try rebalance(path: &path, number: number)
                     return true
                 }
@@ -132,7 +138,7 @@ extension WriteTransaction {
                 }
                 var path: [(UInt32, Int)] = []
                 var number = root
-                var node = try treeNode(number)
+                var node = try tx.treeNode(number)
                 while !node.isLeaf {
                     let ci = node.childIndex(firstPtr, firstCount)
                     path.append((number, ci))
@@ -140,7 +146,7 @@ extension WriteTransaction {
                         throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
                     }
                     number = node.child(ci)
-                    node = try treeNode(number)
+                    node = try tx.treeNode(number)
                 }
                 // Every key from the one this leaf was found for up to the
                 // leaf's last key lies in this leaf; one past it belongs
@@ -188,13 +194,13 @@ extension WriteTransaction {
                 // The first key lies past this leaf's keys: it is absent.
                 i = max(next, i + 1)
                 guard !doomed.isEmpty else { continue }
-                let leaf = Node(page: try writable(number))
+                let leaf = Node(page: try tx.writable(number))
                 for index in doomed {
                     if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
                 }
                 leaf.removeCells(sortedIndices: doomed)
                 removed += doomed.count
-                modifications += 1
+                tx.modifications += 1
                 try rebalance(path: &path, number: number)
             }
         }
@@ -212,19 +218,19 @@ extension WriteTransaction {
         if path.isEmpty {
             // The root: move its content into a new child; the root becomes
             // a branch whose only child is that page.
-            let rootPage = try writable(number)
-            let (child, childPage) = try allocate()
-            childPage.bytes.copyMemory(from: rootPage.bytes, byteCount: db.pageSize)
+            let rootPage = try tx.writable(number)
+            let (child, childPage) = try tx.allocate()
+            childPage.bytes.copyMemory(from: rootPage.bytes, byteCount: tx.db.pageSize)
             Node.format(rootPage, leaf: false)
             Node(page: rootPage).setRightChild(child)
             path.append((number, 0))
             target = child
         }
-        let node = Node(page: try writable(target))
+        let node = Node(page: try tx.writable(target))
         let isLeaf = node.isLeaf
         let n = node.count + 1
         // Copy every cell, the new one included, into a scratch area in order.
-        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2 * db.pageSize, alignment: 16)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2 * tx.db.pageSize, alignment: 16)
         defer { scratch.deallocate() }
         var offsets = [Int](repeating: 0, count: n)
         var sizes = [Int](repeating: 0, count: n)
@@ -259,13 +265,13 @@ extension WriteTransaction {
             }
             k = max(1, min(k, isLeaf ? n - 1 : n - 2))
         }
-        let (rightNumber, rightPage) = try allocate()
+        let (rightNumber, rightPage) = try tx.allocate()
         let right = Node(page: rightPage)
         node.format(leaf: isLeaf)
         Node.format(rightPage, leaf: isLeaf)
         for i in 0..<k { _ = node.insertCell(at: i, scratch + offsets[i], sizes[i]) }
         // The separator goes into a new branch cell: child = left page.
-        let sep = cellBuffer
+        let sep = tx.cellBuffer
         var sepSize = 0
         if isLeaf {
             for i in k..<n { _ = right.insertCell(at: i - k, scratch + offsets[i], sizes[i]) }
@@ -284,7 +290,7 @@ extension WriteTransaction {
         // Parent: the pointer that led to `target` now leads to the right
         // page, and the separator cell (child = target) goes just before it.
         let (parentNumber, ci) = path.removeLast()
-        let parent = Node(page: try writable(parentNumber))
+        let parent = Node(page: try tx.writable(parentNumber))
         parent.setChild(ci, rightNumber)
         if !parent.insertCell(at: ci, sep, sepSize) {
             // `sep` lives in cellBuffer, which the recursive split reuses.
@@ -326,24 +332,24 @@ extension WriteTransaction {
     private func rebalance(path: inout [(UInt32, Int)], number: UInt32) throws {
         var current = number
         while true {
-            let node = Node(page: try writable(current))
+            let node = Node(page: try tx.writable(current))
             if path.isEmpty {
                 // Root: collapse while it is a branch with a single child.
                 var collapses = 0
                 while !node.isLeaf && node.count == 0 {
                     let child = node.rightChild
-                    let childPage = try page(child)
-                    node.bytes.copyMemory(from: childPage.bytes, byteCount: db.pageSize)
-                    free(child)
+                    let childPage = try tx.page(child)
+                    node.bytes.copyMemory(from: childPage.bytes, byteCount: tx.db.pageSize)
+                    tx.free(child)
                     collapses += 1
                     if collapses > Cursor.maxDepth { throw StorageError.corrupt(page: current, reason: "root collapse loops") }
                 }
                 return
             }
-            let capacity = db.pageSize - Layout.nodeHeaderSize
+            let capacity = tx.db.pageSize - Layout.nodeHeaderSize
             if node.usedBytes >= capacity / 4 { return }
             let (parentNumber, ci) = path.removeLast()
-            let parent = Node(page: try writable(parentNumber))
+            let parent = Node(page: try tx.writable(parentNumber))
             guard parent.count > 0 else { return }
             if node.isLeaf && node.count == 0 {
                 // An emptied leaf leaves the tree with its separator: its
@@ -358,16 +364,16 @@ extension WriteTransaction {
                     parent.setRightChild(parent.child(parent.count - 1))
                     parent.removeCell(at: parent.count - 1)
                 }
-                free(current)
-                modifications += 1
+                tx.free(current)
+                tx.modifications += 1
                 current = parentNumber
                 continue
             }
             let sepIndex = ci > 0 ? ci - 1 : ci
             let leftNumber = parent.child(sepIndex)
             let rightNumber = parent.child(sepIndex + 1)
-            let left = Node(page: try writable(leftNumber))
-            let right = Node(page: try writable(rightNumber))
+            let left = Node(page: try tx.writable(leftNumber))
+            let right = Node(page: try tx.writable(rightNumber))
             guard left.isLeaf == right.isLeaf else {
                 throw StorageError.corrupt(
                     page: parentNumber, reason: "children \(leftNumber) and \(rightNumber) are at different depths")
@@ -381,7 +387,7 @@ extension WriteTransaction {
             if !left.isLeaf {
                 // The separator comes down, pointing at left's right-most child.
                 let (sepKey, sepLen) = parent.key(sepIndex)
-                let cell = cellBuffer
+                let cell = tx.cellBuffer
                 storeBE32(cell, left.rightChild)
                 var size = 4 + writeVarint(cell + 4, sepLen)
                 (cell + size).copyMemory(from: sepKey, byteCount: sepLen)
@@ -395,8 +401,8 @@ extension WriteTransaction {
             }
             parent.removeCell(at: sepIndex)
             parent.setChild(sepIndex, leftNumber)
-            free(rightNumber)
-            modifications += 1
+            tx.free(rightNumber)
+            tx.modifications += 1
             current = parentNumber
         }
     }
@@ -405,12 +411,12 @@ extension WriteTransaction {
 
     /// Writes `count` bytes into a new chain of overflow pages.
     func writeOverflow(_ value: UnsafeRawPointer, _ count: Int) throws -> UInt32 {
-        let capacity = Layout.overflowCapacity(pageSize: db.pageSize)
+        let capacity = Layout.overflowCapacity(pageSize: tx.db.pageSize)
         let pagesNeeded = (count + capacity - 1) / capacity
         var numbers: [UInt32] = []
         var pages: [Page] = []
         for _ in 0..<pagesNeeded {
-            let (n, p) = try allocate()
+            let (n, p) = try tx.allocate()
             numbers.append(n)
             pages.append(p)
         }
@@ -432,15 +438,15 @@ extension WriteTransaction {
         var number = first
         var steps = 0
         while number != 0 {
-            let page = try self.page(number)
+            let page = try tx.page(number)
             guard page.u8(4) == PageType.overflow.rawValue else {
                 throw StorageError.corrupt(page: number, reason: "page type \(page.u8(4)) where an overflow page was expected")
             }
             let next = page.u32(8)
-            free(number)
+            tx.free(number)
             number = next
             steps += 1
-            if steps > Int(header.pageCount) { throw StorageError.corrupt(page: first, reason: "overflow chain loops") }
+            if steps > Int(tx.header.pageCount) { throw StorageError.corrupt(page: first, reason: "overflow chain loops") }
         }
     }
 }

@@ -427,12 +427,15 @@ final class SharedIndex: @unchecked Sendable {
     /// ``StorageError/busy(path:)`` then.
     func lock(_ offset: Int64, _ kind: RangeLock, until deadline: ContinuousClock.Instant, store: String) throws {
         guard let file else { return }
-        var pause = 20  // microseconds
+        // Polling, as SQLite's busy handler does (a blocking lock request
+        // cannot time out), with short pauses: a commit holds the lock for
+        // about one fdatasync, and a long pause would leave it idle.
+        var pause = 5  // microseconds
         while true {
             if try file.setLock(kind, at: offset) { return }
             if ContinuousClock.now >= deadline { throw StorageError.busy(path: store) }
             usleep(UInt32(pause))
-            pause = min(pause * 2, 2000)
+            pause = min(pause * 2, 80)
         }
     }
 
