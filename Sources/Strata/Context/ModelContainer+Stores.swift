@@ -180,10 +180,12 @@ extension ModelContext {
         return id.belongs(to: part.store.identifier) ? part : nil
     }
 
-    /// Saves every part with changes, as one `save()`: every part's checks
-    /// and delete rules run first, then `willSave` is posted once; the
-    /// parts' write transactions begin in store-identifier order, are
-    /// written, and commit in that order; `didSave` is posted once.
+    /// Saves every part with changes, as one `save()`: `willSave` is posted
+    /// once; the write transactions of the parts with changes begin in
+    /// store-identifier order; each part's checks and delete rules then run
+    /// (inside its transaction, so no other process's save can change what
+    /// they read before the commit); the parts are written and commit in
+    /// that order; `didSave` is posted once.
     ///
     /// A failure before the first commit leaves every store unchanged and
     /// every part its changes. A failure after one (an I/O error on a later
@@ -191,25 +193,28 @@ extension ModelContext {
     /// with their changes, and throws; their next save carries the mark of
     /// the save they missed, so the stores agree again.
     func saveParts() throws {
-        var checked: [(part: ModelContext, deletedRows: [[DoomedRow]])] = []
-        func check(_ part: ModelContext) throws {
-            if let rows = try part.checkSave() {
-                checked.append((part, rows))
-            } else if part.owedMark != nil {
-                checked.append((part, []))
-            }
+        for part in parts {
+            if let pendingError = part.pendingError { throw pendingError }
+            try part.mergeSavedChangesOrThrow()
         }
-        for part in parts { try check(part) }
-        guard !checked.isEmpty else { return }
+        guard parts.contains(where: { $0.hasChanges || $0.owedMark != nil }) else { return }
+        for part in parts where part.hasChanges { try part.refuseIfReadOnly() }
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
-        // What the notification's observers changed in other parts.
-        for part in parts where !checked.contains(where: { $0.part === part }) { try check(part) }
-        checked.sort { $0.part.store.identifier < $1.part.store.identifier }
+        // The observers may have changed other parts.
+        let saving = parts.filter { $0.hasChanges || $0.owedMark != nil }.sorted { $0.store.identifier < $1.store.identifier }
+        for part in saving where part.hasChanges { try part.refuseIfReadOnly() }
 
+        var checked: [(part: ModelContext, deletedRows: [[DoomedRow]])] = []
         var begun: [WriteTransaction] = []
+        var moves: [[(model: any PersistentModel, row: Int64)]] = []
         var prepared: [(part: ModelContext, save: PreparedSave)] = []
         do {
-            for (part, _) in checked { begun.append(try part.store.beginSave()) }
+            for part in saving {
+                let tx = try part.store.beginSave()
+                begun.append(tx)
+                moves.append(try part.moveCollidingInserts(in: tx))
+                checked.append((part, try part.checkSave() ?? []))
+            }
             let marks = try zip(checked, begun).map { try SaveMark.read($0.1) }
             var mark: (number: Int64, stores: [String])?
             if checked.count > 1 {
@@ -224,13 +229,15 @@ extension ModelContext {
                 // A mark owed from a save that failed here part way, unless
                 // a later save over this store has written a newer one.
                 if written == nil, let owed = part.owedMark, owed.number > marks[index]?.number ?? 0 { written = owed }
-                prepared.append((part, try part.writeSave(deletedRows: deletedRows, in: begun[index], mark: written)))
+                prepared.append(
+                    (part, try part.writeSave(deletedRows: deletedRows, in: begun[index], mark: written, moved: moves[index])))
             }
         } catch {
             // writeSave rolled back its own transaction; the rest here.
             for (part, save) in prepared.reversed() { part.abandon(save, after: error) }
             for (index, tx) in begun.enumerated().reversed() where index >= prepared.count {
-                checked[index].part.store.abandonSave(tx, after: error)
+                saving[index].undoMoves(moves.count > index ? moves[index] : [])
+                saving[index].store.abandonSave(tx, after: error)
             }
             throw error
         }
