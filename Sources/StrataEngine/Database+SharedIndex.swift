@@ -8,12 +8,16 @@ extension Database {
     func attach(deadline: ContinuousClock.Instant) throws {
         let shared = wal.shared
         if try shared.tryLock(SharedIndex.openLock, .exclusive) {
+            try shared.ensureHeader()
             shared.clearMarks()
             try rebuildIndex()
             // Converts the exclusive lock: no other handle can have slipped in.
             _ = try shared.tryLock(SharedIndex.openLock, .shared)
         } else {
             try shared.lock(SharedIndex.openLock, .shared, until: deadline, store: path)
+            // Measured under the lock: the first handle has made the file
+            // whole by now (a size taken before could be stale).
+            try shared.ensureHeader()
         }
         try shared.claimSlot()
         try synchronize(deadline: deadline)
@@ -67,7 +71,10 @@ extension Database {
     /// `stateLock`.
     func adopt() -> WAL.Refresh {
         let outcome = wal.refresh()
-        if case .adopted(let foreign) = outcome, foreign { pager.mainFileChangedElsewhere() }
+        if case .adopted(let foreign) = outcome {
+            if foreign { pager.mainFileChangedElsewhere() }
+            wal.openLogIfMissing()
+        }
         return outcome
     }
 
@@ -75,7 +82,11 @@ extension Database {
     /// writer lock. A half-published state whose writer is alive is waited
     /// for instead.
     func repairIndex(deadline: ContinuousClock.Instant) throws {
-        if !wal.shared.isPrivate {
+        // A read inside this thread's own write transaction: the writer
+        // lock is held already (waiting for it would wait forever).
+        if gate.isHeldByCurrentThread {
+            try repairHoldingWriterLock()
+        } else if !wal.shared.isPrivate {
             // Only a dead writer leaves the sequence word odd for long; a
             // live one holds the writer lock.
             gate.acquire()

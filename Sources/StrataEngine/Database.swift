@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An ordered key-value store in one file plus a write-ahead log.
 ///
 /// A store holds any number of named trees (``Tree``); each maps byte-string
@@ -19,10 +21,10 @@
 /// ``StorageError/busy(path:)``. ``LockingMode/exclusive`` keeps a store
 /// to one handle instead (a second one gets ``StorageError/locked(path:)``).
 ///
-/// Layout of the work: ``WAL`` owns the log, its shared index, checkpoints
-/// and reader marks; ``Pager`` owns page reads (cache, mapping,
-/// verification); this type opens and closes the store and runs
-/// transactions.
+/// Layout of the work: the log type (`WAL`) owns the log, its shared
+/// index, checkpoints and reader marks; the pager (`Pager`) owns page reads
+/// (cache, mapping, verification); this type opens and closes the store
+/// and runs transactions.
 public final class Database: @unchecked Sendable {
     /// Longest key accepted, in bytes, at every page size.
     public static let maxKeyLength = 960
@@ -79,6 +81,9 @@ public final class Database: @unchecked Sendable {
     }
 
     @exclusivity(unchecked) var isClosed = false
+    /// Set by `close()`: transactions still open throw
+    /// ``StorageError/closed`` from then on (their reader marks are gone).
+    let closedForReads = Atomic<Bool>(false)
     /// Set when an fsync failed: the handle refuses writes from then on.
     @exclusivity(unchecked) var poisoned: String?
 
@@ -210,9 +215,6 @@ public final class Database: @unchecked Sendable {
                     "cannot open \(shmPath) for reading and writing (\(error)); open with locking .exclusive")
             }
             do {
-                if try shmFile.size() < Int64(SharedIndex.headerBytes) {
-                    try shmFile.truncate(to: Int64(SharedIndex.headerBytes))
-                }
                 shared = try SharedIndex(file: shmFile, path: shmPath, pageSize: pageSize)
             } catch {
                 shmFile.close()
@@ -261,7 +263,11 @@ public final class Database: @unchecked Sendable {
 
     /// Closes the files after a failed open.
     private func releaseFiles() {
-        stateLock.withLock { isClosed = true }
+        stateLock.withLock {
+            isClosed = true
+            closedForReads.store(true, ordering: .relaxed)
+            wal.shared.releaseSlot()
+        }
         wal.shared.file?.close()
         wal.file.close()
         main.close()
@@ -387,7 +393,11 @@ public final class Database: @unchecked Sendable {
     public func close() throws {
         if options.readOnly {
             let wasOpen = stateLock.withLock { () -> Bool in
-                defer { isClosed = true }
+                defer {
+                    isClosed = true
+                    closedForReads.store(true, ordering: .relaxed)
+                    wal.shared.releaseSlot()
+                }
                 return !isClosed
             }
             if wasOpen { closeFiles() }
@@ -420,6 +430,8 @@ public final class Database: @unchecked Sendable {
         }
         stateLock.withLock {
             isClosed = true
+            closedForReads.store(true, ordering: .relaxed)
+            wal.shared.releaseSlot()
             pager.cache.removeAll()
             // Pages and transactions still holding it keep the mapping alive.
             pager.mapped = nil

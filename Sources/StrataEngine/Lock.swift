@@ -37,6 +37,8 @@ final class WriterGate: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let cond: UnsafeMutablePointer<pthread_cond_t>
     private var held = false
+    /// The thread holding the gate, while one does.
+    private var owner: pthread_t?
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -58,12 +60,23 @@ final class WriterGate: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         while held { pthread_cond_wait(cond, mutex) }
         held = true
+        owner = pthread_self()
         pthread_mutex_unlock(mutex)
+    }
+
+    /// True when the calling thread holds the gate (it is inside its own
+    /// write transaction).
+    var isHeldByCurrentThread: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard held, let owner else { return false }
+        return pthread_equal(owner, pthread_self()) != 0
     }
 
     func release() {
         pthread_mutex_lock(mutex)
         held = false
+        owner = nil
         pthread_cond_signal(cond)
         pthread_mutex_unlock(mutex)
     }

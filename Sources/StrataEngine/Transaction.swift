@@ -115,6 +115,7 @@ public class ReadTransaction {
 
     /// The page image this transaction sees.
     func page(_ number: UInt32) throws -> Page {
+        if db.closedForReads.load(ordering: .relaxed) { throw StorageError.closed }
         let slot = Int(number) & (Self.memoSize - 1)
         if memoNumbers[slot] == number, let page = memoPages[slot] { return page }
         let page = try db.pager.page(number, at: snapshot.position, pageCount: snapshot.header.pageCount)
@@ -395,6 +396,9 @@ public class ReadTransaction {
     /// not a tree page.
     @inline(__always) func treeNode(_ number: UInt32) throws -> Node {
         let node: Node
+        // After the handle closed, its reader mark is gone: another
+        // process may rewrite the pages this snapshot would read.
+        if db.closedForReads.load(ordering: .relaxed) { throw StorageError.closed }
         if let direct = directView, number < snapshot.header.pageCount, direct.isVerified(number) {
             node = Node(mapped: direct.address(of: number), pageSize: direct.pageSize)
         } else {

@@ -156,6 +156,46 @@ final class SharedIndexTests: EngineTestCase {
         XCTAssertEqual(try get(db, "k"), bytes("v"))
         try db.close()
     }
+
+    /// A reader left open when its handle closes must not write into the
+    /// reader slot the handle held: another handle may own it by then, and
+    /// erasing its mark would let a checkpoint overwrite pages its reader
+    /// still reads.
+    func testAReaderEndedAfterItsHandleClosedLeavesTheNextOwnersMarkAlone() throws {
+        let a = try open("marks.strata", DatabaseOptions(checkpointThresholdFrames: 1 << 20))
+        try put(a, "x", "old")
+        let leftover = try a.beginRead()
+        try a.close()
+        let b = try open("marks.strata", DatabaseOptions(checkpointThresholdFrames: 1 << 20))
+        let reader = try b.beginRead()
+        leftover.end()
+        let c = try open("marks.strata", DatabaseOptions(checkpointThresholdFrames: 1 << 20))
+        try put(c, "x", "new")
+        for i in 0..<300 { try put(c, "k\(i)", String(repeating: "v", count: 200)) }
+        try c.checkpoint()
+        XCTAssertEqual(try reader.get(bytes("x"), in: try reader.tree("t")), bytes("old"))
+        reader.end()
+        XCTAssertEqual(try get(b, "x"), bytes("new"))
+        try c.close()
+        try b.close()
+    }
+
+    /// A read-only handle that opened before the store had a log reads the
+    /// commits a writer makes once it creates one.
+    func testAReadOnlyHandleOpenedWithoutALogSeesLaterCommits() throws {
+        let path = directory.file("late-log.strata")
+        let first = try open("late-log.strata")
+        try put(first, "a", "1")
+        try first.close()
+        try FileManager.default.removeItem(atPath: path + "-wal")
+        let reader = try open("late-log.strata", DatabaseOptions(readOnly: true))
+        let writer = try open("late-log.strata", DatabaseOptions(checkpointThresholdFrames: 1 << 20))
+        try put(writer, "b", "2")
+        XCTAssertEqual(try get(reader, "a"), bytes("1"))
+        XCTAssertEqual(try get(reader, "b"), bytes("2"))
+        try reader.close()
+        try writer.close()
+    }
 }
 
 /// The real file system, with files that offer only the I/O seam's basic

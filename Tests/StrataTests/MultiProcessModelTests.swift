@@ -195,4 +195,34 @@ final class MultiProcessModelTests: XCTestCase {
         XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Customer>()), 1)
         try other.close()
     }
+
+    /// Each store numbers its inserts itself: an unsaved insert of one
+    /// shares its row number with a row the other saved. A fetch returns
+    /// the stored row as its own model, never the unsaved insert; the
+    /// insert gets another row and both are saved.
+    func testAnUnsavedInsertWhoseRowAnotherStoreSavedStaysApart() throws {
+        let directory = TemporaryDirectory(prefix: "strata-rows")
+        defer { directory.remove() }
+        let url = URL(fileURLWithPath: directory.file("shop.store"))
+        let containers = try (0..<2).map { _ in
+            try ModelContainer(
+                for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
+        }
+        let mine = ModelContext(containers[0])
+        let pending = Customer(email: "mine@example.com", name: "unsaved")
+        mine.insert(pending)
+        let theirs = ModelContext(containers[1])
+        let saved = Customer(email: "theirs@example.com", name: "saved")
+        theirs.insert(saved)
+        try theirs.save()
+        XCTAssertEqual(pending.persistentModelID.entityName, saved.persistentModelID.entityName)
+        let fetched = try mine.fetch(FetchDescriptor<Customer>(predicate: #Predicate { $0.email == "theirs@example.com" }))
+        XCTAssertEqual(fetched.map(\.name), ["saved"])
+        XCTAssertFalse(fetched.contains { $0 === pending }, "the stored row is not the unsaved insert")
+        XCTAssertNotEqual(pending.persistentModelID, fetched.first?.persistentModelID)
+        try mine.save()
+        let all = try ModelContext(containers[1]).fetch(FetchDescriptor<Customer>(sortBy: [SortDescriptor(\.email)]))
+        XCTAssertEqual(all.map(\.email), ["mine@example.com", "theirs@example.com"])
+        XCTAssertEqual(try containers[0].checkIntegrity(), [])
+    }
 }

@@ -27,11 +27,17 @@ final class SavedChanges: Sendable {
     /// to-many relationships whose other side another process's save
     /// changed (see ``Store/catchUpWithOtherProcesses()``). Empty when none.
     let everywhere: [_FieldSet]
+    /// Rows another process's saves inserted, by entity ordinal: an insert
+    /// of this process given one of those numbers moves to a new row (see
+    /// ``Store/catchUpWithOtherProcesses()``). Empty for this process's
+    /// saves.
+    let inserts: [[Int64]]
 
-    init(updates: [[Update]], deletes: [[Int64]], everywhere: [_FieldSet] = []) {
+    init(updates: [[Update]], deletes: [[Int64]], everywhere: [_FieldSet] = [], inserts: [[Int64]] = []) {
         self.updates = updates
         self.deletes = deletes
         self.everywhere = everywhere
+        self.inserts = inserts
     }
 
     /// Gathers a save's changes inside its write transaction.
@@ -62,8 +68,8 @@ final class SavedChanges: Sendable {
             if !deletes[entity.ordinal].isEmpty { isEmpty = false }
         }
 
-        func build(everywhere: [_FieldSet] = []) -> SavedChanges {
-            SavedChanges(updates: updates, deletes: deletes, everywhere: everywhere)
+        func build(everywhere: [_FieldSet] = [], inserts: [[Int64]] = []) -> SavedChanges {
+            SavedChanges(updates: updates, deletes: deletes, everywhere: everywhere, inserts: inserts)
         }
     }
 }
@@ -227,6 +233,9 @@ extension ModelContext {
 
     private func merge(_ changes: SavedChanges, snapshot: Snapshot) throws {
         let entities = container.schema.entities
+        for (ordinal, rows) in changes.inserts.enumerated() where !rows.isEmpty {
+            moveInserts(of: entities[ordinal], offRowsIn: rows)
+        }
         for entity in entities where !changes.deletes[entity.ordinal].isEmpty {
             for row in changes.deletes[entity.ordinal] { forgetDeletedRow(entity, row: row) }
         }
@@ -261,11 +270,31 @@ extension ModelContext {
         }
     }
 
+    /// Another process inserted `rows` of `entity`: this context's unsaved
+    /// inserts given one of those numbers by this process's own counter
+    /// get new rows (their identifiers were not final: SwiftData's change
+    /// at the save), and the counter moves past them.
+    private func moveInserts(of entity: Schema.Entity, offRowsIn rows: [Int64]) {
+        guard let highest = rows.max() else { return }
+        store.raiseRowFloor(entity, to: highest)
+        let taken = Set(rows)
+        for model in inserted where taken.contains(model._strataState.rowID) {
+            guard container.schema.entity(forType: type(of: model))?.ordinal == entity.ordinal else { continue }
+            let state = model._strataState
+            registry[entity.ordinal][state.rowID] = nil
+            state.rowID = store.allocateRow(entity)
+            registry[entity.ordinal][state.rowID] = model
+        }
+    }
+
     /// Another save deleted `row`: its model (if any) leaves the context.
     private func forgetDeletedRow(_ entity: Schema.Entity, row: Int64) {
         forgetMarkedRow(entity, row: row)
         guard let model = registered(entity, row: row) else { return }
         let state = model._strataState
+        // An insert of this context that another process's row number
+        // collides with is not that row (it moves at its save).
+        if state.status == .inserted { return }
         unregisterRow(entity, row: row)
         switch state.status {
         case .saved:

@@ -213,7 +213,9 @@ extension ModelContext {
                 let tx = try part.store.beginSave()
                 begun.append(tx)
                 moves.append(try part.moveCollidingInserts(in: tx))
-                checked.append((part, try part.checkSave() ?? []))
+                checked.append((part, try part.checkSave(merging: false) ?? []))
+                // Models the relationships reached were inserted by the checks.
+                moves[moves.count - 1] += try part.moveCollidingInserts(in: tx)
             }
             let marks = try zip(checked, begun).map { try SaveMark.read($0.1) }
             var mark: (number: Int64, stores: [String])?

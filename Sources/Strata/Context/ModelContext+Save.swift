@@ -36,11 +36,15 @@ extension ModelContext {
         let deletedRows: [[DoomedRow]]
         do {
             moved = try moveCollidingInserts(in: tx)
-            guard let rows = try checkSave() else {
+            // Merged above: a merge here could run observers that save,
+            // and this thread holds the write transaction.
+            guard let rows = try checkSave(merging: false) else {
                 undoMoves(moved)
                 if store.pinned == nil { tx.rollback() }
                 return
             }
+            // Models the relationships reached were inserted by the checks.
+            moved += try moveCollidingInserts(in: tx)
             deletedRows = rows
         } catch {
             undoMoves(moved)
@@ -104,9 +108,9 @@ extension ModelContext {
     /// pending changes, inserts what relationships now reach and runs the
     /// delete rules. Returns the rows the rules delete, or nil when there
     /// is nothing to save. On a throw the context keeps its changes.
-    func checkSave() throws -> [[DoomedRow]]? {
+    func checkSave(merging: Bool = true) throws -> [[DoomedRow]]? {
         if let pendingError { throw pendingError }
-        try mergeSavedChangesOrThrow()
+        if merging { try mergeSavedChangesOrThrow() }
         guard hasChanges else { return nil }
         try refuseIfReadOnly()
         // What delete rules change during the save is not the program's

@@ -34,12 +34,13 @@ extension Store {
         guard last > seen else { return nil }
         var builder = SavedChanges.Builder(entityCount: schema.entities.count)
         var touched = Set<String>()
+        var inserts = [[Int64]](repeating: [], count: schema.entities.count)
         for raw in try HistoryLog.readRaw(tx, after: seen, through: last) {
             for change in raw.changes {
                 guard let entity = schema.entitiesByName[change.entity] else { continue }
                 touched.insert(entity.name)
                 switch change.kind {
-                case .insert: break
+                case .insert: inserts[entity.ordinal].append(change.row)
                 case .update: builder.update(entity, row: change.row, fields: _FieldSet(all: entity.properties.count))
                 case .delete: builder.delete(entity, rows: [change.row])
                 }
@@ -54,7 +55,7 @@ extension Store {
                 everywhere[entity.ordinal].insert(index)
             }
         }
-        return (builder.build(everywhere: everywhere), last)
+        return (builder.build(everywhere: everywhere, inserts: inserts), last)
     }
 
     /// Records that history through `token` has been merged or written.

@@ -83,7 +83,12 @@ final class Store: @unchecked Sendable {
             let migrator = Migrator(
                 database: database, schema: schema, plan: migrationPlan, writable: !options.readOnly, progress: progress)
             try migrator.prepare()
-            nextRows = Mutex(try database.read { try Self.lastRows($0, schema: schema) })
+            let (rows, lastToken) = try database.read { tx in
+                (try Self.lastRows(tx, schema: schema), try HistoryLog.lastToken(tx))
+            }
+            nextRows = Mutex(rows)
+            // Saves before the open are no other process's news.
+            otherProcesses.seen.withLock { $0.token = lastToken }
             identifier = try Self.storedIdentifier(database, writable: !options.readOnly) ?? fallbackIdentifier
         } catch {
             try? database.close()

@@ -295,6 +295,14 @@ final class SharedIndex: @unchecked Sendable {
         return frames <= capacityFrames
     }
 
+    /// Grows a file shorter than the header (new, or cut) to the header's
+    /// size, before anything in it is touched: mapped bytes past the end
+    /// of a file cannot be read. Growing never harms another handle.
+    func ensureHeader() throws {
+        guard let file else { return }
+        if try file.size() < Int64(Self.headerBytes) { try file.truncate(to: Int64(Self.headerBytes)) }
+    }
+
     // MARK: Writing (the writer lock held)
 
     /// Grows the file to hold `frames` frame-list entries.
@@ -403,6 +411,11 @@ final class SharedIndex: @unchecked Sendable {
         }
         return oldest
     }
+
+    /// Stops writing marks: the handle closed and its slot (released with
+    /// its descriptor) may be another handle's now. The caller holds the
+    /// database's state lock.
+    func releaseSlot() { slot = -1 }
 
     /// Takes a free reader slot for this handle's life.
     func claimSlot() throws {

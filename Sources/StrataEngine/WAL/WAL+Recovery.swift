@@ -93,11 +93,11 @@ extension WAL {
     /// copies every frame again (harmless: it copies the same images).
     func rebuild(header: (Contents) throws -> FileHeader) throws {
         if readOnly {
-            lock.withLock {
-                if file is EmptyFile, fileSystem.exists(path),
-                    let opened = try? fileSystem.open(path, create: false, readOnly: true)
-                {
-                    file = opened
+            // A log that exists but cannot be read must not be taken for
+            // an empty one: the index would lose its commits.
+            try lock.withLock {
+                if file is EmptyFile, fileSystem.exists(path) {
+                    file = try fileSystem.open(path, create: false, readOnly: true)
                 }
             }
         }
@@ -114,7 +114,10 @@ extension WAL {
         for var number in pages { crc = crc32c(crc, &number, 4) }
         let old = lock.withLock { state }
         var new = SharedIndex.State()
-        new.generation = contents.generation
+        // Positions only grow: a log whose header is gone (0) or older than
+        // the generation handles have seen gets a newer one in the index
+        // (frames are told apart by their salts, not by this number).
+        new.generation = contents.generation >= old.generation ? contents.generation : old.generation &+ 1
         new.salt1 = contents.salt1
         new.salt2 = contents.salt2
         new.frames = pages.count

@@ -74,45 +74,74 @@ final class WAL: @unchecked Sendable {
 
     /// Adopts the shared index's latest state: new frames join this
     /// handle's frame lists (checked against the index's frame-list
-    /// checksum). The caller holds `lock`.
+    /// checksum, and read again if a writer changed the index meanwhile).
+    /// Nothing changes unless the whole new state checks out. The caller
+    /// holds `lock`.
     func refresh() -> Refresh {
-        if shared.sequence() == sequenceSeen { return .current }
-        switch shared.read() {
-        case .busy: return .busy
-        case .damaged(let why): return .damaged(why)
-        case .state(let new, let sequence):
-            if new.epoch != indexEpoch || new.generation != indexGeneration || new.frames < indexedFrames {
-                if new.epoch == indexEpoch && new.generation == indexGeneration {
-                    return .damaged("the committed frame count went back from \(indexedFrames) to \(new.frames)")
-                }
-                index.removeAll(keepingCapacity: true)
-                indexedFrames = 0
-                indexCRC = 0
-                indexGeneration = new.generation
-                indexEpoch = new.epoch
+        var attempts = 0
+        while true {
+            if shared.sequence() == sequenceSeen { return .current }
+            let new: SharedIndex.State
+            let sequence: UInt64
+            switch shared.read() {
+            case .busy: return .busy
+            case .damaged(let why): return .damaged(why)
+            case .state(let state, let word):
+                new = state
+                sequence = word
             }
-            if new.frames > indexedFrames {
+            let fresh = new.epoch != indexEpoch || new.generation != indexGeneration
+            if !fresh && new.frames < indexedFrames {
+                return .damaged("the committed frame count went back from \(indexedFrames) to \(new.frames)")
+            }
+            let from = fresh ? 0 : indexedFrames
+            var crc = fresh ? 0 : indexCRC
+            var pages: [UInt32] = []
+            if new.frames > from {
                 guard (try? shared.holds(frames: new.frames)) == true else {
                     return .damaged("the index counts \(new.frames) frames but the file is too short for them")
                 }
-                var crc = indexCRC
-                var pages: [UInt32] = []
-                pages.reserveCapacity(new.frames - indexedFrames)
-                for i in indexedFrames..<new.frames {
+                pages.reserveCapacity(new.frames - from)
+                for i in from..<new.frames {
                     var number = shared.pageOfFrame(i)
                     pages.append(number)
                     crc = crc32c(crc, &number, 4)
                 }
-                guard crc == new.frameListCRC else { return .damaged("frame list checksum mismatch") }
-                for (i, number) in pages.enumerated() { index[number, default: []].append(indexedFrames + i) }
-                indexedFrames = new.frames
-                indexCRC = crc
             }
-            let foreign = new.checkpoints != state.checkpoints
+            // A restart and new commits may have rewritten the entries
+            // while they were read: read the whole state again.
+            atomicMemoryFence(ordering: .acquiring)
+            if shared.sequence() != sequence {
+                attempts += 1
+                if attempts < 1000 { continue }
+                return .busy
+            }
+            guard crc == new.frameListCRC else { return .damaged("frame list checksum mismatch") }
+            if fresh {
+                index.removeAll(keepingCapacity: true)
+                indexGeneration = new.generation
+                indexEpoch = new.epoch
+            }
+            for (i, number) in pages.enumerated() { index[number, default: []].append(from + i) }
+            indexedFrames = new.frames
+            indexCRC = crc
+            // A rebuild (a new epoch) counts as another handle's
+            // checkpoint: what this handle cached of the main file is
+            // suspect.
+            let foreign = new.checkpoints != state.checkpoints || new.epoch != state.epoch
             state = new
             sequenceSeen = sequence
             return .adopted(foreignCheckpoint: foreign)
         }
+    }
+
+    /// Opens the log of a read-only handle that found none at open, once
+    /// the adopted state says it holds frames. The caller holds `lock`.
+    func openLogIfMissing() {
+        guard readOnly, file is EmptyFile, state.frames > 0, fileSystem.exists(path),
+            let opened = try? fileSystem.open(path, create: false, readOnly: true)
+        else { return }
+        file = opened
     }
 
     /// Adopts a state this handle published itself (the caller holds
