@@ -15,29 +15,6 @@
 import Foundation
 import Strata
 
-@Model final class Customer {
-    #Unique<Customer>([\.email])
-    var email: String
-    var name: String
-    @Relationship(deleteRule: .cascade, inverse: \Order.customer) var orders: [Order] = []
-
-    init(email: String, name: String) {
-        self.email = email
-        self.name = name
-    }
-}
-
-@Model final class Order {
-    var number: Int
-    var writer: Int
-    var customer: Customer?
-
-    init(number: Int, writer: Int) {
-        self.number = number
-        self.writer = writer
-    }
-}
-
 func fail(_ text: String) -> Never {
     FileHandle.standardError.write(Data("strata-model-worker: \(text)\n".utf8))
     exit(1)

@@ -11,18 +11,7 @@ import XCTest
 ///
 /// `STRATA_STRESS_SECONDS` sets how long the crowd runs (default 20).
 final class MultiProcessTests: XCTestCase {
-    struct MissingWorker: Error, CustomStringConvertible {
-        var description: String { "strata-stress-worker is not built next to the test bundle" }
-    }
-
-    static func workerExecutable() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("strata-stress-worker").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw MissingWorker()
-    }
+    static func workerExecutable() throws -> String { try executableBesideTests("strata-stress-worker") }
 
     /// One member of the crowd.
     final class Worker {

@@ -9,18 +9,7 @@ import XCTest
 ///
 /// `STRATA_KILLS` sets the number of kills (default 24).
 final class ProcessKillTests: XCTestCase {
-    struct MissingWriter: Error, CustomStringConvertible {
-        var description: String { "strata-crash-writer is not built next to the test bundle" }
-    }
-
-    func writerExecutable() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("strata-crash-writer").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw MissingWriter()
-    }
+    func writerExecutable() throws -> String { try executableBesideTests("strata-crash-writer") }
 
     func value(_ n: Int) -> [UInt8] {
         [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: n % 10 == 0 ? 10_000 : 40 + n % 200)

@@ -42,18 +42,7 @@ final class CLITests: XCTestCase {
         super.tearDown()
     }
 
-    struct MissingTool: Error, CustomStringConvertible {
-        var description: String { "the strata executable is not built next to the test bundle" }
-    }
-
-    func tool() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("strata").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw MissingTool()
-    }
+    func tool() throws -> String { try executableBesideTests("strata") }
 
     /// Runs `strata arguments…`; returns its exit status, stdout and stderr.
     func run(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {

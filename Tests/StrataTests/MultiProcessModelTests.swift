@@ -4,45 +4,13 @@ import StrataEngine
 import StrataTesting
 import XCTest
 
-// The models of `strata-model-worker`, declared the same way: the test
-// process opens the store the workers wrote.
-@Model final class Customer {
-    #Unique<Customer>([\.email])
-    var email: String
-    var name: String
-    @Relationship(deleteRule: .cascade, inverse: \Order.customer) var orders: [Order] = []
-
-    init(email: String, name: String) {
-        self.email = email
-        self.name = name
-    }
-}
-
-@Model final class Order {
-    var number: Int
-    var writer: Int
-    var customer: Customer?
-
-    init(number: Int, writer: Int) {
-        self.number = number
-        self.writer = writer
-    }
-}
-
 /// Two processes save to one store — upserts by a unique email, and
 /// cascading deletes — while a third fetches: the unique constraint and
 /// the delete rule hold across processes, every save of each is in the
 /// history in commit order, and the fetching process sees the others'
 /// saves, including changes to models it holds.
 final class MultiProcessModelTests: XCTestCase {
-    func workerExecutable() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("strata-model-worker").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw CocoaError(.fileNoSuchFile)
-    }
+    func workerExecutable() throws -> String { try executableBesideTests("strata-model-worker") }
 
     func run(_ executable: String, _ arguments: [String], errors: String) throws -> Process {
         let process = Process()

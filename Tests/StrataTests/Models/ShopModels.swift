@@ -1,0 +1,1 @@
+../../../Sources/ModelWorker/Models.swift
