@@ -162,7 +162,9 @@ public enum FuzzHarness {
         if !resealed {
             guard let second else { preconditionFailure("a damaged index was not rebuilt: the second open failed") }
             guard seenBySecond == expected, seenByFirst == expected else {
-                preconditionFailure("a damaged index gave a wrong read")
+                preconditionFailure(
+                    "a damaged index gave a wrong read: second \(String(describing: seenBySecond)), first \(String(describing: seenByFirst)), expected \(String(describing: expected))"
+                )
             }
             _ = try? second.write { tx in try tx.put([0x6b], [0x76], in: try tx.createTree("after-damage")) }
             guard (try? first.check())?.isHealthy == true else { preconditionFailure("the store is damaged after a rebuild") }

@@ -24,7 +24,9 @@ final class WAL: @unchecked Sendable {
     /// The index state this handle adopted last, and the sequence word it
     /// read it at.
     @exclusivity(unchecked) var state = SharedIndex.State()
-    @exclusivity(unchecked) var sequenceSeen = UInt64.max
+    /// Nil until the first adoption: every 64-bit value is a sequence word
+    /// a damaged index can hold.
+    @exclusivity(unchecked) var sequenceSeen: UInt64?
     /// Page → its frames in generation `indexGeneration`, oldest first, for
     /// frames below `indexedFrames`.
     @exclusivity(unchecked) private var index: [UInt32: [Int]] = [:]
@@ -80,7 +82,7 @@ final class WAL: @unchecked Sendable {
     func refresh() -> Refresh {
         var attempts = 0
         while true {
-            if shared.sequence() == sequenceSeen { return .current }
+            if let seen = sequenceSeen, shared.sequence() == seen { return .current }
             let new: SharedIndex.State
             let sequence: UInt64
             switch shared.read() {
