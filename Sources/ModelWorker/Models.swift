@@ -28,3 +28,20 @@ import Strata
         self.writer = writer
     }
 }
+
+/// Writer `writer`'s change number `i`, not yet saved: an upsert of the
+/// customer of one of twenty emails with a new order, and every tenth
+/// time the delete of another email's customer, whose orders go with it.
+func makeShopChange(_ i: Int, writer: Int, in context: ModelContext) throws {
+    let customer = Customer(email: "c\(i % 20)@example.com", name: "writer\(writer) save \(i)")
+    context.insert(customer)
+    let order = Order(number: i, writer: writer)
+    context.insert(order)
+    order.customer = customer
+    if i % 10 == 9 {
+        let doomed = "c\((i + 7) % 20)@example.com"
+        for model in try context.fetch(FetchDescriptor<Customer>(predicate: #Predicate { $0.email == doomed })) {
+            context.delete(model)
+        }
+    }
+}

