@@ -40,6 +40,35 @@ struct PersonRecord: Codable, FetchableRecord, MutablePersistableRecord {
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
+// MARK: model-bench's writes: a unique Int, an indexed Int, a String, a Date
+
+@Model
+final class Ticket {
+    #Index<Ticket>([\.bucket])
+    @Attribute(.unique) var number: Int
+    var bucket: Int
+    var title: String
+    var opened: Date
+
+    init(number: Int, bucket: Int, title: String, opened: Date) {
+        self.number = number
+        self.bucket = bucket
+        self.title = title
+        self.opened = opened
+    }
+}
+
+struct TicketRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "ticket"
+    var id: Int64?
+    var number: Int
+    var bucket: Int
+    var title: String
+    var opened: Date
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
 // MARK: query-bench: indexed attributes and a unique code
 
 @Model
@@ -157,4 +186,24 @@ enum V2: VersionedSchema {
 enum Plan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [V1.self, V2.self] }
     static var stages: [MigrationStage] { [.lightweight(fromVersion: V1.self, toVersion: V2.self)] }
+}
+
+// MARK: GRDB's side, durable as Strata's `.full`
+
+/// A `DatabasePool` whose commits sync the WAL (`synchronous = FULL`), as
+/// Strata's default durability does. The pool sets `synchronous = NORMAL`
+/// on its writer after `prepareDatabase` runs, so FULL is set on the writer
+/// again and checked; readers never commit.
+func durablePool(path: String, configuration base: Configuration = Configuration()) throws -> DatabasePool {
+    var configuration = base
+    configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+    let pool = try DatabasePool(path: path, configuration: configuration)
+    let synchronous = try pool.writeWithoutTransaction { db in
+        try db.execute(sql: "PRAGMA synchronous = FULL")
+        return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+    }
+    guard synchronous == 2 else {
+        throw DatabaseError(message: "SQLite's synchronous is \(synchronous ?? -1), not FULL (2)")
+    }
+    return pool
 }

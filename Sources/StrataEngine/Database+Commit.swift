@@ -7,7 +7,7 @@ extension Database {
     /// ``beginWrite()`` does.
     public func checkpoint() throws {
         guard !options.readOnly else { throw StorageError.readOnly("opened read-only") }
-        gate.acquire()
+        acquireGateWhenIdle()
         defer { gate.release() }
         try stateLock.withLock { if isClosed { throw StorageError.closed } }
         try wal.shared.lock(SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
@@ -61,17 +61,21 @@ extension Database {
     /// commit visible to every handle: publishes its frames in the shared
     /// index and caches its pages. Returns the log's generation the frames
     /// belong to.
-    func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, header: FileHeader, freelist: Freelist) -> UInt32 {
-        let state = wal.publish(pages, first: firstFrame, header: header) { state in
+    func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, tail: WAL.LogTail, header: FileHeader) {
+        _ = wal.publish(pages, first: firstFrame, chain: tail.chain, header: header) { state in
             for (i, entry) in pages.enumerated() {
                 pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstFrame + i), entry.page)
             }
             counters.commits += 1
         }
+    }
+
+    /// Remembers the free-page set of the commit that will be at
+    /// `position` once published (the caller holds the gate).
+    func rememberFreelist(_ freelist: Freelist, position: UInt64) {
         var published = freelist
         published.changed = false
         committedFreelist = published
-        freelistPosition = state.position
-        return state.generation
+        freelistPosition = position
     }
 }

@@ -78,6 +78,10 @@ public struct Statistics: Sendable, Equatable {
     public var walRestarts = 0
     /// Commits made through this handle.
     public var commits = 0
+    /// Syncs of the log that made commits durable (durability `full`):
+    /// fewer than `commits` when commits of several threads shared a sync
+    /// (group commit).
+    public var logSyncs = 0
     /// Frames in the WAL right now.
     public var walFrames = 0
     /// Pages in the store at the last commit.

@@ -89,7 +89,7 @@ extension Database {
         } else if !wal.shared.isPrivate {
             // Only a dead writer leaves the sequence word odd for long; a
             // live one holds the writer lock.
-            gate.acquire()
+            acquireGateWhenIdle()
             defer { gate.release() }
             try wal.shared.lock(SharedIndex.writerLock, .exclusive, until: deadline, store: path)
             defer { wal.shared.unlock(SharedIndex.writerLock) }

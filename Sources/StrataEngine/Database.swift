@@ -47,6 +47,8 @@ public final class Database: @unchecked Sendable {
     /// One write transaction of this handle at a time (the shared index's
     /// writer lock makes handles take turns).
     let gate = WriterGate()
+    /// Commits appended to the log and waiting for a shared sync.
+    let pendingCommits = PendingCommits()
 
     /// Guards every field below it but `committedFreelist` and
     /// `freelistPosition` (the writer's), and the fields of `wal` and
@@ -338,19 +340,35 @@ public final class Database: @unchecked Sendable {
     public func beginWrite() throws -> WriteTransaction {
         if options.readOnly { throw StorageError.readOnly("opened read-only") }
         gate.acquire()
-        var locked = false
+        let held = pendingCommits.writerBegins()
         do {
             try stateLock.withLock {
                 if isClosed { throw StorageError.closed }
                 if let poisoned { throw StorageError.readOnly(poisoned) }
             }
-            try wal.shared.lock(
-                SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
-            locked = true
-            try repairHoldingWriterLock()
-            let (snapshot, serial): (Snapshot, UInt64) = stateLock.withLock {
+            // While commits of this handle are pending, it holds the writer
+            // lock already and the index is as it published it.
+            if !held {
+                try wal.shared.lock(
+                    SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
+                pendingCommits.lockTaken()
+                try repairHoldingWriterLock()
+            }
+            // The pending commits' pages, header and free pages are this
+            // transaction's starting point. Taken before the snapshot: a
+            // leader may publish them meanwhile, and the snapshot then
+            // holds the same images; taken after, a commit published in
+            // between would be in neither.
+            let continuation = pendingCommits.continuation()
+            var (snapshot, serial): (Snapshot, UInt64) = stateLock.withLock {
                 transactionSerial &+= 1
                 return (committed, transactionSerial)
+            }
+            if let pending = continuation {
+                snapshot.header = pending.header
+                let tx = WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: pending.freelist)
+                tx.pendingPages = pending.overlay
+                return tx
             }
             if freelistPosition != snapshot.position {
                 committedFreelist = try loadFreelist(snapshot)
@@ -358,15 +376,16 @@ public final class Database: @unchecked Sendable {
             }
             return WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: committedFreelist)
         } catch {
-            if locked { wal.shared.unlock(SharedIndex.writerLock) }
-            gate.release()
+            endWrite()
             throw error
         }
     }
 
-    /// Ends the write transaction: releases the writer lock and the gate.
+    /// Ends the write transaction without a pending commit: releases the
+    /// writer lock (unless commits of this handle are pending) and the
+    /// gate.
     func endWrite() {
-        wal.shared.unlock(SharedIndex.writerLock)
+        pendingCommits.writerLeaves { wal.shared.unlock(SharedIndex.writerLock) }
         gate.release()
     }
 
@@ -403,7 +422,7 @@ public final class Database: @unchecked Sendable {
             if wasOpen { closeFiles() }
             return
         }
-        gate.acquire()
+        acquireGateWhenIdle()
         defer { gate.release() }
         let alreadyClosed = stateLock.withLock { isClosed }
         if alreadyClosed { return }

@@ -20,6 +20,10 @@ public final class WriteTransaction: ReadTransaction {
     var dirty = DirtyPages()
     var header: FileHeader
     var freelist: Freelist
+    /// The pages of this handle's commits appended before this
+    /// transaction began and not yet published (their sync is pending),
+    /// newest image by page number; read before the snapshot's.
+    var pendingPages: [UInt32: Page] = [:]
     /// Trees whose entry count changed: root → name.
     var changedTrees: [UInt32: String] = [:]
     var modifications = 0
@@ -62,6 +66,13 @@ public final class WriteTransaction: ReadTransaction {
 
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
+        return try committedPage(number)
+    }
+
+    /// Page `number` as the commits before this transaction left it: a
+    /// pending commit's image (see ``PendingCommits``), else the snapshot's.
+    @inline(__always) private func committedPage(_ number: UInt32) throws -> Page {
+        if !pendingPages.isEmpty, let page = pendingPages[number] { return page }
         return try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)
     }
 
@@ -70,7 +81,7 @@ public final class WriteTransaction: ReadTransaction {
     /// A private copy of page `number` that this transaction may change.
     func writable(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
-        let copy = Page.copy(of: try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount))
+        let copy = Page.copy(of: try committedPage(number))
         dirty[number] = copy
         return copy
     }
@@ -333,10 +344,15 @@ public final class WriteTransaction: ReadTransaction {
     /// ``StorageError/transactionFailed(_:)``.
     public func commit() throws {
         if ended { throw StorageError.transactionEnded }
+        // Set once the commit is pending: the gate is released then, and
+        // the writer lock belongs to the group (see `PendingCommits`).
+        var handedOver = false
         defer {
-            ended = true
-            dirty.removeAll()
-            db.endWrite()
+            if !handedOver {
+                ended = true
+                dirty.removeAll()
+                db.endWrite()
+            }
         }
         if let failure { throw StorageError.transactionFailed(failure) }
         guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
@@ -357,25 +373,36 @@ public final class WriteTransaction: ReadTransaction {
         pages.sort { $0.number < $1.number }
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
 
-        try db.restartLogIfPossible()
-        let first = try db.wal.appendCommit(pages, pageCount: header.pageCount)
-        if db.options.durability == .full {
-            do {
-                try db.wal.file.sync()
-            } catch {
-                // The frames may or may not be on disk: nothing about this
-                // handle's view of the log can be trusted any more.
-                db.poison("an fsync of the WAL failed: \(error)")
-                throw error
+        // Pending commits of this handle: append after them (no restart
+        // while any is pending).
+        let pendingTail = db.pendingCommits.tail
+        if pendingTail == nil { try db.restartLogIfPossible() }
+        let tail = try db.wal.appendCommit(pages, pageCount: header.pageCount, after: pendingTail)
+        let first = tail.frames - pages.count
+        let generation = db.stateLock.withLock { db.wal.state.generation }
+        db.rememberFreelist(freelist, position: UInt64(generation) << 32 | UInt64(tail.frames))
+        let recent = WAL.RecentCommit(firstFrame: first, generation: generation, pages: pages)
+        guard db.options.durability == .full else {
+            // Nothing to wait for: published now, under the gate.
+            db.publish(pages: pages, firstFrame: first, tail: tail, header: header)
+            if tail.frames >= db.options.checkpointThresholdFrames {
+                // The commit is published already; a failed checkpoint is
+                // retried after a later commit (or poisons the handle if an
+                // fsync failed).
+                try? db.checkpointLocked(recent: recent)
             }
+            return
         }
-        let generation = db.publish(pages: pages, firstFrame: first, header: header, freelist: freelist)
-        if first + pages.count >= db.options.checkpointThresholdFrames {
-            // The commit is durable already; a failed checkpoint is retried
-            // after a later commit (or poisons the handle if an fsync failed).
-            let recent = WAL.RecentCommit(firstFrame: first, generation: generation, pages: pages)
-            try? db.checkpointLocked(recent: recent)
-        }
+        // Group commit: queue the commit, let the next writer in, and wait
+        // for a sync that covers it (this thread's or another's).
+        let ticket = try db.pendingCommits.enqueue(
+            PendingCommits.Entry(ticket: 0, pages: pages, first: first, tail: tail, header: header, freelist: freelist))
+        handedOver = true
+        ended = true
+        dirty.removeAll()
+        db.gate.release()
+        try db.awaitDurable(ticket)
+        if tail.frames >= db.options.checkpointThresholdFrames { db.checkpointAfterCommit(recent: recent) }
     }
 
     /// Discards every change and ends the transaction.

@@ -30,12 +30,19 @@ final class SQLiteStore: KeyValueEngine {
             try db.execute(sql: "PRAGMA cache_size = -65536")  // KiB: 64 MiB
         }
         queue = try DatabaseQueue(path: path, configuration: config)
-        let (mode, version) = try queue.read { db in
-            (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try String.fetchOne(db, sql: "SELECT sqlite_version()"))
+        let (mode, version, level) = try queue.read { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode"), try String.fetchOne(db, sql: "SELECT sqlite_version()"),
+                try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            )
         }
         sqliteVersion = version ?? "?"
         guard mode?.lowercased() == "wal" else {
             throw BenchError("\(name): journal_mode is \(mode ?? "nil"), expected wal")
+        }
+        let expected = ["OFF": 0, "NORMAL": 1, "FULL": 2][synchronous]
+        guard level == expected else {
+            throw BenchError("\(name): synchronous is \(level ?? -1), expected \(synchronous)")
         }
     }
 

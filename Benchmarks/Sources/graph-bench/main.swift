@@ -31,9 +31,6 @@ defer { try? FileManager.default.removeItem(at: directory) }
 
 func sku(_ i: Int) -> String { "SKU-\(i)" }
 
-var configuration = Configuration()
-configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-
 @MainActor func upsertWorkload() throws -> (Double, Double) {
     // MARK: Upsert, Strata
 
@@ -53,7 +50,7 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
 
     // MARK: Upsert, GRDB
 
-    let pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path, configuration: configuration)
+    let pool = try durablePool(path: directory.appendingPathComponent("grdb.sqlite").path)
     try pool.write { db in
         try db.create(table: "item") { t in
             t.autoIncrementedPrimaryKey("id")
@@ -111,8 +108,7 @@ configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = 
     let strataCascade = try seconds { try strataCascadeDelete(graphContainer) }
     let strataPartsAfter = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
 
-    let graphPool = try DatabasePool(
-        path: directory.appendingPathComponent("graph-\(round).sqlite").path, configuration: configuration)
+    let graphPool = try durablePool(path: directory.appendingPathComponent("graph-\(round).sqlite").path)
     try graphPool.write { db in
         try db.create(table: "owner") { t in
             t.autoIncrementedPrimaryKey("id")

@@ -11,6 +11,9 @@ import Strata
 // Workloads (issue 4): insert N objects with one save; fetch all N in a new
 // context; fetch N/5 by identifier in a new context. Inserts run once; the
 // read workloads report the median of five runs, each in a fresh context.
+// Then the write workloads of issue 27 (Writes.swift), with `--writes-only`
+// alone. `--profile-saves S` only makes S durable one-object saves on a
+// store of N tickets and exits, for `perf record`, `strace` or callgrind.
 // `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
 // `perf record` or callgrind.
 
@@ -19,6 +22,18 @@ let lookups = count / 5
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
+if let saves = argument("--profile-saves").flatMap({ Int($0) }) {
+    try profileSingleSaves(count: count, saves: saves, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if CommandLine.arguments.contains("--writes-only") {
+    print("| workload (\(count) objects) | Strata | GRDB | ratio (GRDB time / Strata time) |")
+    print("|---|---|---|---|")
+    try writeWorkloads(count: count, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
 
 let base = Date(timeIntervalSinceReferenceDate: 700_000_000)
 func fields(_ i: Int) -> (String, String, Int, Double, Date, Bool) {
@@ -66,9 +81,7 @@ let strataFetchByID = try median {
 }
 
 // GRDB
-var configuration = Configuration()
-configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-let pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path, configuration: configuration)
+let pool = try durablePool(path: directory.appendingPathComponent("grdb.sqlite").path)
 try pool.write { db in
     try db.create(table: "person") { t in
         t.autoIncrementedPrimaryKey("id")
@@ -114,3 +127,4 @@ print("|---|---|---|---|")
 ratioRow("insert, one save", strataInsert, grdbInsert)
 ratioRow("fetch all", strataFetchAll, grdbFetchAll)
 ratioRow("fetch \(lookups) by identifier", strataFetchByID, grdbFetchByID)
+try writeWorkloads(count: count, in: directory)

@@ -117,9 +117,7 @@ do {
 }
 
 // GRDB
-var configuration = Configuration()
-configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-let pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path, configuration: configuration)
+let pool = try durablePool(path: directory.appendingPathComponent("grdb.sqlite").path)
 try pool.write { db in
     try db.create(table: "item") { t in
         t.autoIncrementedPrimaryKey("id")

@@ -40,9 +40,6 @@ final class WAL: @unchecked Sendable {
     /// The mark published in this handle's slot.
     @exclusivity(unchecked) private var publishedMark = SharedIndex.noMark
 
-    /// Writer: the chained checksum after the frames `appendCommit` wrote.
-    @exclusivity(unchecked) private var pendingChecksum: UInt32 = 0
-
     init(
         file: any StorageFile, path: String, pageSize: Int, readOnly: Bool, fileSystem: any StorageFileSystem,
         shared: SharedIndex, lock: Lock
@@ -283,22 +280,26 @@ final class WAL: @unchecked Sendable {
         return true
     }
 
-    /// Writes one transaction's pages as frames after the last commit, the
-    /// last one marked as the commit frame, and returns the first frame's
-    /// number; the caller syncs and then calls ``publish(_:first:header:)``.
+    /// Writes one transaction's pages as frames after the last published
+    /// commit, or after `tail` (commits appended and not yet published),
+    /// the last one marked as the commit frame, and returns the new tail
+    /// (the first frame is `tail.frames - pages.count`); the caller syncs
+    /// and then calls ``publish(_:first:chain:header:alongside:)``.
     /// Pages must already carry their page checksums. On error nothing is
     /// published: the frames written so far lie past the last commit and
     /// are ignored by recovery and overwritten by the next commit.
-    func appendCommit(_ pages: [(number: UInt32, page: Page)], pageCount: UInt32) throws -> Int {
+    func appendCommit(
+        _ pages: [(number: UInt32, page: Page)], pageCount: UInt32, after tail: LogTail? = nil
+    ) throws -> LogTail {
         let current = lock.withLock { state }
         precondition(!pages.isEmpty && !current.restartPending)
-        let first = current.frames
+        let first = tail?.frames ?? current.frames
         try shared.reserve(frames: first + pages.count)
         let file = lock.withLock { self.file }
         let batchFrames = min(pages.count, max(1, (1 << 20) / frameSize))
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: batchFrames * frameSize, alignment: 16)
         defer { buffer.deallocate() }
-        var chain = current.chain
+        var chain = tail?.chain ?? current.chain
         var i = 0
         while i < pages.count {
             let n = min(batchFrames, pages.count - i)
@@ -318,18 +319,28 @@ final class WAL: @unchecked Sendable {
             try file.write(buffer, count: n * frameSize, at: WALFormat.frameOffset(first + i, pageSize: pageSize))
             i += n
         }
-        pendingChecksum = chain
-        return first
+        return LogTail(frames: first + pages.count, chain: chain)
     }
 
-    /// Publishes the frames of the last ``appendCommit(_:pageCount:)`` (now
-    /// as durable as the durability level requires) in the shared index
-    /// and this handle's lists; returns the new state. The caller holds the
+    /// Where the log's appended frames end: their count and the chained
+    /// checksum after the last. A commit appended but not yet published
+    /// (its sync is pending) moves the tail past the published state.
+    struct LogTail {
+        var frames: Int
+        var chain: UInt32
+    }
+
+    /// Publishes the frames of a commit ``appendCommit(_:pageCount:after:)``
+    /// wrote at `first` (now as durable as the durability level requires;
+    /// `chain` is the tail it returned) in the shared index and this
+    /// handle's lists; returns the new state. Commits appended one after
+    /// the other are published in the same order. The caller holds the
     /// writer lock, not `lock` (publishing happens under `lock`, so this
     /// handle's readers never adopt the state half-way); `alongside` runs
     /// in the same critical section.
     func publish(
-        _ pages: [(number: UInt32, page: Page)], first: Int, header: FileHeader, alongside: (SharedIndex.State) -> Void
+        _ pages: [(number: UInt32, page: Page)], first: Int, chain: UInt32, header: FileHeader,
+        alongside: (SharedIndex.State) -> Void
     ) -> SharedIndex.State {
         var current = lock.withLock { state }
         var numbers: [UInt32] = []
@@ -342,7 +353,7 @@ final class WAL: @unchecked Sendable {
         }
         shared.setPages(numbers, from: first)
         current.frames = first + pages.count
-        current.chain = pendingChecksum
+        current.chain = chain
         current.commits &+= 1
         current.frameListCRC = crc
         current.pageCount = header.pageCount

@@ -1,0 +1,208 @@
+import BenchSupport
+import Foundation
+import GRDB
+import Strata
+
+// model-bench's write workloads (issue 27), each as an app writes it, with
+// durability `full` on both sides (GRDB: WAL, `synchronous = FULL`):
+//
+// - insert N tickets (a unique Int, an indexed Int, a String, a Date), one
+//   save;
+// - `singles` durable saves in a row, one new ticket each;
+// - `threads` threads, each with its own context (GRDB: the pool's writer),
+//   `perThread` durable saves of one ticket each;
+// - fetch the tenth of the tickets in one bucket by the indexed attribute,
+//   change each one's title, one save (GRDB: one SQL `UPDATE`);
+// - the store's size once every handle closed (Strata: main file and log;
+//   SQLite: database and WAL files).
+
+struct WriteFigures {
+    var insert = 0.0
+    var singles = 0.0
+    var threaded = 0.0
+    var update = 0.0
+    var bytes = 0
+}
+
+let ticketBase = Date(timeIntervalSinceReferenceDate: 750_000_000)
+
+func ticketFields(_ i: Int) -> (Int, Int, String, Date) {
+    (i, i % 10, "Ticket \(i)", ticketBase.addingTimeInterval(Double(i)))
+}
+
+func fileBytes(_ paths: [URL]) -> Int {
+    paths.reduce(0) { total, url in
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? nil
+        return total + (size ?? 0)
+    }
+}
+
+/// Runs `body(thread)` on `threads` threads at once and waits for all.
+func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+    let failures = Failures()
+    let group = DispatchGroup()
+    for thread in 0..<threads {
+        group.enter()
+        Thread {
+            do { try body(thread) } catch { failures.add(error) }
+            group.leave()
+        }.start()
+    }
+    group.wait()
+    if let failure = failures.first { throw BenchFailure(message: failure) }
+}
+
+/// The errors of the threads of `onThreads`, guarded by `lock`.
+final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var messages: [String] = []  // guarded by lock
+
+    func add(_ error: Error) { lock.withLock { messages.append("\(error)") } }
+    var first: String? { lock.withLock { messages.first } }
+}
+
+struct BenchFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+func strataWrites(count: Int, singles: Int, threads: Int, perThread: Int, in directory: URL) throws -> WriteFigures {
+    let url = directory.appendingPathComponent("tickets.store")
+    var figures = WriteFigures()
+    try {
+        let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
+        figures.insert = try seconds {
+            let context = ModelContext(container)
+            for i in 0..<count {
+                let f = ticketFields(i)
+                context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
+            }
+            try context.save()
+        }
+        figures.singles = try seconds {
+            let context = ModelContext(container)
+            for i in count..<(count + singles) {
+                let f = ticketFields(i)
+                context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
+                try context.save()
+            }
+        }
+        let first = count + singles
+        figures.threaded = try seconds {
+            try onThreads(threads) { thread in
+                let context = ModelContext(container)
+                for j in 0..<perThread {
+                    let f = ticketFields(first + thread * perThread + j)
+                    context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
+                    try context.save()
+                }
+            }
+        }
+        figures.update = try seconds {
+            let context = ModelContext(container)
+            let bucket = 3
+            let tickets = try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket }))
+            for ticket in tickets { ticket.title = "Reopened \(ticket.number)" }
+            try context.save()
+        }
+        let check = try ModelContext(container).fetchCount(FetchDescriptor<Ticket>())
+        guard check == count + singles + threads * perThread else {
+            throw BenchFailure(message: "Strata holds \(check) tickets")
+        }
+    }()
+    figures.bytes = fileBytes([url, URL(fileURLWithPath: url.path + "-wal")])
+    return figures
+}
+
+func grdbWrites(count: Int, singles: Int, threads: Int, perThread: Int, in directory: URL) throws -> WriteFigures {
+    let path = directory.appendingPathComponent("tickets.sqlite").path
+    var figures = WriteFigures()
+    try {
+        let pool = try durablePool(path: path)
+        try pool.write { db in
+            try db.create(table: "ticket") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("number", .integer).notNull().unique()
+                t.column("bucket", .integer).notNull().indexed()
+                t.column("title", .text).notNull()
+                t.column("opened", .datetime).notNull()
+            }
+        }
+        figures.insert = try seconds {
+            try pool.write { db in
+                for i in 0..<count {
+                    let f = ticketFields(i)
+                    var record = TicketRecord(id: nil, number: f.0, bucket: f.1, title: f.2, opened: f.3)
+                    try record.insert(db)
+                }
+            }
+        }
+        figures.singles = try seconds {
+            for i in count..<(count + singles) {
+                let f = ticketFields(i)
+                try pool.write { db in
+                    var record = TicketRecord(id: nil, number: f.0, bucket: f.1, title: f.2, opened: f.3)
+                    try record.insert(db)
+                }
+            }
+        }
+        let first = count + singles
+        figures.threaded = try seconds {
+            try onThreads(threads) { thread in
+                for j in 0..<perThread {
+                    let f = ticketFields(first + thread * perThread + j)
+                    try pool.write { db in
+                        var record = TicketRecord(id: nil, number: f.0, bucket: f.1, title: f.2, opened: f.3)
+                        try record.insert(db)
+                    }
+                }
+            }
+        }
+        figures.update = try seconds {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE ticket SET title = 'Reopened ' || number WHERE bucket = ?", arguments: [3])
+            }
+        }
+        let check = try pool.read { db in try TicketRecord.fetchCount(db) }
+        guard check == count + singles + threads * perThread else {
+            throw BenchFailure(message: "GRDB holds \(check) tickets")
+        }
+    }()
+    figures.bytes = fileBytes([URL(fileURLWithPath: path), URL(fileURLWithPath: path + "-wal")])
+    return figures
+}
+
+/// Runs both sides' write workloads and prints their rows.
+func writeWorkloads(count: Int, in directory: URL) throws {
+    let singles = 300
+    let threads = 16
+    let perThread = 40
+    let strata = try strataWrites(count: count, singles: singles, threads: threads, perThread: perThread, in: directory)
+    let grdb = try grdbWrites(count: count, singles: singles, threads: threads, perThread: perThread, in: directory)
+    ratioRow("tickets: insert \(count), one save", strata.insert, grdb.insert)
+    ratioRow("tickets: \(singles) durable one-object saves", strata.singles, grdb.singles)
+    ratioRow("tickets: \(threads) threads × \(perThread) durable saves", strata.threaded, grdb.threaded)
+    ratioRow("tickets: fetch 10% by index, change, one save", strata.update, grdb.update)
+    let ratio = String(format: "%.2f×", Double(grdb.bytes) / Double(strata.bytes))
+    print("| tickets: file size | \(strata.bytes / 1024) KiB | \(grdb.bytes / 1024) KiB | \(ratio) |")
+}
+
+/// `saves` durable one-object saves on a store of `count` tickets, alone.
+func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
+    let url = directory.appendingPathComponent("profile.store")
+    let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(container)
+    for i in 0..<count {
+        let f = ticketFields(i)
+        context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
+    }
+    try context.save()
+    let time = try seconds {
+        for i in count..<(count + saves) {
+            let f = ticketFields(i)
+            context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
+            try context.save()
+        }
+    }
+    print(String(format: "%d saves: %.1f µs each", saves, time / Double(saves) * 1e6))
+}
