@@ -6,6 +6,7 @@
 //     swift run -c release engine-bench [--count N]
 //     swift run -c release process-bench [--writers N] [--commits M] [--readers R]
 //     swift run -c release model-bench [--count N]
+//     swift run -c release commit-bench [--saves N] [--savers 1,4,16,64]
 //     swift run -c release graph-bench [--count N]
 //     swift run -c release query-bench [--count N] [--only NAME] [--enumerate]
 //     swift run -c release migration-bench [--count N]
@@ -51,6 +52,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "migration-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "commit-bench",
             dependencies: [
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),

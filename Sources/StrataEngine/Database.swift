@@ -241,10 +241,12 @@ public final class Database: @unchecked Sendable {
                 }
             }
             // A main file shorter than its header says, with no log to
-            // supply the missing pages, has been truncated.
+            // supply the missing pages, has been truncated. Its size is
+            // read again: another process's checkpoint may have grown it
+            // (and restarted the log) since the size above was taken.
             let snapshot = db.committed
             let needed = Int64(snapshot.header.pageCount) * Int64(pageSize)
-            if size < needed && wal.state.frames == 0 {
+            if size < needed, wal.state.frames == 0, try main.size() < needed {
                 throw StorageError.corruptFile(
                     "file is \(size) bytes but its header counts \(snapshot.header.pageCount) pages of \(pageSize) bytes: truncated"
                 )

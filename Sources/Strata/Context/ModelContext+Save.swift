@@ -173,7 +173,9 @@ extension ModelContext {
             prepared.upsertedRows = save.upsertedRows
             prepared.otherSaves = try store.changesOfOtherSaves(in: tx)
             if let history = save.history, !history.isEmpty {
-                prepared.historyToken = try HistoryLog.append(history, author: author, tx: tx)
+                let token = try HistoryLog.append(history, author: author, tx: tx)
+                prepared.historyToken = token
+                store.wroteHistory(token)
             }
             if let mark { try SaveMark.write(mark.number, stores: mark.stores, in: tx) }
             try store.checkSave(tx)
@@ -196,6 +198,7 @@ extension ModelContext {
     /// and the context keeps its changes.
     func abandon(_ save: PreparedSave, after error: any Error) {
         store.abandonSave(save.tx, after: error)
+        if let token = save.historyToken { store.finishedHistory(token) }
         // Nothing was written: give upserted models their own rows back.
         for (model, row) in save.upserted { model._strataState.rowID = row }
         undoMoves(save.moved)
@@ -292,6 +295,7 @@ extension ModelContext {
         }
         if let other = save.otherSaves { container.mergeHub.publish(other.changes, from: nil) }
         if let token = save.historyToken ?? save.otherSaves?.through { store.sawHistory(through: token) }
+        if let token = save.historyToken { store.finishedHistory(token) }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values {
             let state = model._strataState

@@ -21,6 +21,22 @@ extension Store {
     /// written, and the engine's commit stamp when that was checked.
     final class OtherProcesses: Sendable {
         let seen = Mutex<(token: Int64?, stamp: UInt64)>((nil, .max))
+        /// Tokens of this process's saves that wrote their history but
+        /// have not finished: with group commit, a save's history is in
+        /// the log (and read by the next save's transaction) before the
+        /// save that wrote it records it as seen. They are not another
+        /// process's.
+        let ownUnfinished = Mutex<Set<Int64>>([])
+    }
+
+    /// A save of this process wrote its history as `token`.
+    func wroteHistory(_ token: Int64) {
+        otherProcesses.ownUnfinished.withLock { _ = $0.insert(token) }
+    }
+
+    /// The save that wrote history `token` finished (committed or not).
+    func finishedHistory(_ token: Int64) {
+        otherProcesses.ownUnfinished.withLock { _ = $0.remove(token) }
     }
 
     /// The history transactions after the last one seen, as changes to
@@ -35,7 +51,8 @@ extension Store {
         var builder = SavedChanges.Builder(entityCount: schema.entities.count)
         var touched = Set<String>()
         var inserts = [[Int64]](repeating: [], count: schema.entities.count)
-        for raw in try HistoryLog.readRaw(tx, after: seen, through: last) {
+        let own = otherProcesses.ownUnfinished.withLock { $0 }
+        for raw in try HistoryLog.readRaw(tx, after: seen, through: last) where !own.contains(raw.token) {
             for change in raw.changes {
                 guard let entity = schema.entitiesByName[change.entity] else { continue }
                 touched.insert(entity.name)
