@@ -20,9 +20,12 @@ let package = Package(
     ],
     targets: [
         .target(name: "BenchSupport"),
+        // LMDB from Debian's liblmdb-dev, engine-bench's third engine.
+        .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .executableTarget(
             name: "engine-bench",
             dependencies: [
+                "CLMDB",
                 .product(name: "StrataEngine", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -1,5 +1,5 @@
-// engine-bench: runs the same workloads on StrataEngine and on SQLite
-// (through GRDB) in one process and prints a markdown report.
+// engine-bench: runs the same workloads on StrataEngine, on SQLite
+// (through GRDB) and on LMDB in one process and prints a markdown report.
 //
 //     swift run -c release engine-bench [--count N] [--deletes N] [--durability full|normal|none]
 
@@ -24,8 +24,9 @@ struct Options {
           --count N        entries of the bulk load (default 1000000)
           --deletes N      entries the delete workload removes
                            (default min(100000, count / 10))
-          --durability L   full (default), normal or none: Strata's level and
-                           SQLite's synchronous=FULL/NORMAL/OFF
+          --durability L   full (default), normal or none: Strata's level,
+                           SQLite's synchronous=FULL/NORMAL/OFF and LMDB's
+                           default/MDB_NOMETASYNC/MDB_NOSYNC
         """
 
     init(arguments: [String]) throws {
@@ -74,8 +75,9 @@ final class Benchmark {
     let data: Dataset
     let strata: StrataStore
     let sqlite: SQLiteStore
+    let lmdb: LMDBStore
     /// Strata first: the report's columns follow this order.
-    var engines: [any KeyValueEngine] { [strata, sqlite] }
+    var engines: [any KeyValueEngine] { [strata, sqlite, lmdb] }
 
     private(set) var results: [WorkloadResult] = []
     /// Sizes of each engine's files after each step.
@@ -88,6 +90,7 @@ final class Benchmark {
         self.data = data
         strata = try StrataStore(path: options.directory + "/bench.strata", durability: options.durability)
         sqlite = try SQLiteStore(path: options.directory + "/bench.sqlite", durability: options.durability)
+        lmdb = try LMDBStore(path: options.directory + "/bench.lmdb", durability: options.durability)
         recordSizes(after: "open")
     }
 
@@ -143,19 +146,24 @@ final class Benchmark {
     func report() -> String {
         var lines: [String] = []
         let names = engines.map(\.name)
-        lines.append("## Strata vs SQLite (GRDB)")
+        lines.append("## Strata vs SQLite (GRDB) and LMDB")
         lines.append("")
         lines.append(
             "\(Format.count(data.keys.count)) entries (\(Dataset.keyLength)-byte random keys, "
                 + "\(Dataset.valueLength)-byte values), \(Format.count(data.deleteOrder.count)) deletes, "
-                + "durability `\(options.durability.rawValue)`, SQLite \(sqlite.sqliteVersion) in WAL mode.")
+                + "durability `\(options.durability.rawValue)`, SQLite \(sqlite.sqliteVersion) in WAL mode, "
+                + "\(lmdb.version).")
         lines.append("")
-        lines.append(Format.header(["workload"] + names + ["SQLite time / Strata time"]))
+        lines.append(
+            Format.header(["workload"] + names + ["SQLite time / Strata time", "LMDB time / Strata time"]))
         for result in results {
             lines.append(
                 Format.row(
                     [result.title] + result.times.map { Format.time($0, ops: result.ops) }
-                        + [Format.ratio(result.times[1].seconds, result.times[0].seconds)]))
+                        + [
+                            Format.ratio(result.times[1].seconds, result.times[0].seconds),
+                            Format.ratio(result.times[2].seconds, result.times[0].seconds),
+                        ]))
         }
 
         if let fsync, let commits = results.first(where: { $0.title.hasPrefix("4.") }) {
