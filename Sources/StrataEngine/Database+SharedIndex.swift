@@ -111,6 +111,13 @@ extension Database {
         }
     }
 
+    /// The commit stamp of the state at `frames` frames of generation
+    /// `generation` (see ``commitStamp()``).
+    func stamp(generation: UInt32, frames: Int) -> UInt64 {
+        let epoch = stateLock.withLock { wal.state.epoch }
+        return (UInt64(generation) << 32 | UInt64(frames)) ^ epoch
+    }
+
     /// A number that changes with every commit of any handle or process:
     /// equal stamps mean nothing was committed in between. (It is not a
     /// count, and a store whose log was emptied by its last handle may

@@ -20,6 +20,11 @@ public final class WriteTransaction: ReadTransaction {
     var dirty = DirtyPages()
     var header: FileHeader
     var freelist: Freelist
+    /// After a commit that returned: the ``Database/commitStamp()`` the
+    /// store had right after it (nil before, and after a rollback or an
+    /// empty commit). Nothing else committed between this transaction's
+    /// begin and this stamp.
+    public private(set) var committedStamp: UInt64?
     /// The pages of this handle's commits appended before this
     /// transaction began and not yet published (their sync is pending),
     /// newest image by page number; read before the snapshot's.
@@ -385,6 +390,7 @@ public final class WriteTransaction: ReadTransaction {
         guard db.options.durability == .full else {
             // Nothing to wait for: published now, under the gate.
             db.publish(pages: pages, firstFrame: first, tail: tail, header: header)
+            committedStamp = db.stamp(generation: generation, frames: tail.frames)
             if tail.frames >= db.options.checkpointThresholdFrames {
                 // The commit is published already; a failed checkpoint is
                 // retried after a later commit (or poisons the handle if an
@@ -402,6 +408,7 @@ public final class WriteTransaction: ReadTransaction {
         dirty.removeAll()
         db.gate.release()
         try db.awaitDurable(ticket)
+        committedStamp = db.stamp(generation: generation, frames: tail.frames)
         if tail.frames >= db.options.checkpointThresholdFrames { db.checkpointAfterCommit(recent: recent) }
     }
 

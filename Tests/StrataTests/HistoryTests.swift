@@ -172,6 +172,50 @@ final class HistoryTests: StoreTestCase {
         XCTAssertEqual(try history(container).count, 0)
     }
 
+    /// The token counter shares the history tree's last leaf with the
+    /// newest transaction: a save of one new model writes its record's
+    /// page, the history's page and the catalog's (entry counts), and
+    /// nothing else. It wrote a fourth, `h.meta`'s, before.
+    func testASaveOfOneModelWritesThreePages() throws {
+        let container = try makeContainer()
+        _ = try threeSaves(container)
+        let database = container.store.database
+        let context = ModelContext(container)
+        for i in 0..<5 {
+            let before = database.statistics.walFrames
+            context.insert(Memo(title: "lean\(i)", body: "", priority: 9, due: nil))
+            try context.save()
+            let after = database.statistics.walFrames
+            // A checkpoint and log restart in between would reset the count.
+            if after > before { XCTAssertEqual(after - before, 3, "save \(i)") }
+        }
+        XCTAssertEqual(try history(container).count, 3 + 5)
+    }
+
+    /// A store whose last token is in `h.meta` (written before the counter
+    /// moved into `h.transactions`) goes on from it: no token is issued
+    /// twice, and tokens taken before stay valid.
+    func testTokensGoOnFromTheCounterOfAnOlderStore() throws {
+        let container = try makeContainer()
+        _ = try threeSaves(container)
+        let tokens = try history(container).map(\.token.tokenValue)
+        XCTAssertEqual(tokens, [1, 2, 3])
+        // Rewrite the counter as an older store kept it (and a higher one,
+        // as if history had been deleted).
+        try container.store.database.write { tx in
+            try tx.delete(HistoryLog.counterKey, in: try tx.tree(HistoryLog.transactions))
+            let meta = try tx.createTree(HistoryLog.meta)
+            try tx.put(HistoryLog.lastKey, RowKey.encode(7), in: meta)
+        }
+        let context = ModelContext(container)
+        context.insert(Memo(title: "next", body: "", priority: 1, due: nil))
+        try context.save()
+        XCTAssertEqual(try history(container).map(\.token.tokenValue), [1, 2, 3, 8])
+        context.insert(Memo(title: "after", body: "", priority: 1, due: nil))
+        try context.save()
+        XCTAssertEqual(try history(container).map(\.token.tokenValue).last, 9)
+    }
+
     func testDamagedHistoryThrowsATypedError() throws {
         let container = try makeContainer()
         _ = try threeSaves(container)

@@ -42,13 +42,17 @@ extension ModelContainer {
                 }
                 changes.delete(entity, rows: rows)
             }
+            // Read before the history is cleared with the rest.
+            let last = try HistoryLog.lastToken(tx)
             for name in try tx.treeNames() where Self.keptByDeleteAll.contains(name) == false {
                 try tx.clear(try tx.tree(name))
             }
-            // Every history token taken so far has expired.
-            if let meta = try tx.treeIfPresent(HistoryLog.meta),
-                let last = try HistoryLog.counter(HistoryLog.lastKey, meta, tx)
-            {
+            // Every history token taken so far has expired, and none is
+            // issued again: the counter is kept in `h.meta` (the greater
+            // of the two counters counts).
+            if last > 0 {
+                let meta = try tx.treeIfPresent(HistoryLog.meta) ?? tx.createTree(HistoryLog.meta)
+                try tx.put(HistoryLog.lastKey, RowKey.encode(last), in: meta)
                 // A token expires when it is older than this mark: every
                 // token taken so far, the last one included.
                 try tx.put(HistoryLog.deletedKey, RowKey.encode(last + 1), in: meta)

@@ -296,6 +296,9 @@ extension ModelContext {
         if let other = save.otherSaves { container.mergeHub.publish(other.changes, from: nil) }
         if let token = save.historyToken ?? save.otherSaves?.through { store.sawHistory(through: token) }
         if let token = save.historyToken { store.finishedHistory(token) }
+        // Nothing committed between the save's begin and its commit that
+        // it did not merge: the next entry point skips the history read.
+        if let stamp = save.tx.committedStamp { store.sawCommit(stamp) }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values {
             let state = model._strataState

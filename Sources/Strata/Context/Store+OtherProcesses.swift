@@ -80,6 +80,13 @@ extension Store {
         otherProcesses.seen.withLock { state in state.token = max(state.token ?? token, token) }
     }
 
+    /// A save of this store committed and left the store at `stamp`,
+    /// having merged every other save before it.
+    func sawCommit(_ stamp: UInt64) {
+        guard pinned == nil else { return }
+        otherProcesses.seen.withLock { $0.stamp = stamp }
+    }
+
     /// Merges other processes' saves committed since the last look into
     /// every context of the store; a no-op when nothing committed.
     func catchUpWithOtherProcesses() throws {

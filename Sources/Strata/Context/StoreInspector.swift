@@ -36,6 +36,7 @@ package enum StoreInspector {
         if deleted > 0 { lines.append("history deleted through token \(deleted)") }
         let formatter = ISO8601DateFormatter()
         try tx.forEach(tree) { key, value in
+            guard HistoryLog.isToken(key) else { return false }
             let raw = try HistoryLog.decodeRaw(value, token: try RowKey.decode(key))
             lines.append(
                 "token \(raw.token)  author \(raw.author ?? "-")  \(formatter.string(from: raw.timestamp))  \(raw.process)")

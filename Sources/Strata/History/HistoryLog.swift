@@ -146,26 +146,37 @@ struct HistoryRecorder {
 ///   process name; then groups of changes, each: kind byte, entity name,
 ///   the attribute names it refers to, and its rows (zigzag deltas), with
 ///   an update's attribute indexes or a delete's tombstone.
-/// - `h.meta`: `last` → the last token issued; `deleted` → the greatest
-///   token whose transaction was deleted. A token below it is expired:
-///   history after it is no longer complete.
+///   The one-byte key `0xFF`, after every token, holds the last token
+///   issued: it shares the tree's last leaf with the newest transaction,
+///   so a save's history dirties one page, not two.
+/// - `h.meta`: `deleted` → the greatest token whose transaction was
+///   deleted. A token below it is expired: history after it is no longer
+///   complete. Stores written before the counter moved hold the last
+///   token under `last` here; the greater of the two counters is the
+///   last token.
 ///
-/// Tokens come from the `last` counter, not from the tree's last key, so
-/// a token is never reused after history is deleted.
+/// Tokens come from the counter, not from the tree's last transaction,
+/// so a token is never reused after history is deleted.
 enum HistoryLog {
     static let transactions = TreeName.historyTransactions
     static let meta = TreeName.historyMeta
     static let lastKey = Array("last".utf8)
+    /// The last token issued, in `h.transactions`: sorts after every
+    /// token (a token's first byte is below 0x80).
+    static let counterKey: [UInt8] = [0xFF]
+
+    /// True for a key of `h.transactions` that is a transaction's token
+    /// (the counter's is not).
+    static func isToken(_ key: [UInt8]) -> Bool { key.count == 8 }
     static let deletedKey = Array("deleted".utf8)
 
     /// Writes `recorder`'s changes as the next transaction; returns its
     /// token value.
     @discardableResult
     static func append(_ recorder: HistoryRecorder, author: String?, tx: WriteTransaction) throws -> Int64 {
-        let metaTree = try tx.treeIfPresent(meta) ?? tx.createTree(meta)
         let tree = try tx.treeIfPresent(transactions) ?? tx.createTree(transactions)
-        let token = (try counter(lastKey, metaTree, tx) ?? 0) + 1
-        try tx.put(lastKey, RowKey.encode(token), in: metaTree)
+        let token = try lastToken(tx, transactions: tree) + 1
+        try tx.put(counterKey, RowKey.encode(token), in: tree)
         var out: [UInt8] = [1]
         func varint(_ value: UInt64) { _BinaryEncoder.varint(value, to: &out) }
         func text(_ value: String) {
@@ -209,8 +220,15 @@ enum HistoryLog {
 
     /// The token of the last transaction written (0 when none was).
     static func lastToken(_ tx: ReadTransaction) throws -> Int64 {
-        guard let tree = try tx.treeIfPresent(meta) else { return 0 }
-        return try counter(lastKey, tree, tx) ?? 0
+        try lastToken(tx, transactions: tx.treeIfPresent(transactions))
+    }
+
+    /// The last token issued: the counter in `h.transactions`, or the one
+    /// an older store kept in `h.meta`, whichever is greater.
+    private static func lastToken(_ tx: ReadTransaction, transactions tree: Tree?) throws -> Int64 {
+        let current = try tree.flatMap { try counter(counterKey, $0, tx) } ?? 0
+        let legacy = try tx.treeIfPresent(meta).flatMap { try counter(lastKey, $0, tx) } ?? 0
+        return max(current, legacy)
     }
 
     /// The stored transactions after token `after` through `through`,
@@ -219,6 +237,7 @@ enum HistoryLog {
         guard let tree = try tx.treeIfPresent(transactions) else { return [] }
         var result: [RawTransaction] = []
         try tx.forEach(tree, from: RowKey.encode(after + 1)) { key, value in
+            guard isToken(key) else { return false }
             let token = try RowKey.decode(key)
             guard token <= through else { return false }
             result.append(try decodeRaw(value, token: token))
@@ -245,6 +264,7 @@ enum HistoryLog {
         guard let tree = try tx.treeIfPresent(transactions) else { return [] }
         var result: [DefaultHistoryTransaction] = []
         try tx.forEach(tree, from: from > 0 ? RowKey.encode(from) : nil) { key, value in
+            guard isToken(key) else { return false }
             result.append(try decode(value, token: try RowKey.decode(key), schema: schema, store: store))
             return true
         }
