@@ -158,6 +158,36 @@ final class ContextMergeTests: StoreTestCase {
         XCTAssertEqual([stored.a, stored.b, stored.c], [10, 30, 1])
     }
 
+    /// A save that changes no field of a unique constraint leaves its
+    /// entry as stored, also when another context's save changed the
+    /// constrained field meanwhile; a save that changes it moves the entry.
+    func testUniqueEntriesFollowTheStoredValueWhenAnotherContextRenamed() throws {
+        let container = try container(for: [Tally.self])
+        let setup = ModelContext(container)
+        setup.insert(Tally(name: "t", a: 1))
+        try setup.save()
+        let one = ModelContext(container)
+        let two = ModelContext(container)
+        let mine = try XCTUnwrap(one.fetch(FetchDescriptor<Tally>()).first)
+        let theirs = try XCTUnwrap(two.fetch(FetchDescriptor<Tally>()).first)
+        mine.a = 10
+        theirs.name = "renamed"
+        try two.save()
+        try one.save()
+        let check = ModelContext(container)
+        let byNew = try check.fetch(FetchDescriptor<Tally>(predicate: #Predicate { $0.name == "renamed" }))
+        let byOld = try check.fetch(FetchDescriptor<Tally>(predicate: #Predicate { $0.name == "t" }))
+        XCTAssertEqual(byNew.map(\.a), [10])
+        XCTAssertEqual(byOld.count, 0)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+        // The name goes back: a new model of the old name is an insert,
+        // not an upsert into the renamed row.
+        check.insert(Tally(name: "t", a: 2))
+        try check.save()
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Tally>()), 2)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
     func testAModelDeletedByAnotherSaveIsNeverRecreated() throws {
         let container = try tripContainer()
         let setup = ModelContext(container)

@@ -206,3 +206,26 @@ func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
     }
     print(String(format: "%d saves: %.1f µs each", saves, time / Double(saves) * 1e6))
 }
+
+/// `rounds` fetch-modify-saves of a tenth of a store of `count` tickets,
+/// alone, for `perf record`.
+func profileUpdates(count: Int, rounds: Int, in directory: URL) throws {
+    let url = directory.appendingPathComponent("profile.store")
+    let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
+    let context = ModelContext(container)
+    for i in 0..<count {
+        let f = ticketFields(i)
+        context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
+    }
+    try context.save()
+    let time = try seconds {
+        for round in 0..<rounds {
+            let context = ModelContext(container)
+            let bucket = round % 10
+            let tickets = try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket }))
+            for ticket in tickets { ticket.title = "Round \(round) \(ticket.number)" }
+            try context.save()
+        }
+    }
+    print(String(format: "%d fetch-modify-saves: %.1f ms each", rounds, time / Double(rounds) * 1e3))
+}

@@ -13,7 +13,8 @@ import Strata
 // read workloads report the median of five runs, each in a fresh context.
 // Then the write workloads of issue 27 (Writes.swift), with `--writes-only`
 // alone. `--profile-saves S` only makes S durable one-object saves on a
-// store of N tickets and exits, for `perf record`, `strace` or callgrind.
+// store of N tickets and exits, for `perf record`, `strace` or callgrind;
+// `--profile-updates R` makes R fetch-modify-saves of a tenth of them.
 // `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
 // `perf record` or callgrind.
 
@@ -24,6 +25,11 @@ try FileManager.default.createDirectory(at: directory, withIntermediateDirectori
 defer { try? FileManager.default.removeItem(at: directory) }
 if let saves = argument("--profile-saves").flatMap({ Int($0) }) {
     try profileSingleSaves(count: count, saves: saves, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if let rounds = argument("--profile-updates").flatMap({ Int($0) }) {
+    try profileUpdates(count: count, rounds: rounds, in: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }

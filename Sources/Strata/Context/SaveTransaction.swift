@@ -280,6 +280,14 @@ struct SaveTransaction {
         writer.externalTrees = entity.externalTrees
         model._strataWrite(to: &writer)
         var bytes = writer.bytes
+        // A change to none of a group's fields leaves its key as stored
+        // (the fields it did not change keep their stored values): only
+        // the groups it touches are compared, and a change that touches
+        // none decodes no model.
+        let groups =
+            only.map { changed in
+                entity.keyGroups.filter { group in group.properties.contains { changed.contains($0.field) } }
+            } ?? entity.keyGroups
         // Key values come from the model, unless the stored record holds
         // newer values of fields this context did not change.
         var keySource: any PersistentModel = model
@@ -287,12 +295,12 @@ struct SaveTransaction {
             let merged = try Self.overlay(old, bytes, fields: only, entity, row: row)
             if merged != bytes {
                 bytes = merged
-                if !entity.keyGroups.isEmpty { keySource = try decode(merged, entity, row: row) }
+                if !groups.isEmpty { keySource = try decode(merged, entity, row: row) }
             }
         }
-        if !entity.keyGroups.isEmpty {
+        if !groups.isEmpty {
             let stored = try old.map { try decode($0, entity, row: row) }
-            for group in entity.keyGroups {
+            for group in groups {
                 let values = group.values(of: keySource)
                 if let stored {
                     let previous = group.values(of: stored)
