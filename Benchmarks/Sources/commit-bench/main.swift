@@ -9,10 +9,11 @@ import Strata
 // (`DatabaseQueue`, WAL, `synchronous = FULL`, checked; busy timeout).
 // Throughput and per-save latency (p50, p99), in one run.
 //
-//     swift run -c release commit-bench [--saves N] [--savers 1,4,16,64]
+//     swift run -c release commit-bench [--saves N] [--savers 1,4,16,64] [--strata-only]
 //
 // Each level makes N saves in all (default 1,280), split evenly between
-// its savers, on a fresh store of each engine.
+// its savers, on a fresh store of each engine. `--strata-only` skips GRDB
+// (for `perf record`).
 
 let totalSaves = argument("--saves").flatMap { Int($0) } ?? 1_280
 let levels = (argument("--savers") ?? "1,4,16,64").split(separator: ",").compactMap { Int($0) }
@@ -163,6 +164,10 @@ print("|---|---|---|---|---|---|")
 for (round, savers) in levels.enumerated() {
     let each = max(1, totalSaves / savers)
     let strata = try strataLevel(savers: savers, each: each, round: round)
+    if CommandLine.arguments.contains("--strata-only") {
+        print("| \(savers) | \(Int(strata.savesPerSecond)) | | | \(ms(strata.p50)) / \(ms(strata.p99)) | |")
+        continue
+    }
     let grdb = try grdbLevel(savers: savers, each: each, round: round)
     let ratio = String(format: "%.2f×", strata.savesPerSecond / grdb.savesPerSecond)
     print(
