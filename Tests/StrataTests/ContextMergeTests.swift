@@ -1,7 +1,6 @@
 import Foundation
 import StrataEngine
 import StrataTesting
-import Synchronization
 import XCTest
 
 @testable import Strata
@@ -545,7 +544,7 @@ extension ContextMergeTests {
         try setup.save()
         let rounds = 40
         let group = DispatchGroup()
-        let failures = Mutex<[String]>([])
+        let failures = Locked<[String]>([])
         for worker in 0..<3 {
             group.enter()
             Thread {

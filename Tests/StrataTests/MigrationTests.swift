@@ -1,7 +1,6 @@
 import Foundation
 import StrataEngine
 import StrataTesting
-import Synchronization
 import XCTest
 
 @testable import Strata
@@ -44,7 +43,7 @@ final class MigrationTests: StoreTestCase {
 
     func testChainV1ToV3OverManyRows() throws {
         try makeV1(count: rows)
-        let steps = Mutex<[MigrationProgress]>([])
+        let steps = Locked<[MigrationProgress]>([])
         let container = try track(
             ModelContainer(
                 for: Schema(versionedSchema: LibraryV3.self), migrationPlan: LibraryPlan.self,

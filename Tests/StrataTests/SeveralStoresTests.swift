@@ -1,6 +1,5 @@
 import Foundation
 import StrataEngine
-import Synchronization
 import XCTest
 
 @testable import Strata
@@ -266,7 +265,7 @@ final class SeveralStoresTests: StoreTestCase {
         let container = try open(voyages(), sailors())
         let context = ModelContext(container)
         context.author = "app"
-        let saved = Mutex<[PersistentIdentifier]>([])
+        let saved = Locked<[PersistentIdentifier]>([])
         let observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: context, queue: nil) {
             let inserted = $0.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue] as? [PersistentIdentifier]
             saved.withLock { $0 += inserted ?? [] }
@@ -336,7 +335,7 @@ final class SeveralStoresTests: StoreTestCase {
         let sailor = Sailor(name: "Kai", age: 30)
         context.insert(sailor)
         try context.save()
-        let counts = Mutex((willSave: 0, didSave: 0))
+        let counts = Locked((willSave: 0, didSave: 0))
         nonisolated(unsafe) let observed = sailor
         let willSave = NotificationCenter.default.addObserver(forName: ModelContext.willSave, object: context, queue: nil) {
             _ in

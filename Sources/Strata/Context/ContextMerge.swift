@@ -80,7 +80,7 @@ final class SavedChanges: Sendable {
 /// touched from its own thread.
 final class ContextInbox: Sendable {
     /// Saves not merged yet, oldest first. Guarded by its mutex.
-    private let pending = Mutex<[SavedChanges]>([])
+    private let pending = Locked<[SavedChanges]>([])
     /// True while ``pending`` is not empty: the context's entry points test
     /// it without taking the lock.
     private let hasPending = Atomic<Bool>(false)
@@ -147,7 +147,7 @@ final class MergeHub: Sendable {
     }
 
     /// Every live context's inbox. Guarded by its mutex.
-    private let inboxes = Mutex<[Entry]>([])
+    private let inboxes = Locked<[Entry]>([])
 
     func register(_ inbox: ContextInbox) {
         inboxes.withLock { list in

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The inverse of every relationship, per model type, worked out once from
 /// the types' generated metadata (no container needed, so detached models
 /// are kept in sync too).
@@ -27,7 +25,7 @@ enum InverseGraph {
         var inverses: [Int: Side]
     }
 
-    private static let cache = Mutex<[ObjectIdentifier: TypeInfo]>([:])
+    private static let cache = Locked<[ObjectIdentifier: TypeInfo]>([:])
 
     static func info(_ type: any PersistentModel.Type) -> TypeInfo {
         if let known = cache.withLock({ $0[ObjectIdentifier(type)] }) { return known }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Runs a ``ModelContext``'s work; a `@ModelActor` actor runs on one.
 public protocol ModelExecutor: AnyObject, Sendable {
     /// The context whose work the executor runs.
@@ -62,7 +60,7 @@ private enum SerialFallback {
 
     /// By the model executor's identity. Guarded by its mutex; entries of
     /// executors that are gone are dropped as new ones are made.
-    private static let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+    private static let entries = Locked<[ObjectIdentifier: Entry]>([:])
 
     static func executor(for owner: any ModelExecutor) -> DefaultSerialModelExecutor {
         entries.withLock { entries in

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Manages a schema and the stores that hold its models (one per
 /// configuration); contexts are made on it. Safe to share between threads
 /// and actors.
@@ -199,7 +197,7 @@ enum SharedStores {
         var containers = 0
     }
 
-    private static let open = Mutex<[String: Entry]>([:])
+    private static let open = Locked<[String: Entry]>([:])
 
     /// The key of a file store (its path with symbolic links resolved);
     /// nil for in-memory stores and stores on a custom file system, which

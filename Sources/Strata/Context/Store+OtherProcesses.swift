@@ -1,6 +1,5 @@
 import Foundation
 import StrataEngine
-import Synchronization
 
 /// Saves of other processes. Contexts of one process tell each other of
 /// their saves directly (``MergeHub``); another process's saves reach this
@@ -20,13 +19,13 @@ extension Store {
     /// The last history token this store's contexts have merged or
     /// written, and the engine's commit stamp when that was checked.
     final class OtherProcesses: Sendable {
-        let seen = Mutex<(token: Int64?, stamp: UInt64)>((nil, .max))
+        let seen = Locked<(token: Int64?, stamp: UInt64)>((nil, .max))
         /// Tokens of this process's saves that wrote their history but
         /// have not finished: with group commit, a save's history is in
         /// the log (and read by the next save's transaction) before the
         /// save that wrote it records it as seen. They are not another
         /// process's.
-        let ownUnfinished = Mutex<Set<Int64>>([])
+        let ownUnfinished = Locked<Set<Int64>>([])
     }
 
     /// A save of this process wrote its history as `token`.
@@ -48,11 +47,15 @@ extension Store {
             return state.token!
         }
         guard last > seen else { return nil }
+        // Saves of this process that have not finished yet (group commit
+        // lets several be in the log at once) are not another process's:
+        // when they are all there is, nothing is read.
+        let own = otherProcesses.ownUnfinished.withLock { $0 }
+        if last - seen <= Int64(own.count), ((seen + 1)...last).allSatisfy(own.contains) { return nil }
         var builder = SavedChanges.Builder(entityCount: schema.entities.count)
         var touched = Set<String>()
         var inserts = [[Int64]](repeating: [], count: schema.entities.count)
-        let own = otherProcesses.ownUnfinished.withLock { $0 }
-        for raw in try HistoryLog.readRaw(tx, after: seen, through: last) where !own.contains(raw.token) {
+        for raw in try HistoryLog.readRaw(tx, after: seen, through: last, skipping: own) {
             for change in raw.changes {
                 guard let entity = schema.entitiesByName[change.entity] else { continue }
                 touched.insert(entity.name)

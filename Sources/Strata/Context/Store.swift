@@ -33,7 +33,7 @@ final class Store: @unchecked Sendable {
     /// What this store's contexts have seen of other processes' saves.
     let otherProcesses = OtherProcesses()
     /// Each entity's last row id, by the entity's ordinal in ``schema``.
-    private let nextRows: Mutex<[Int64]>
+    private let nextRows: Locked<[Int64]>
     /// Set once an entity's row ids ran out (``allocateRow(_:)`` returned
     /// 0): saves then check that they write no row 0.
     private let rowsExhausted = Atomic<Bool>(false)
@@ -86,7 +86,7 @@ final class Store: @unchecked Sendable {
             let (rows, lastToken) = try database.read { tx in
                 (try Self.lastRows(tx, schema: schema), try HistoryLog.lastToken(tx))
             }
-            nextRows = Mutex(rows)
+            nextRows = Locked(rows)
             // Saves before the open are no other process's news.
             otherProcesses.seen.withLock { $0.token = lastToken }
             identifier = try Self.storedIdentifier(database, writable: !options.readOnly) ?? fallbackIdentifier
@@ -128,7 +128,7 @@ final class Store: @unchecked Sendable {
         self.allowsSave = true
         self.recordsHistory = false
         self.identifier = identifier + "#migration"
-        nextRows = Mutex(try Self.lastRows(tx, schema: schema))
+        nextRows = Locked(try Self.lastRows(tx, schema: schema))
     }
 
     /// Runs `body` in a read transaction — or in the pinned migration

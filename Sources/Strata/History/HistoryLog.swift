@@ -232,15 +232,18 @@ enum HistoryLog {
     }
 
     /// The stored transactions after token `after` through `through`,
-    /// decoded without model types, in token order.
-    static func readRaw(_ tx: ReadTransaction, after: Int64, through: Int64) throws -> [RawTransaction] {
+    /// decoded without model types, in token order; those in `skipping`
+    /// are left out undecoded.
+    static func readRaw(
+        _ tx: ReadTransaction, after: Int64, through: Int64, skipping: Set<Int64> = []
+    ) throws -> [RawTransaction] {
         guard let tree = try tx.treeIfPresent(transactions) else { return [] }
         var result: [RawTransaction] = []
         try tx.forEach(tree, from: RowKey.encode(after + 1)) { key, value in
             guard isToken(key) else { return false }
             let token = try RowKey.decode(key)
             guard token <= through else { return false }
-            result.append(try decodeRaw(value, token: token))
+            if !skipping.contains(token) { result.append(try decodeRaw(value, token: token)) }
             return true
         }
         return result

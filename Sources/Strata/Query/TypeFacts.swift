@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What a fetch needs to know about a type of a predicate's expression
 /// tree, found by dynamic casts once per type and then remembered.
@@ -34,7 +33,7 @@ struct TypeFacts: @unchecked Sendable {
         case other
     }
 
-    private static let cache = Mutex<[ObjectIdentifier: TypeFacts]>([:])
+    private static let cache = Locked<[ObjectIdentifier: TypeFacts]>([:])
 
     /// The facts of `type`.
     static func of(_ type: Any.Type) -> TypeFacts {

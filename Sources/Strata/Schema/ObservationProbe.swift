@@ -57,7 +57,7 @@ import Synchronization
 
     /// True when a tracking is seen: checked once, inside a real tracking.
     static let isReliable: Bool = {
-        let seen = Mutex(false)
+        let seen = Locked(false)
         withObservationTracking {
             seen.withLock { $0 = readIsRecorded() }
         } onChange: {
