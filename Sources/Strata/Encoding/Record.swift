@@ -394,6 +394,8 @@ public struct _RecordReader {
     /// numbers without decoding them.
     mutating func fields() throws -> [(field: Int, slot: Slot, valueStart: Int)] {
         var result: [(field: Int, slot: Slot, valueStart: Int)] = []
+        // At most one per property in a well-formed record: one allocation.
+        result.reserveCapacity(entity.properties.count)
         var index = 1
         while index < bytes.count {
             let (field, slot, tagEnd) = try nextField(at: &index)

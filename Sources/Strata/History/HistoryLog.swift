@@ -108,8 +108,10 @@ struct HistoryRecorder {
                 // together. Nil and absent are alike.
                 var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
                 var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                let before = try readerA.fields().filter { $0.slot.wire != RecordFormat.null }
-                let after = try readerB.fields().filter { $0.slot.wire != RecordFormat.null }
+                var before = try readerA.fields()
+                before.removeAll { $0.slot.wire == RecordFormat.null }
+                var after = try readerB.fields()
+                after.removeAll { $0.slot.wire == RecordFormat.null }
                 var changed: [Int] = []
                 var i = 0
                 var j = 0
