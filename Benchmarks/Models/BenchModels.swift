@@ -67,6 +67,17 @@ struct TicketRecord: Codable, FetchableRecord, MutablePersistableRecord {
     var opened: Date
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    /// The table: `Ticket`'s unique `number` and indexed `bucket`.
+    static func createTable(_ db: GRDB.Database) throws {
+        try db.create(table: databaseTableName) { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("number", .integer).notNull().unique()
+            t.column("bucket", .integer).notNull().indexed()
+            t.column("title", .text).notNull()
+            t.column("opened", .datetime).notNull()
+        }
+    }
 }
 
 // MARK: query-bench: indexed attributes and a unique code

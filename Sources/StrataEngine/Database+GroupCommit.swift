@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Group commit: with durability `full`, a commit's frames are appended to
 /// the log under the writer gate, then the gate is released and the commit
 /// waits for a sync of the log. The first waiter syncs (the *leader*) and
@@ -26,8 +20,8 @@
 ///   ignored by recovery unless whole, and overwritten by the next writer.
 /// - Restarts and checkpoints run only when nothing is pending.
 ///
-/// Every field is guarded by `mutex`. Lock order: the writer gate, then
-/// `mutex`, then the database's state lock.
+/// Every field is guarded by `condition`. Lock order: the writer gate,
+/// then `condition`, then the database's state lock.
 final class PendingCommits: @unchecked Sendable {
     /// One commit appended to the log and waiting for its sync.
     struct Entry {
@@ -39,8 +33,7 @@ final class PendingCommits: @unchecked Sendable {
         var freelist: Freelist
     }
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private let condition = Condition()
     /// Appended, not yet published, in append order (the leader's batch
     /// stays here until it is published).
     private var entries: [Entry] = []
@@ -57,34 +50,12 @@ final class PendingCommits: @unchecked Sendable {
     /// append (or rollback).
     private var writerInside = false
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        cond = .allocate(capacity: 1)
-        cond.initialize(to: pthread_cond_t())
-        pthread_cond_init(cond, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    private func locked<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-
     /// What a writer beginning now continues from: the last pending
     /// commit's tail, header and free pages, and the pending pages by
     /// number (newest image). Nil when nothing is pending. The caller holds
     /// the gate.
     func continuation() -> (tail: WAL.LogTail, header: FileHeader, freelist: Freelist, overlay: [UInt32: Page])? {
-        locked {
+        condition.withLock {
             guard let last = entries.last else { return nil }
             var overlay: [UInt32: Page] = [:]
             for entry in entries { for (number, page) in entry.pages { overlay[number] = page } }
@@ -94,13 +65,13 @@ final class PendingCommits: @unchecked Sendable {
 
     /// The tail of the last pending commit, if any. The caller holds the
     /// gate.
-    var tail: WAL.LogTail? { locked { entries.last?.tail } }
+    var tail: WAL.LogTail? { condition.withLock { entries.last?.tail } }
 
     /// A writer of this handle begins (the caller holds the gate): true
     /// when the group holds the writer lock already, false when the caller
     /// must take it (and then call ``lockTaken()``).
     func writerBegins() -> Bool {
-        locked {
+        condition.withLock {
             writerInside = true
             return lockHeld
         }
@@ -108,14 +79,14 @@ final class PendingCommits: @unchecked Sendable {
 
     /// The caller took the writer lock for this handle.
     func lockTaken() {
-        locked { lockHeld = true }
+        condition.withLock { lockHeld = true }
     }
 
     /// The writer left without appending (a rollback, an empty or failed
     /// commit): the writer lock is released unless commits are pending.
     /// The caller holds the gate.
     func writerLeaves(unlock: () -> Void) {
-        locked {
+        condition.withLock {
             writerInside = false
             releaseIfIdle(unlock)
         }
@@ -126,7 +97,7 @@ final class PendingCommits: @unchecked Sendable {
     /// a sync that failed meanwhile: the frames were written after commits
     /// that will never be published.
     func enqueue(_ entry: Entry) throws -> UInt64 {
-        try locked {
+        try condition.withLock {
             if let failure { throw failure.error }
             var entry = entry
             entry.ticket = nextTicket
@@ -147,8 +118,8 @@ final class PendingCommits: @unchecked Sendable {
     /// Waits until nothing is pending and no leader is at work (the caller
     /// holds the gate, so nothing new is appended meanwhile).
     func waitUntilIdle() {
-        locked {
-            while !entries.isEmpty || syncing { pthread_cond_wait(cond, mutex) }
+        condition.withLock {
+            while !entries.isEmpty || syncing { condition.wait() }
         }
     }
 
@@ -161,19 +132,19 @@ final class PendingCommits: @unchecked Sendable {
         _ ticket: UInt64, sync: () throws -> Void, publish: ([Entry]) -> Void, unlock: () -> Void,
         poison: (any Error) -> Void
     ) throws {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        condition.lock()
+        defer { condition.unlock() }
         while true {
             if ticket <= publishedThrough { return }
             if let failure, ticket <= failure.through { throw failure.error }
             if syncing {
-                pthread_cond_wait(cond, mutex)
+                condition.wait()
                 continue
             }
             // Lead: sync everything appended so far.
             syncing = true
             let batch = entries
-            pthread_mutex_unlock(mutex)
+            condition.unlock()
             var syncError: (any Error)?
             do { try sync() } catch { syncError = error }
             if let syncError {
@@ -181,7 +152,7 @@ final class PendingCommits: @unchecked Sendable {
             } else {
                 publish(batch)
             }
-            pthread_mutex_lock(mutex)
+            condition.lock()
             if let syncError {
                 // Nothing appended can be trusted any more: every pending
                 // commit fails, and the handle refuses writes.
@@ -193,7 +164,7 @@ final class PendingCommits: @unchecked Sendable {
             }
             syncing = false
             releaseIfIdle(unlock)
-            pthread_cond_broadcast(cond)
+            condition.broadcast()
         }
     }
 }

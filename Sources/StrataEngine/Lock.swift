@@ -31,14 +31,12 @@ package final class Lock: @unchecked Sendable {
     }
 }
 
-/// The writer gate: one write transaction at a time; others block until it
-/// ends.
-final class WriterGate: @unchecked Sendable {
+/// A mutex and a condition variable on it (pthread's, which
+/// ThreadSanitizer understands), for the engine's waits: the writer gate
+/// and the commits waiting for a shared sync.
+final class Condition: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let cond: UnsafeMutablePointer<pthread_cond_t>
-    private var held = false
-    /// The thread holding the gate, while one does.
-    private var owner: pthread_t?
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -56,28 +54,55 @@ final class WriterGate: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func acquire() {
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+
+    /// Runs `body` with the mutex held.
+    @inline(__always) func withLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
-        while held { pthread_cond_wait(cond, mutex) }
-        held = true
-        owner = pthread_self()
-        pthread_mutex_unlock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Releases the mutex until signalled, then holds it again; the
+    /// caller holds it.
+    func wait() { pthread_cond_wait(cond, mutex) }
+    /// Wakes one waiter.
+    func signal() { pthread_cond_signal(cond) }
+    /// Wakes every waiter.
+    func broadcast() { pthread_cond_broadcast(cond) }
+}
+
+/// The writer gate: one write transaction at a time; others block until it
+/// ends.
+final class WriterGate: @unchecked Sendable {
+    private let condition = Condition()
+    private var held = false  // guarded by condition
+    /// The thread holding the gate, while one does.
+    private var owner: pthread_t?  // guarded by condition
+
+    func acquire() {
+        condition.withLock {
+            while held { condition.wait() }
+            held = true
+            owner = pthread_self()
+        }
     }
 
     /// True when the calling thread holds the gate (it is inside its own
     /// write transaction).
     var isHeldByCurrentThread: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard held, let owner else { return false }
-        return pthread_equal(owner, pthread_self()) != 0
+        condition.withLock {
+            guard held, let owner else { return false }
+            return pthread_equal(owner, pthread_self()) != 0
+        }
     }
 
     func release() {
-        pthread_mutex_lock(mutex)
-        held = false
-        owner = nil
-        pthread_cond_signal(cond)
-        pthread_mutex_unlock(mutex)
+        condition.withLock {
+            held = false
+            owner = nil
+            condition.signal()
+        }
     }
 }

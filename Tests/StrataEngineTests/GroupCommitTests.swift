@@ -70,6 +70,24 @@ final class GroupCommitTests: EngineTestCase {
         }
     }
 
+    /// A leader commits (key 1) and blocks in its sync; then
+    /// `gate.followers` threads commit (keys 10...) while it syncs, each
+    /// appending and waiting. Errors go to `errors`; wait on the group.
+    func leaderAndFollowers(_ db: Database, gate: SyncGate, errors: ErrorList) -> DispatchGroup {
+        let done = DispatchGroup()
+        func commit(_ key: UInt8) {
+            done.enter()
+            Thread {
+                do { try db.write { tx in try tx.put([key], [key], in: try tx.tree("t")) } } catch { errors.add(error) }
+                done.leave()
+            }.start()
+        }
+        commit(1)
+        gate.waitForLeader()
+        for i in 0..<gate.followers { commit(UInt8(10 + i)) }
+        return done
+    }
+
     func testCommitsArrivingDuringASyncShareTheNextOne() throws {
         let fs = MemoryFileSystem()
         let db = try open(path, fileSystem: fs)
@@ -81,25 +99,7 @@ final class GroupCommitTests: EngineTestCase {
 
         // The leader commits and blocks in its sync.
         let errors = ErrorList()
-        let done = DispatchGroup()
-        done.enter()
-        Thread {
-            do { try db.write { tx in try tx.put([1], [1], in: try tx.tree("t")) } } catch { errors.add(error) }
-            done.leave()
-        }.start()
-        gate.waitForLeader()
-        // Followers commit while it syncs: each appends and waits.
-        for i in 0..<followers {
-            done.enter()
-            Thread {
-                do {
-                    try db.write { tx in try tx.put([UInt8(10 + i)], [UInt8(i)], in: try tx.tree("t")) }
-                } catch {
-                    errors.add(error)
-                }
-                done.leave()
-            }.start()
-        }
+        let done = leaderAndFollowers(db, gate: gate, errors: errors)
         // Until the leader's sync returns, no reader sees any of the new
         // commits.
         while !gate.leaderReleased {
@@ -141,25 +141,8 @@ final class GroupCommitTests: EngineTestCase {
             _ = gate.observe(operation)
             return operation.path == log && operation.kind == .sync && gate.syncs == 2 ? EIO : nil
         }
-        let done = DispatchGroup()
         let errors = ErrorList()
-        done.enter()
-        Thread {
-            do { try db.write { tx in try tx.put([1], [1], in: try tx.tree("t")) } } catch { errors.add(error) }
-            done.leave()
-        }.start()
-        gate.waitForLeader()
-        for i in 0..<followers {
-            done.enter()
-            Thread {
-                do {
-                    try db.write { tx in try tx.put([UInt8(10 + i)], [UInt8(i)], in: try tx.tree("t")) }
-                } catch {
-                    errors.add(error)
-                }
-                done.leave()
-            }.start()
-        }
+        let done = leaderAndFollowers(db, gate: gate, errors: errors)
         done.wait()
         // The leader's commit is durable; each follower got the error.
         XCTAssertEqual(errors.all.count, followers, "\(errors.all)")

@@ -118,13 +118,7 @@ func grdbLevel(savers: Int, each: Int, round: Int) throws -> LevelResult {
     // The schema, through a first connection.
     let setup = try grdbConnection(path)
     try setup.write { db in
-        try db.create(table: "ticket") { t in
-            t.autoIncrementedPrimaryKey("id")
-            t.column("number", .integer).notNull().unique()
-            t.column("bucket", .integer).notNull().indexed()
-            t.column("title", .text).notNull()
-            t.column("opened", .datetime).notNull()
-        }
+        try TicketRecord.createTable(db)
     }
     let connections = try (0..<savers).map { _ in try grdbConnection(path) }
     let result = try runLevel(savers: savers, each: each) { saver, i in

@@ -120,13 +120,7 @@ func grdbWrites(count: Int, singles: Int, threads: Int, perThread: Int, in direc
     try {
         let pool = try durablePool(path: path)
         try pool.write { db in
-            try db.create(table: "ticket") { t in
-                t.autoIncrementedPrimaryKey("id")
-                t.column("number", .integer).notNull().unique()
-                t.column("bucket", .integer).notNull().indexed()
-                t.column("title", .text).notNull()
-                t.column("opened", .datetime).notNull()
-            }
+            try TicketRecord.createTable(db)
         }
         figures.insert = try seconds {
             try pool.write { db in
@@ -187,8 +181,9 @@ func writeWorkloads(count: Int, in directory: URL) throws {
     print("| tickets: file size | \(strata.bytes / 1024) KiB | \(grdb.bytes / 1024) KiB | \(ratio) |")
 }
 
-/// `saves` durable one-object saves on a store of `count` tickets, alone.
-func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
+/// A new store of `count` tickets saved in one save, and the context
+/// that saved them.
+func ticketStore(count: Int, in directory: URL) throws -> (ModelContainer, ModelContext) {
     let url = directory.appendingPathComponent("profile.store")
     let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
     let context = ModelContext(container)
@@ -197,6 +192,12 @@ func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
         context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
     }
     try context.save()
+    return (container, context)
+}
+
+/// `saves` durable one-object saves on a store of `count` tickets, alone.
+func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
+    let (_, context) = try ticketStore(count: count, in: directory)
     let time = try seconds {
         for i in count..<(count + saves) {
             let f = ticketFields(i)
@@ -210,14 +211,7 @@ func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
 /// `rounds` fetch-modify-saves of a tenth of a store of `count` tickets,
 /// alone, for `perf record`.
 func profileUpdates(count: Int, rounds: Int, in directory: URL) throws {
-    let url = directory.appendingPathComponent("profile.store")
-    let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
-    let context = ModelContext(container)
-    for i in 0..<count {
-        let f = ticketFields(i)
-        context.insert(Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3))
-    }
-    try context.save()
+    let (container, _) = try ticketStore(count: count, in: directory)
     let time = try seconds {
         for round in 0..<rounds {
             let context = ModelContext(container)
