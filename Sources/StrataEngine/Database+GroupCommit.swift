@@ -9,7 +9,7 @@
 /// Rules:
 /// - A commit appended but not yet published (*pending*) is visible to the
 ///   next writer of this handle only: it reads the pending commits' pages
-///   (``PendingCommits/overlay``) and appends after their frames. Readers
+///   (``continuation()``) and appends after their frames. Readers
 ///   see a commit once it is durable and published.
 /// - Pending commits are published in append order, by the leader alone,
 ///   holding the shared index's writer lock: this handle keeps the lock
