@@ -59,8 +59,7 @@ extension Database {
 
     /// Makes a written (and, as the durability level requires, synced)
     /// commit visible to every handle: publishes its frames in the shared
-    /// index and caches its pages. Returns the log's generation the frames
-    /// belong to.
+    /// index and caches its pages.
     func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, tail: WAL.LogTail, header: FileHeader) {
         _ = wal.publish(pages, first: firstFrame, chain: tail.chain, header: header) { state in
             for (i, entry) in pages.enumerated() {
