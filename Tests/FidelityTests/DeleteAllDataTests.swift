@@ -44,6 +44,12 @@ final class DeleteAllDataTests: FidelityTestCase {
         XCTAssertThrowsError(try context.fetchHistory(descriptor), "a token from before has expired") { error in
             XCTAssertEqual((error as? SwiftDataError)?.code, .historyTokenExpired)
         }
+        // A save after it takes a token no earlier save took (the token
+        // counter is cleared with the history and must survive it).
+        context.insert(Recipe(name: "Stew"))
+        try context.save()
+        let next = try XCTUnwrap(context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).last?.token)
+        XCTAssertGreaterThan(next.tokenValue, token.tokenValue)
     }
 
     func testAReadOnlyContainerCannotDeleteAllData() throws {
