@@ -59,9 +59,13 @@ extension Database {
 
     /// Makes a written (and, as the durability level requires, synced)
     /// commit visible to every handle: publishes its frames in the shared
-    /// index and caches its pages.
-    func publish(pages: [(number: UInt32, page: Page)], firstFrame: Int, tail: WAL.LogTail, header: FileHeader) {
-        _ = wal.publish(pages, first: firstFrame, chain: tail.chain, header: header) { state in
+    /// index and caches its pages. `mainChanged`: the commit also wrote
+    /// pages into the main file (it spilled).
+    func publish(
+        pages: [(number: UInt32, page: Page)], firstFrame: Int, tail: WAL.LogTail, header: FileHeader,
+        mainChanged: Bool
+    ) {
+        _ = wal.publish(pages, first: firstFrame, chain: tail.chain, header: header, mainChanged: mainChanged) { state in
             for (i, entry) in pages.enumerated() {
                 pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstFrame + i), entry.page)
             }

@@ -82,6 +82,11 @@ public struct Statistics: Sendable, Equatable {
     /// fewer than `commits` when commits of several threads shared a sync
     /// (group commit).
     public var logSyncs = 0
+    /// Pages write transactions wrote out before their commit because
+    /// they outgrew the budget (see ``DatabaseOptions/cacheSizeBytes``).
+    public var spilledPages = 0
+    /// Spilled pages read back by the transactions that wrote them.
+    public var spillReads = 0
     /// Frames in the WAL right now.
     public var walFrames = 0
     /// Pages in the store at the last commit.

@@ -31,6 +31,8 @@ final class PendingCommits: @unchecked Sendable {
         var tail: WAL.LogTail
         var header: FileHeader
         var freelist: Freelist
+        /// The commit wrote pages into the main file too (it spilled).
+        var mainChanged: Bool
     }
 
     private let condition = Condition()
@@ -183,7 +185,9 @@ extension Database {
             },
             publish: { batch in
                 for entry in batch {
-                    publish(pages: entry.pages, firstFrame: entry.first, tail: entry.tail, header: entry.header)
+                    publish(
+                        pages: entry.pages, firstFrame: entry.first, tail: entry.tail, header: entry.header,
+                        mainChanged: entry.mainChanged)
                 }
             },
             unlock: { wal.shared.unlock(SharedIndex.writerLock) },

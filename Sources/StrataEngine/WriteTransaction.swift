@@ -3,8 +3,12 @@
 /// ``rollback()`` (or a thrown error inside ``Database/write(_:)``)
 /// discards everything.
 ///
-/// Changed pages are private copies held in memory until commit, so a
-/// transaction's memory grows with the number of pages it touches.
+/// Changed pages are private copies held in memory until commit. Past
+/// the budget (``DatabaseOptions/cacheSizeBytes``) the transaction spills
+/// the pages it allocated past the end of the store into the main file and
+/// reads them back when needed (see ``Database``'s spilling notes), so a
+/// bulk load's memory stays bounded; pages that existed before it stay in
+/// memory.
 ///
 /// A change that throws after it may have begun changing pages (a page it
 /// needed could not be read, or was damaged) leaves the transaction
@@ -29,6 +33,13 @@ public final class WriteTransaction: ReadTransaction {
     /// transaction began and not yet published (their sync is pending),
     /// newest image by page number; read before the snapshot's.
     var pendingPages: [UInt32: Page] = [:]
+    /// The fresh floor once the transaction first spilled (see
+    /// `Database+Spill.swift`): pages at or past it that are not in
+    /// ``dirty`` are in the main file, written there by this transaction.
+    /// `UInt32.max` before any spill.
+    var freshFloor = UInt32.max
+    /// Private pages this transaction may hold before it spills.
+    let spillLimit: Int
     /// Trees whose entry count changed: root → name.
     var changedTrees: [UInt32: String] = [:]
     var modifications = 0
@@ -49,6 +60,7 @@ public final class WriteTransaction: ReadTransaction {
         self.freelist = freelist
         self.freelist.changed = false
         cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
+        spillLimit = db.spillLimitPages
         super.init(db: db, snapshot: snapshot, serial: serial)
     }
 
@@ -71,6 +83,7 @@ public final class WriteTransaction: ReadTransaction {
 
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
+        if number >= freshFloor { return try db.readSpilledPage(number) }
         return try committedPage(number)
     }
 
@@ -86,7 +99,8 @@ public final class WriteTransaction: ReadTransaction {
     /// A private copy of page `number` that this transaction may change.
     func writable(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
-        let copy = Page.copy(of: try committedPage(number))
+        // A spilled page read back is this transaction's own copy already.
+        let copy = number >= freshFloor ? try db.readSpilledPage(number) : Page.copy(of: try committedPage(number))
         dirty[number] = copy
         return copy
     }
@@ -297,7 +311,10 @@ public final class WriteTransaction: ReadTransaction {
     /// anything changed (see the type's documentation).
     @inline(__always) private func changing<R>(_ body: () throws -> R) throws -> R {
         do {
-            return try body()
+            let result = try body()
+            // Between changes no page is in use: spill if over budget.
+            if dirty.count > spillLimit { try spill() }
+            return result
         } catch {
             noteFailure(error)
             throw error
@@ -339,6 +356,32 @@ public final class WriteTransaction: ReadTransaction {
         if counts[tree.root] == nil { _ = try super.count(tree) }
     }
 
+    // MARK: Spilling
+
+    /// Writes fresh pages out of memory (see `Database+Spill.swift`) until
+    /// half the budget is left: the oldest-held first, branch pages kept
+    /// (every descent reads them). Runs between changes only, never inside
+    /// one: a change holds references to the pages it edits.
+    private func spill() throws {
+        if freshFloor == .max {
+            freshFloor = try db.freshPageFloor(pageCount: snapshot.header.pageCount, pending: pendingPages)
+        }
+        let excess = dirty.count - spillLimit / 2
+        var victims: [(number: UInt32, page: Page)] = []
+        victims.reserveCapacity(excess)
+        for (number, page) in zip(dirty.numbers, dirty.pages)
+        where number >= freshFloor && page.u8(4) != PageType.branch.rawValue {
+            victims.append((number, page))
+            if victims.count == excess { break }
+        }
+        guard !victims.isEmpty else { return }
+        victims.sort { $0.number < $1.number }
+        for (number, page) in victims { page.sealChecksum(pageNumber: number) }
+        try db.writeFreshPages(victims)
+        for (number, _) in victims { dirty.remove(number) }
+        db.stateLock.withLock { db.counters.spilledPages += victims.count }
+    }
+
     // MARK: Commit
 
     /// Makes every change durable (per the store's ``Durability``) and
@@ -366,9 +409,12 @@ public final class WriteTransaction: ReadTransaction {
                 Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
         }
         try persistFreelist()
+        let spilled = freshFloor != .max
         // Page 0 is logged only when the header changed: a small commit then
-        // costs one frame per changed tree page plus the catalog page.
-        if header != snapshot.header {
+        // costs one frame per changed tree page plus the catalog page. A
+        // transaction that spilled always logs it: its commit frames then
+        // never come out empty.
+        if header != snapshot.header || spilled {
             header.commitCounter &+= 1
             header.write(to: try writable(0))
         }
@@ -377,6 +423,16 @@ public final class WriteTransaction: ReadTransaction {
         for (number, page) in zip(dirty.numbers, dirty.pages) { pages.append((number, page)) }
         pages.sort { $0.number < $1.number }
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
+        if spilled {
+            // Its fresh pages go where the spilled ones went, and are
+            // durable before the commit that reaches them is written.
+            let split = pages.partition { $0.number >= freshFloor }
+            let fresh = pages[split...].sorted { $0.number < $1.number }
+            pages.removeSubrange(split...)
+            pages.sort { $0.number < $1.number }
+            try db.writeFreshPages(fresh)
+            try db.syncFreshPages()
+        }
 
         // Pending commits of this handle: append after them (no restart
         // while any is pending).
@@ -389,7 +445,7 @@ public final class WriteTransaction: ReadTransaction {
         let recent = WAL.RecentCommit(firstFrame: first, generation: generation, pages: pages)
         guard db.options.durability == .full else {
             // Nothing to wait for: published now, under the gate.
-            db.publish(pages: pages, firstFrame: first, tail: tail, header: header)
+            db.publish(pages: pages, firstFrame: first, tail: tail, header: header, mainChanged: spilled)
             committedStamp = db.stamp(generation: generation, frames: tail.frames)
             if tail.frames >= db.options.checkpointThresholdFrames {
                 // The commit is published already; a failed checkpoint is
@@ -402,7 +458,9 @@ public final class WriteTransaction: ReadTransaction {
         // Group commit: queue the commit, let the next writer in, and wait
         // for a sync that covers it (this thread's or another's).
         let ticket = try db.pendingCommits.enqueue(
-            PendingCommits.Entry(ticket: 0, pages: pages, first: first, tail: tail, header: header, freelist: freelist))
+            PendingCommits.Entry(
+                ticket: 0, pages: pages, first: first, tail: tail, header: header, freelist: freelist,
+                mainChanged: spilled))
         handedOver = true
         ended = true
         dirty.removeAll()

@@ -182,6 +182,10 @@ final class WAL: @unchecked Sendable {
         return nil
     }
 
+    /// The highest page number any frame of the adopted state holds, or
+    /// nil when the index names none. The caller holds `lock`.
+    func highestIndexedPage() -> UInt32? { index.keys.max() }
+
     /// The log's generation as the shared index says now, read after a
     /// frame was read: a different one means the log restarted meanwhile
     /// and the frame may have been overwritten.
@@ -337,9 +341,11 @@ final class WAL: @unchecked Sendable {
     /// the other are published in the same order. The caller holds the
     /// writer lock, not `lock` (publishing happens under `lock`, so this
     /// handle's readers never adopt the state half-way); `alongside` runs
-    /// in the same critical section.
+    /// in the same critical section. `mainChanged`: the commit wrote pages
+    /// straight into the main file (a transaction that spilled); it counts
+    /// as a checkpoint, so other handles forget what they cached of it.
     func publish(
-        _ pages: [(number: UInt32, page: Page)], first: Int, chain: UInt32, header: FileHeader,
+        _ pages: [(number: UInt32, page: Page)], first: Int, chain: UInt32, header: FileHeader, mainChanged: Bool,
         alongside: (SharedIndex.State) -> Void
     ) -> SharedIndex.State {
         var current = lock.withLock { state }
@@ -360,6 +366,7 @@ final class WAL: @unchecked Sendable {
         current.freelistHead = header.freelistHead
         current.freeCount = header.freeCount
         current.changeCounter = header.commitCounter
+        if mainChanged { current.checkpoints &+= 1 }
         lock.withLock {
             adoptOwn(current, sequence: shared.publish(current), appended: numbers)
             alongside(current)

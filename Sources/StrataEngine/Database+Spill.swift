@@ -1,0 +1,97 @@
+/// Spilling: a write transaction whose private pages outgrow the budget
+/// (``DatabaseOptions/cacheSizeBytes``) writes some of them out and reads
+/// them back when it needs them again, so its memory stays bounded.
+///
+/// A transaction spills *fresh* pages only: pages numbered at or past
+/// the *fresh floor*, the first page number that no committed state, no
+/// pending commit, no frame of the log and no byte of the main file holds.
+/// No reader of any handle can read such a page (every reader's page count
+/// is below the floor), no checkpoint copies one (no frame names it), so
+/// the transaction writes it straight into the main file at its final
+/// place, and writes it there again if it changes it again. A bulk load
+/// into a new tree, the case that outgrows memory, allocates nearly all
+/// its pages there, and each of them is written once instead of twice
+/// (log, then checkpoint).
+///
+/// At commit a transaction that spilled writes its remaining fresh pages
+/// into the main file too, syncs the main file (unless durability is
+/// `none`), and only then appends its other pages and the header (whose
+/// page count now covers the fresh pages) to the log as one commit. A
+/// crash before the commit frame is durable leaves bytes past the page
+/// count of every committed state, which nothing reads; the next writer
+/// allocates over them. A rollback leaves the same.
+extension Database {
+    /// Private pages a write transaction holds before it spills: the page
+    /// cache's budget in pages, at least 16.
+    var spillLimitPages: Int { max(16, options.cacheSizeBytes / pageSize) }
+
+    /// The fresh floor (see above) for a transaction that began with
+    /// `pageCount` pages and the pending pages `pending`. The caller is the
+    /// writer (it holds the writer lock, so no other handle checkpoints,
+    /// truncates or appends meanwhile).
+    func freshPageFloor(pageCount: UInt32, pending: [UInt32: Page]) throws -> UInt32 {
+        let mainPages = UInt32(clamping: (try pager.main.size() + Int64(pageSize) - 1) / Int64(pageSize))
+        var floor = max(pageCount, mainPages)
+        if let highest = stateLock.withLock({ wal.highestIndexedPage() }) { floor = max(floor, highest &+ 1) }
+        if let highest = pending.keys.max() { floor = max(floor, highest &+ 1) }
+        return floor
+    }
+
+    /// Writes fresh pages (sealed, sorted by number) into the main file,
+    /// runs of consecutive pages in one write each. Forgets this handle's
+    /// cached or checked images of those page numbers: whatever it knew of
+    /// them predates these bytes.
+    func writeFreshPages(_ pages: [(number: UInt32, page: Page)]) throws {
+        stateLock.withLock {
+            for (number, _) in pages {
+                pager.cache.remove(PageCache.mainKey(number))
+                pager.mapped?.clearVerified(number)
+            }
+        }
+        let runPages = 64
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var i = 0
+        while i < pages.count {
+            var j = i
+            while j < pages.count && j - i < runPages && pages[j].number == pages[i].number + UInt32(j - i) {
+                (buffer + (j - i) * pageSize).copyMemory(from: pages[j].page.bytes, byteCount: pageSize)
+                j += 1
+            }
+            try pager.main.write(buffer, count: (j - i) * pageSize, at: Int64(pages[i].number) * Int64(pageSize))
+            i = j
+        }
+    }
+
+    /// Makes the fresh pages written so far durable before the commit that
+    /// makes them reachable is written (unless durability is `none`). A
+    /// failed sync poisons the handle, as a failed log sync does.
+    func syncFreshPages() throws {
+        guard options.durability != .none else { return }
+        do {
+            try pager.main.sync()
+        } catch {
+            poison("an fsync of the main file failed: \(error)")
+            throw error
+        }
+    }
+
+    /// Reads back fresh page `number` that a transaction spilled, checking
+    /// it as any page read from disk is checked.
+    func readSpilledPage(_ number: UInt32) throws -> Page {
+        let page = Page.uninitialized(pageSize)
+        let n = try pager.main.read(into: page.bytes, count: pageSize, at: Int64(number) * Int64(pageSize))
+        guard n == pageSize else {
+            throw StorageError.corrupt(page: number, reason: "a spilled page lies beyond the end of the file")
+        }
+        guard page.checksumMatches(pageNumber: number) else {
+            throw StorageError.corrupt(page: number, reason: "checksum mismatch (a spilled page)")
+        }
+        let type = page.u8(4)
+        if type == PageType.leaf.rawValue || type == PageType.branch.rawValue {
+            try Node(page: page).validate(pageNumber: number)
+        }
+        stateLock.withLock { counters.spillReads += 1 }
+        return page
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import StrataEngine
+import StrataTesting
+import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A write transaction that outgrows its budget spills the pages it
+/// allocated past the end of the store into the main file, reads them back
+/// when it needs them, and stays bounded in memory; rollbacks, failed
+/// writes and crashes leave the store at its previous commit.
+final class SpillTests: EngineTestCase {
+    /// A budget of 16 pages (the least there is): a few hundred entries
+    /// spill.
+    private let small = DatabaseOptions(cacheSizeBytes: 16 * 4096)
+
+    private func key(_ i: Int) -> [UInt8] {
+        var random = SeededRandom(seed: UInt64(i) &* 0x9E37_79B9 &+ 7)
+        return Array(String(format: "%08x", random.next() & 0xffff_ffff).utf8) + Array("-\(i)".utf8)
+    }
+    private func value(_ i: Int, _ round: Int = 0) -> [UInt8] {
+        [UInt8](repeating: UInt8(truncatingIfNeeded: i &+ round &* 7), count: 90 + (i % 5) * 20)
+    }
+
+    private func contents(_ db: Database, _ name: String = "t") throws -> [[UInt8]: [UInt8]] {
+        try db.read { tx in
+            guard let tree = try tx.treeIfPresent(name) else { return [:] }
+            var all: [[UInt8]: [UInt8]] = [:]
+            for (k, v) in try tx.scan(tree) { all[k] = v }
+            XCTAssertEqual(try tx.count(tree), all.count)
+            return all
+        }
+    }
+
+    func testABulkLoadPastTheBudgetSpillsReadsBackAndCommits() throws {
+        let db = try open("bulk.strata", small)
+        var model: [[UInt8]: [UInt8]] = [:]
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<3000 {
+                try tx.put(key(i), value(i), in: tree)
+                model[key(i)] = value(i)
+                // Reads of its own spilled pages, and overwrites of them.
+                if i % 97 == 0 && i > 0 {
+                    XCTAssertEqual(try tx.get(key(i / 2), in: tree), value(i / 2), "read back entry \(i / 2)")
+                    try tx.put(key(i / 3), value(i / 3, 1), in: tree)
+                    model[key(i / 3)] = value(i / 3, 1)
+                }
+            }
+            XCTAssertEqual(try tx.count(tree), model.count)
+        }
+        let statistics = db.statistics
+        XCTAssertGreaterThan(statistics.spilledPages, 50, "\(statistics)")
+        XCTAssertGreaterThan(statistics.spillReads, 0, "\(statistics)")
+        // The spilled pages went to the main file once, not through the
+        // log: the commit's frames are a fraction of the store's pages.
+        XCTAssertLessThan(statistics.walFrames, statistics.pageCount / 2, "\(statistics)")
+        XCTAssertEqual(try contents(db), model)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+        let reopened = try open("bulk.strata", small)
+        XCTAssertEqual(try contents(reopened), model)
+        try reopened.close()
+    }
+
+    func testASmallTransactionDoesNotSpill() throws {
+        let db = try open("small.strata", small)
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<20 { try tx.put(key(i), value(i), in: tree) }
+        }
+        XCTAssertEqual(db.statistics.spilledPages, 0)
+        try db.close()
+    }
+
+    /// Random puts, overwrites and deletes in large transactions over a
+    /// store that already holds data, some rolled back after spilling,
+    /// each read checked against a dictionary inside the transaction.
+    func testSpillingTransactionsMatchAModel() throws {
+        let db = try open("model.strata", small)
+        var committed: [[UInt8]: [UInt8]] = [:]
+        var random = SeededRandom(seed: 27)
+        for round in 0..<8 {
+            var working = committed
+            let rollBack = round % 3 == 2
+            do {
+                try db.write { tx in
+                    let tree = try tx.createTree("t")
+                    for step in 0..<1500 {
+                        let i = random.choose(4000)
+                        switch random.choose(10) {
+                        case 0..<6:
+                            try tx.put(key(i), value(i, round), in: tree)
+                            working[key(i)] = value(i, round)
+                        case 6..<8:
+                            let removed = try tx.delete(key(i), in: tree)
+                            XCTAssertEqual(removed, working.removeValue(forKey: key(i)) != nil, "round \(round) step \(step)")
+                        default:
+                            XCTAssertEqual(try tx.get(key(i), in: tree), working[key(i)], "round \(round) step \(step)")
+                        }
+                    }
+                    XCTAssertEqual(try tx.count(tree), working.count)
+                    if rollBack { throw CancellationError() }
+                }
+                committed = working
+            } catch is CancellationError {
+                XCTAssertTrue(rollBack)
+            }
+            XCTAssertEqual(try contents(db), committed, "after round \(round)")
+        }
+        XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+    }
+
+    func testARollbackAfterASpillLeavesThePreviousCommit() throws {
+        let db = try open("rollback.strata", small)
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<50 { try tx.put(key(i), value(i), in: tree) }
+        }
+        let before = try contents(db)
+        let spilledBefore = db.statistics.spilledPages
+        let tx = try db.beginWrite()
+        let tree = try tx.createTree("t")
+        for i in 50..<2500 { try tx.put(key(i), value(i), in: tree) }
+        try tx.put(Array("other".utf8), [1], in: try tx.createTree("u"))
+        XCTAssertGreaterThan(db.statistics.spilledPages, spilledBefore)
+        tx.rollback()
+        XCTAssertEqual(try contents(db), before)
+        XCTAssertNil(try db.read { try $0.treeIfPresent("u") })
+        // The next transaction allocates over the spilled bytes.
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 5000..<5400 { try tx.put(key(i), value(i), in: tree) }
+        }
+        XCTAssertEqual(try contents(db).count, 450)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+    }
+
+    /// A spill that cannot write (a full disk, an I/O error) fails the
+    /// transaction with that error; the store stays at its previous
+    /// commit and takes new ones once the disk recovers.
+    func testASpillThatCannotWriteFailsTheTransaction() throws {
+        for (code, name) in [(ENOSPC, "ENOSPC"), (EIO, "EIO")] {
+            let fs = MemoryFileSystem()
+            let path = "/mem/spill-\(name)"
+            let db = try open(path, options: small, fileSystem: fs)
+            try db.write { tx in
+                let tree = try tx.createTree("t")
+                for i in 0..<40 { try tx.put(key(i), value(i), in: tree) }
+            }
+            let before = try contents(db)
+            fs.faults = { operation in
+                operation.kind == .write && operation.path == path ? code : nil
+            }
+            var thrown: (any Error)?
+            do {
+                try db.write { tx in
+                    let tree = try tx.createTree("t")
+                    for i in 40..<3000 { try tx.put(key(i), value(i), in: tree) }
+                }
+            } catch {
+                thrown = error
+            }
+            switch thrown as? StorageError {
+            case .diskFull(let at)? where code == ENOSPC: XCTAssertEqual(at, path)
+            case .io(_, let at, let errno)? where code == EIO:
+                XCTAssertEqual(at, path)
+                XCTAssertEqual(errno, EIO)
+            default: XCTFail("\(name): \(String(describing: thrown))")
+            }
+            // The failed transaction cannot be committed either.
+            let tx = try db.beginWrite()
+            let tree = try tx.createTree("t")
+            XCTAssertThrowsError(try { for i in 40..<3000 { try tx.put(key(i), value(i), in: tree) } }())
+            XCTAssertThrowsError(try tx.commit()) { error in
+                guard case .transactionFailed = error as? StorageError else {
+                    return XCTFail("\(name): \(error)")
+                }
+            }
+            XCTAssertEqual(try contents(db), before, name)
+            fs.faults = nil
+            try db.write { tx in
+                let tree = try tx.createTree("t")
+                for i in 40..<3000 { try tx.put(key(i), value(i), in: tree) }
+            }
+            XCTAssertEqual(try contents(db).count, 3000, name)
+            XCTAssertTrue(try db.check().isHealthy, name)
+            try db.close()
+        }
+    }
+
+    /// Another handle of the store (its own cache and mapping) reads a
+    /// spilled commit's pages, which reached the main file without a
+    /// checkpoint.
+    func testAnotherHandleReadsASpilledCommit() throws {
+        let path = directory.file("shared.strata")
+        let writer = try Database.open(path: path, options: small)
+        let reader = try Database.open(path: path, options: small)
+        try writer.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<100 { try tx.put(key(i), value(i), in: tree) }
+        }
+        XCTAssertEqual(try contents(reader).count, 100)
+        var model = try contents(writer)
+        try writer.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 100..<4000 {
+                try tx.put(key(i), value(i), in: tree)
+                model[key(i)] = value(i)
+            }
+        }
+        XCTAssertGreaterThan(writer.statistics.spilledPages, 0)
+        XCTAssertEqual(try contents(reader), model)
+        try reader.close()
+        try writer.close()
+    }
+}
