@@ -60,14 +60,19 @@ extension Database {
     /// Makes a written (and, as the durability level requires, synced)
     /// commit visible to every handle: publishes its frames in the shared
     /// index and caches its pages. `mainChanged`: the commit also wrote
-    /// pages into the main file (it spilled).
+    /// pages into the main file (it spilled). `firstFrame` is the commit's
+    /// first frame: its spilled frames (`spilled`, page numbers), then
+    /// `pages`.
     func publish(
-        pages: [(number: UInt32, page: Page)], firstFrame: Int, tail: WAL.LogTail, header: FileHeader,
-        mainChanged: Bool
+        pages: [(number: UInt32, page: Page)], firstFrame: Int, spilled: [UInt32], tail: WAL.LogTail,
+        header: FileHeader, mainChanged: Bool
     ) {
-        _ = wal.publish(pages, first: firstFrame, chain: tail.chain, header: header, mainChanged: mainChanged) { state in
+        _ = wal.publish(
+            pages, first: firstFrame, spilled: spilled, chain: tail.chain, header: header, mainChanged: mainChanged
+        ) { state in
+            let firstPage = firstFrame + spilled.count
             for (i, entry) in pages.enumerated() {
-                pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstFrame + i), entry.page)
+                pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstPage + i), entry.page)
             }
             counters.commits += 1
         }

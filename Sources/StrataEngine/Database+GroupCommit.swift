@@ -33,6 +33,11 @@ final class PendingCommits: @unchecked Sendable {
         var freelist: Freelist
         /// The commit wrote pages into the main file too (it spilled).
         var mainChanged: Bool
+        /// Page numbers of the frames it spilled to the log, from `first`
+        /// on (its pages follow them). A commit with spilled frames is
+        /// published before its writer releases the gate, so no
+        /// continuation ever needs them.
+        var spilled: [UInt32]
     }
 
     private let condition = Condition()
@@ -186,8 +191,8 @@ extension Database {
             publish: { batch in
                 for entry in batch {
                     publish(
-                        pages: entry.pages, firstFrame: entry.first, tail: entry.tail, header: entry.header,
-                        mainChanged: entry.mainChanged)
+                        pages: entry.pages, firstFrame: entry.first, spilled: entry.spilled, tail: entry.tail,
+                        header: entry.header, mainChanged: entry.mainChanged)
                 }
             },
             unlock: { wal.shared.unlock(SharedIndex.writerLock) },

@@ -1,8 +1,18 @@
 /// Spilling: a write transaction whose private pages outgrow the budget
 /// (``DatabaseOptions/cacheSizeBytes``) writes some of them out and reads
-/// them back when it needs them again, so its memory stays bounded.
+/// them back when it needs them again, so its memory stays bounded. Branch
+/// pages stay in memory (every descent reads them; they are about one in a
+/// hundred pages).
 ///
-/// A transaction spills *fresh* pages only: pages numbered at or past
+/// Pages that existed before the transaction go to the log, after this
+/// handle's pending commits, as frames that are not a commit (their commit
+/// field is 0): no reader sees them, as they are not published; recovery
+/// keeps them only when the transaction's commit frame follows them, and a
+/// rollback or a crash leaves them to be overwritten. The commit publishes
+/// them with its own frames (a page's newest frame wins), and no restart of
+/// the log happens while they are in it.
+///
+/// *Fresh* pages go to the main file instead: pages numbered at or past
 /// the *fresh floor*, the first page number that no committed state, no
 /// pending commit, no frame of the log and no byte of the main file holds.
 /// No reader of any handle can read such a page (every reader's page count
@@ -86,6 +96,27 @@ extension Database {
         }
         guard page.checksumMatches(pageNumber: number) else {
             throw StorageError.corrupt(page: number, reason: "checksum mismatch (a spilled page)")
+        }
+        let type = page.u8(4)
+        if type == PageType.leaf.rawValue || type == PageType.branch.rawValue {
+            try Node(page: page).validate(pageNumber: number)
+        }
+        stateLock.withLock { counters.spillReads += 1 }
+        return page
+    }
+}
+
+extension Database {
+    /// Reads back page `number` that a transaction spilled to the log as
+    /// frame `frame` (not a commit, not published), checking it as any page
+    /// read from disk is checked.
+    func readSpilledFrame(_ frame: Int, page number: UInt32) throws -> Page {
+        let page = Page.uninitialized(pageSize)
+        guard try wal.readFrame(frame, into: page) else {
+            throw StorageError.corrupt(page: number, reason: "a spilled WAL frame \(frame) lies beyond the end of the log")
+        }
+        guard page.checksumMatches(pageNumber: number) else {
+            throw StorageError.corrupt(page: number, reason: "checksum mismatch (spilled WAL frame \(frame))")
         }
         let type = page.u8(4)
         if type == PageType.leaf.rawValue || type == PageType.branch.rawValue {

@@ -48,11 +48,11 @@ public struct DatabaseOptions: Sendable {
     public var durability: Durability = .full
     /// Byte budget of the shared page cache (default 64 MiB), and the
     /// budget of the open write transaction's changed pages, held in
-    /// addition to it: a transaction that outgrows it writes pages it
-    /// allocated past the end of the store into the main file before its
-    /// commit and reads them back when it needs them (it *spills*), so a
-    /// bulk load larger than memory runs in bounded memory. Pages that
-    /// existed before the transaction stay in memory until commit.
+    /// addition to it: a transaction that outgrows it writes changed pages
+    /// out before its commit (pages it allocated past the end of the store
+    /// into the main file, others into the log) and reads them back when it
+    /// needs them (it *spills*), so an import or a rewrite larger than
+    /// memory runs in bounded memory.
     public var cacheSizeBytes: Int = 64 << 20
     /// A checkpoint runs after the commit that brings the WAL to this many
     /// frames (default 1000), and at close.

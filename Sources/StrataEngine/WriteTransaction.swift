@@ -5,10 +5,10 @@
 ///
 /// Changed pages are private copies held in memory until commit. Past
 /// the budget (``DatabaseOptions/cacheSizeBytes``) the transaction spills
-/// the pages it allocated past the end of the store into the main file and
-/// reads them back when needed (see ``Database``'s spilling notes), so a
-/// bulk load's memory stays bounded; pages that existed before it stay in
-/// memory.
+/// changed pages (those it allocated past the end of the store into the
+/// main file, the others into the log, uncommitted) and reads them back
+/// when needed, so its memory stays bounded; a rollback or a crash discards
+/// what it spilled.
 ///
 /// A change that throws after it may have begun changing pages (a page it
 /// needed could not be read, or was damaged) leaves the transaction
@@ -40,6 +40,21 @@ public final class WriteTransaction: ReadTransaction {
     var freshFloor = UInt32.max
     /// Private pages this transaction may hold before it spills.
     let spillLimit: Int
+    /// Where the next spill starts looking for victims (a page number).
+    private var spillCursor: UInt32 = 0
+    /// Pages that existed before this transaction and that it spilled to
+    /// the log as frames that are not a commit: the newest frame of each.
+    private var spilledFrames: [UInt32: Int] = [:]
+    /// The page number of each frame this transaction spilled, in order,
+    /// from `spillStart` on; and the log's tail after them.
+    private var spilledOrder: [UInt32] = []
+    private var spillStart = 0
+    private var spillTail: WAL.LogTail?
+    /// Fresh pages written into the main file so far.
+    private var freshSpilled = 0
+
+    /// Pages this transaction holds in memory (for tests of its bound).
+    package var heldPageCount: Int { dirty.count }
     /// Trees whose entry count changed: root → name.
     var changedTrees: [UInt32: String] = [:]
     var modifications = 0
@@ -84,6 +99,7 @@ public final class WriteTransaction: ReadTransaction {
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
         if number >= freshFloor { return try db.readSpilledPage(number) }
+        if !spilledFrames.isEmpty, let frame = spilledFrames[number] { return try db.readSpilledFrame(frame, page: number) }
         return try committedPage(number)
     }
 
@@ -100,7 +116,14 @@ public final class WriteTransaction: ReadTransaction {
     func writable(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
         // A spilled page read back is this transaction's own copy already.
-        let copy = number >= freshFloor ? try db.readSpilledPage(number) : Page.copy(of: try committedPage(number))
+        let copy: Page
+        if number >= freshFloor {
+            copy = try db.readSpilledPage(number)
+        } else if !spilledFrames.isEmpty, let frame = spilledFrames[number] {
+            copy = try db.readSpilledFrame(frame, page: number)
+        } else {
+            copy = Page.copy(of: try committedPage(number))
+        }
         dirty[number] = copy
         return copy
     }
@@ -358,27 +381,93 @@ public final class WriteTransaction: ReadTransaction {
 
     // MARK: Spilling
 
-    /// Writes fresh pages out of memory (see `Database+Spill.swift`) until
-    /// half the budget is left: the oldest-held first, branch pages kept
-    /// (every descent reads them). Runs between changes only, never inside
-    /// one: a change holds references to the pages it edits.
+    /// Writes pages out of memory until an eighth of the budget is free,
+    /// branch pages kept (every descent reads them): first fresh pages into
+    /// the main file (see `Database+Spill.swift`), then, when those are not
+    /// enough, pages that existed before the transaction into the log, as
+    /// frames that are not a commit (see ``spillToLog(_:)``). Runs between
+    /// changes only, never inside one: a change holds references to the
+    /// pages it edits.
     private func spill() throws {
         if freshFloor == .max {
             freshFloor = try db.freshPageFloor(pageCount: snapshot.header.pageCount, pending: pendingPages)
+            spillCursor = freshFloor
         }
-        let excess = dirty.count - spillLimit / 2
+        let target = spillLimit - spillLimit / 8
+        try spillFresh(dirty.count - target)
+        guard dirty.count > target else { return }
         var victims: [(number: UInt32, page: Page)] = []
-        victims.reserveCapacity(excess)
+        victims.reserveCapacity(dirty.count - target)
         for (number, page) in zip(dirty.numbers, dirty.pages)
-        where number >= freshFloor && page.u8(4) != PageType.branch.rawValue {
+        where number != 0 && number < freshFloor && page.u8(4) != PageType.branch.rawValue {
             victims.append((number, page))
-            if victims.count == excess { break }
+            if victims.count == dirty.count - target { break }
         }
         guard !victims.isEmpty else { return }
-        victims.sort { $0.number < $1.number }
+        try spillToLog(victims)
+    }
+
+    /// Writes up to `excess` fresh pages into the main file. Victims are
+    /// taken in page-number order from where the last spill stopped,
+    /// wrapping around: pages are numbered in the order they were
+    /// allocated, so the oldest go first, and neighbours go out in one
+    /// write.
+    private func spillFresh(_ excess: Int) throws {
+        // Numbers only: a spill runs every few thousand pages, and copying
+        // page references (a retain and release each) costs more.
+        var candidates: [UInt32] = []
+        candidates.reserveCapacity(dirty.count)
+        for (number, page) in zip(dirty.numbers, dirty.pages)
+        where number >= freshFloor && page.u8(4) != PageType.branch.rawValue {
+            candidates.append(number)
+        }
+        guard !candidates.isEmpty, excess > 0 else { return }
+        candidates.sort()
+        let excess = min(candidates.count, excess)
+        // The first candidate at or past the cursor, then on, wrapping.
+        var low = 0
+        var high = candidates.count
+        while low < high {
+            let mid = (low + high) / 2
+            if candidates[mid] < spillCursor { low = mid + 1 } else { high = mid }
+        }
+        let start = low == candidates.count ? 0 : low
+        let end = start + excess
+        var numbers = candidates[start..<min(candidates.count, end)]
+        if end > candidates.count { numbers = candidates[0..<(end - candidates.count)] + numbers }
+        spillCursor = candidates[(end - 1) % candidates.count] &+ 1
+        let victims = numbers.map { (number: $0, page: dirty[$0]!) }
         for (number, page) in victims { page.sealChecksum(pageNumber: number) }
         try db.writeFreshPages(victims)
         for (number, _) in victims { dirty.remove(number) }
+        freshSpilled += victims.count
+        db.stateLock.withLock { db.counters.spilledPages += victims.count }
+    }
+
+    /// Appends pages that existed before this transaction to the log as
+    /// frames that are not a commit, after the pending commits of this
+    /// handle and this transaction's earlier spilled frames. No reader
+    /// sees them (they are not published), recovery keeps them only when
+    /// the transaction's commit frame follows, and a rollback leaves them
+    /// to be overwritten. The log restarts first when it can (as a commit
+    /// would): it cannot restart once this transaction's frames are in it.
+    private func spillToLog(_ victims: [(number: UInt32, page: Page)]) throws {
+        var tail = spillTail
+        if tail == nil {
+            tail = db.pendingCommits.tail
+            if tail == nil { try db.restartLogIfPossible() }
+        }
+        for (number, page) in victims { page.sealChecksum(pageNumber: number) }
+        let newTail = try db.wal.appendSpilled(victims, after: tail)
+        if spillTail == nil { spillStart = newTail.frames - victims.count }
+        var frame = newTail.frames - victims.count
+        for (number, _) in victims {
+            spilledFrames[number] = frame
+            spilledOrder.append(number)
+            dirty.remove(number)
+            frame += 1
+        }
+        spillTail = newTail
         db.stateLock.withLock { db.counters.spilledPages += victims.count }
     }
 
@@ -409,12 +498,12 @@ public final class WriteTransaction: ReadTransaction {
                 Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
         }
         try persistFreelist()
-        let spilled = freshFloor != .max
+        let wroteMain = freshSpilled > 0
         // Page 0 is logged only when the header changed: a small commit then
         // costs one frame per changed tree page plus the catalog page. A
         // transaction that spilled always logs it: its commit frames then
         // never come out empty.
-        if header != snapshot.header || spilled {
+        if header != snapshot.header || freshFloor != .max {
             header.commitCounter &+= 1
             header.write(to: try writable(0))
         }
@@ -423,7 +512,7 @@ public final class WriteTransaction: ReadTransaction {
         for (number, page) in zip(dirty.numbers, dirty.pages) { pages.append((number, page)) }
         pages.sort { $0.number < $1.number }
         for (number, page) in pages { page.sealChecksum(pageNumber: number) }
-        if spilled {
+        if wroteMain {
             // Its fresh pages go where the spilled ones went, and are
             // durable before the commit that reaches them is written.
             let split = pages.partition { $0.number >= freshFloor }
@@ -434,18 +523,20 @@ public final class WriteTransaction: ReadTransaction {
             try db.syncFreshPages()
         }
 
-        // Pending commits of this handle: append after them (no restart
-        // while any is pending).
-        let pendingTail = db.pendingCommits.tail
+        // Pending commits of this handle, then this transaction's spilled
+        // frames: append after them (no restart while any exists).
+        let pendingTail = spillTail ?? db.pendingCommits.tail
         if pendingTail == nil { try db.restartLogIfPossible() }
         let tail = try db.wal.appendCommit(pages, pageCount: header.pageCount, after: pendingTail)
-        let first = tail.frames - pages.count
+        let pagesFirst = tail.frames - pages.count
+        let first = spillTail == nil ? pagesFirst : spillStart
         let generation = db.stateLock.withLock { db.wal.state.generation }
         db.rememberFreelist(freelist, position: UInt64(generation) << 32 | UInt64(tail.frames))
-        let recent = WAL.RecentCommit(firstFrame: first, generation: generation, pages: pages)
+        let recent = WAL.RecentCommit(firstFrame: pagesFirst, generation: generation, pages: pages)
         guard db.options.durability == .full else {
             // Nothing to wait for: published now, under the gate.
-            db.publish(pages: pages, firstFrame: first, tail: tail, header: header, mainChanged: spilled)
+            db.publish(
+                pages: pages, firstFrame: first, spilled: spilledOrder, tail: tail, header: header, mainChanged: wroteMain)
             committedStamp = db.stamp(generation: generation, frames: tail.frames)
             if tail.frames >= db.options.checkpointThresholdFrames {
                 // The commit is published already; a failed checkpoint is
@@ -460,12 +551,20 @@ public final class WriteTransaction: ReadTransaction {
         let ticket = try db.pendingCommits.enqueue(
             PendingCommits.Entry(
                 ticket: 0, pages: pages, first: first, tail: tail, header: header, freelist: freelist,
-                mainChanged: spilled))
+                mainChanged: wroteMain, spilled: spilledOrder))
         handedOver = true
         ended = true
         dirty.removeAll()
-        db.gate.release()
-        try db.awaitDurable(ticket)
+        if spillTail == nil {
+            db.gate.release()
+            try db.awaitDurable(ticket)
+        } else {
+            // Published before the next writer of this handle begins: its
+            // continuation reads pending commits' pages from memory, and
+            // this commit's spilled ones are only in the log.
+            defer { db.gate.release() }
+            try db.awaitDurable(ticket)
+        }
         committedStamp = db.stamp(generation: generation, frames: tail.frames)
         if tail.frames >= db.options.checkpointThresholdFrames { db.checkpointAfterCommit(recent: recent) }
     }

@@ -27,7 +27,10 @@ final class SpillCrashTests: XCTestCase {
 
     /// Commit `c`: even ones load 400 keys in scattered order (some values
     /// spanning overflow pages) and delete half of the keys commit `c - 2`
-    /// loaded; odd ones change a few keys.
+    /// loaded (their pages spill into the main file); commits 5 and 7
+    /// rewrite every value loaded by commits 0 and 2 (pages that existed
+    /// before: they spill to the log); the other odd ones change a few
+    /// keys.
     static func apply(commit c: Int, to tx: WriteTransaction, model: inout [[UInt8]: [UInt8]]) throws {
         let tree = try tx.createTree("t")
         if c % 2 == 0 {
@@ -43,6 +46,16 @@ final class SpillCrashTests: XCTestCase {
                     let key = Array("c\(c - 2)-\(j)".utf8)
                     try tx.delete(key, in: tree)
                     model.removeValue(forKey: key)
+                }
+            }
+        } else if c == 5 || c == 7 {
+            for j in 0..<400 {
+                for loader in [0, 2] {
+                    let key = Array("c\(loader)-\(j)".utf8)
+                    guard let old = model[key] else { continue }
+                    let value = [UInt8](repeating: UInt8(truncatingIfNeeded: c &* 3 &+ j), count: old.count)
+                    try tx.put(key, value, in: tree)
+                    model[key] = value
                 }
             }
         } else {
@@ -66,6 +79,8 @@ final class SpillCrashTests: XCTestCase {
         /// The log was synced since the commit in flight began: from then
         /// on it may be durable (a checkpoint runs before it returns).
         private var logSynced = false  // guarded by lock
+        /// Counts of images taken while a transaction ran (spills), and
+        /// while it committed.
         /// Images taken at writes into the main file, with the states a
         /// recovery of each may find.
         private var images: [(MemoryFileSystem, [[[UInt8]: [UInt8]]])] = []  // guarded by lock
@@ -76,6 +91,7 @@ final class SpillCrashTests: XCTestCase {
             }
         }
         func logWasSynced() { lock.withLock { logSynced = true } }
+        func rolledBack() { lock.withLock { inFlight = nil } }
         func acknowledge(_ state: [[UInt8]: [UInt8]]) {
             lock.withLock {
                 states.append(state)
@@ -83,11 +99,14 @@ final class SpillCrashTests: XCTestCase {
             }
         }
         var acknowledged: [[[UInt8]: [UInt8]]] { lock.withLock { states } }
-        /// Keeps what a power loss would leave of `fs` now.
-        func keep(_ fs: MemoryFileSystem) {
+        /// Keeps what a power loss would leave of `fs` now, before a write
+        /// to the log (`log`) or the main file. The commit in flight may
+        /// survive once it is writing its frames (a write to the log
+        /// after it began) or synced them.
+        func keep(_ fs: MemoryFileSystem, log: Bool) {
             lock.withLock {
                 let image = fs.afterPowerLoss(seed: UInt64(images.count + 1))
-                let possible = [states.last!] + (logSynced ? inFlight.map { [$0] } ?? [] : [])
+                let possible = [states.last!] + (logSynced || log ? inFlight.map { [$0] } ?? [] : [])
                 images.append((image, possible))
             }
         }
@@ -112,6 +131,7 @@ final class SpillCrashTests: XCTestCase {
                     if c == Self.rolledBack { throw CancellationError() }
                 }
             } catch is CancellationError {
+                progress.rolledBack()
                 continue
             } catch {
                 return (progress.acknowledged, next, db.statistics.spilledPages)
@@ -180,33 +200,33 @@ final class SpillCrashTests: XCTestCase {
         print("spill crash matrix: \(syncPoints) sync points × \(seeds) seeds: \(runs) recoveries verified")
     }
 
-    /// Power loss at each write into the main file: in the middle of
-    /// spills, of commits' fresh pages and of checkpoints. Before the
-    /// commit in flight syncs its log frames the store recovers to the last
-    /// acknowledged commit exactly; after (a checkpoint runs before the
-    /// commit returns) to it or to the commit in flight.
-    func testPowerLossAtEveryWriteIntoTheMainFile() throws {
+    /// Power loss at each write into the main file or the log: in the
+    /// middle of spills (to either), of commits' fresh pages, of commit
+    /// frames and of checkpoints. While the transaction in flight runs
+    /// (its spills) the store recovers to the last acknowledged commit
+    /// exactly; once it commits, to that or to the commit in flight.
+    func testPowerLossAtEveryWrite() throws {
         let fs = MemoryFileSystem()
         let progress = Progress()
         let main = path
         let log = path + "-wal"
         fs.faults = { operation in
             if operation.kind == .sync && operation.path == log { progress.logWasSynced() }
-            guard operation.kind == .write, operation.path == main else { return nil }
-            progress.keep(fs)
+            guard operation.kind == .write, operation.path == main || operation.path == log else { return nil }
+            progress.keep(fs, log: operation.path == log)
             return nil
         }
         let result = run(fs, progress: progress)
         fs.faults = nil
         XCTAssertEqual(result.acknowledged.count, Self.commits)
         let taken = progress.taken
-        XCTAssertGreaterThan(taken.count, 20, "writes into the main file")
+        XCTAssertGreaterThan(taken.count, 20, "writes")
         var spillTime = 0
         for (i, (image, possible)) in taken.enumerated() {
             if possible.count == 1 { spillTime += 1 }
-            try verify(image.afterProcessCrash(), "power loss at main-file write \(i + 1)") { possible.contains($0) }
+            try verify(image.afterProcessCrash(), "power loss at write \(i + 1)") { possible.contains($0) }
         }
-        XCTAssertGreaterThan(spillTime, 20, "writes before a commit's log sync (spills, fresh pages)")
-        print("spill power-loss images at main-file writes: \(taken.count) verified")
+        XCTAssertGreaterThan(spillTime, 20, "writes while transactions ran (spills)")
+        print("spill power-loss images at writes: \(taken.count) verified, \(spillTime) of them while a transaction ran")
     }
 }

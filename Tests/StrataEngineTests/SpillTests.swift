@@ -16,6 +16,14 @@ import XCTest
 /// when it needs them, and stays bounded in memory; rollbacks, failed
 /// writes and crashes leave the store at its previous commit.
 final class SpillTests: EngineTestCase {
+    /// Errors of worker threads, reported by the test's thread.
+    final class FailureLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var messages: [String] = []  // guarded by lock
+        func add(_ message: String) { lock.withLock { messages.append(message) } }
+        var all: [String] { lock.withLock { messages } }
+    }
+
     /// A budget of 16 pages (the least there is): a few hundred entries
     /// spill.
     private let small = DatabaseOptions(cacheSizeBytes: 16 * 4096)
@@ -196,6 +204,106 @@ final class SpillTests: EngineTestCase {
             XCTAssertTrue(try db.check().isHealthy, name)
             try db.close()
         }
+    }
+
+    /// A transaction that rewrites a store's existing pages (no fresh ones
+    /// to write into the main file) spills them to the log: it holds no
+    /// more pages than the budget, reads its own changes, and commits or
+    /// rolls back as any transaction.
+    func testRewritingExistingPagesSpillsToTheLogWithinTheBudget() throws {
+        let db = try open("rewrite.strata", small)
+        var model: [[UInt8]: [UInt8]] = [:]
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<3000 {
+                try tx.put(key(i), value(i), in: tree)
+                model[key(i)] = value(i)
+            }
+        }
+        let before = db.statistics.spilledPages
+        for round in 1...2 {
+            var working = model
+            let tx = try db.beginWrite()
+            let tree = try tx.tree("t")
+            var peak = 0
+            for i in 0..<3000 {
+                if i % 10 == 9 {
+                    XCTAssertTrue(try tx.delete(key(i), in: tree))
+                    working.removeValue(forKey: key(i))
+                } else {
+                    try tx.put(key(i), value(i, round), in: tree)
+                    working[key(i)] = value(i, round)
+                }
+                peak = max(peak, tx.heldPageCount)
+                if i % 101 == 0 { XCTAssertEqual(try tx.get(key(i / 2), in: tree), working[key(i / 2)]) }
+            }
+            // 16 pages, and what one change can add before the spill that
+            // follows it.
+            XCTAssertLessThanOrEqual(peak, 16 + 8, "round \(round)")
+            XCTAssertEqual(try tx.count(tree), working.count)
+            var seen: [[UInt8]: [UInt8]] = [:]
+            for (k, v) in try tx.scan(tree) { seen[k] = v }
+            XCTAssertEqual(seen, working, "round \(round): the transaction's own view")
+            if round == 1 {
+                tx.rollback()
+                XCTAssertEqual(try contents(db), model, "the rollback left the previous commit")
+            } else {
+                try tx.commit()
+                model = working
+                XCTAssertEqual(try contents(db), model)
+            }
+        }
+        XCTAssertGreaterThan(db.statistics.spilledPages - before, 100)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+        let reopened = try open("rewrite.strata", small)
+        XCTAssertEqual(try contents(reopened), model)
+        try reopened.close()
+    }
+
+    /// Small commits of other threads of the same handle (group commit)
+    /// interleave with transactions that spill to the log.
+    func testSpillingBesideConcurrentSmallCommits() throws {
+        let db = try open("concurrent.strata", small)
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<2000 { try tx.put(key(i), value(i), in: tree) }
+            _ = try tx.createTree("small")
+        }
+        let threads = 3
+        let group = DispatchGroup()
+        let failures = FailureLog()
+        for t in 0..<threads {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    for c in 0..<40 {
+                        try db.write { tx in
+                            try tx.put(Array("t\(t)".utf8), Array("\(c)".utf8), in: try tx.tree("small"))
+                        }
+                    }
+                } catch {
+                    failures.add("thread \(t): \(error)")
+                }
+            }.start()
+        }
+        for round in 1...3 {
+            try db.write { tx in
+                let tree = try tx.tree("t")
+                for i in 0..<2000 { try tx.put(key(i), value(i, round), in: tree) }
+            }
+        }
+        group.wait()
+        XCTAssertEqual(failures.all, [])
+        var expected: [[UInt8]: [UInt8]] = [:]
+        for i in 0..<2000 { expected[key(i)] = value(i, 3) }
+        XCTAssertEqual(try contents(db), expected)
+        XCTAssertEqual(try contents(db, "small").count, threads)
+        for t in 0..<threads { XCTAssertEqual(try contents(db, "small")[Array("t\(t)".utf8)], Array("39".utf8)) }
+        XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
     }
 
     /// Another handle of the store (its own cache and mapping) reads a

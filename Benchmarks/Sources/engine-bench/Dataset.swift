@@ -41,6 +41,8 @@ struct Dataset {
     static let valueLength = 100
     /// Number of single-put durable commits (workload 4).
     static let commitCount = 1000
+    /// The seed of the keys and values.
+    static let seed: UInt64 = 0x5354_5241_5441_0001
 
     /// The `count` keys of the bulk load, in insertion (random) order.
     let keys: [[UInt8]]
@@ -70,7 +72,7 @@ struct Dataset {
     ///   - deleteCount: number of those entries the delete workload removes.
     init(count: Int, deleteCount: Int) {
         precondition(count > 0 && (0...count).contains(deleteCount))
-        var rng = SplitMix64(seed: 0x5354_5241_5441_0001)
+        var rng = SplitMix64(seed: Self.seed)
         var keys: [[UInt8]] = []
         var values: [[UInt8]] = []
         keys.reserveCapacity(count)

@@ -2,8 +2,8 @@ import StrataEngine
 
 /// StrataEngine, through its public API, with one tree holding the data.
 ///
-/// Options other than durability are the engine defaults: 4 KiB pages, a
-/// 64 MiB page cache and a checkpoint every 1000 log frames.
+/// Options other than durability and the cache budget (`--cache-mib`) are
+/// the engine defaults: 4 KiB pages and a checkpoint every 1000 log frames.
 final class StrataStore: KeyValueEngine {
     static let treeName = "kv"
 
@@ -12,7 +12,7 @@ final class StrataStore: KeyValueEngine {
     private let db: Database
 
     /// Creates a new store at `path`.
-    init(path: String, durability: DurabilityLevel) throws {
+    init(path: String, durability: DurabilityLevel, cacheBytes: Int) throws {
         self.path = path
         let level: Durability =
             switch durability {
@@ -20,7 +20,7 @@ final class StrataStore: KeyValueEngine {
             case .normal: .normal
             case .none: .none
             }
-        db = try Database.open(path: path, options: DatabaseOptions(durability: level))
+        db = try Database.open(path: path, options: DatabaseOptions(durability: level, cacheSizeBytes: cacheBytes))
     }
 
     func bulkLoad(_ data: Dataset) throws {

@@ -2,8 +2,10 @@
 // (through GRDB) and on LMDB in one process and prints a markdown report.
 //
 //     swift run -c release engine-bench [--count N] [--deletes N] [--durability full|normal|none]
+//     swift run -c release engine-bench --bulk-load-only [--cache-mib N] [--count N]
 
 import Foundation
+import StrataEngine
 
 /// Command-line options.
 struct Options {
@@ -14,12 +16,17 @@ struct Options {
     var durability = DurabilityLevel.full
     /// Scratch folder, removed at the start and at the end of the run.
     var directory = "/tmp/strata-engine-bench"
+    /// Only the bulk load, on Strata alone, reporting peak memory.
+    var bulkLoadOnly = false
+    /// Strata's page cache (and write transaction) budget.
+    var cacheBytes = DatabaseOptions().cacheSizeBytes
 
     /// 100,000 deletes, or a tenth of the store when it is smaller than a million.
     var deletes: Int { deleteCount ?? min(100_000, count / 10) }
 
     static let usage = """
         usage: engine-bench [--count N] [--deletes N] [--durability full|normal|none]
+               engine-bench --bulk-load-only [--cache-mib N] [--count N] [--durability L]
 
           --count N        entries of the bulk load (default 1000000)
           --deletes N      entries the delete workload removes
@@ -27,6 +34,10 @@ struct Options {
           --durability L   full (default), normal or none: Strata's level,
                            SQLite's synchronous=FULL/NORMAL/OFF and LMDB's
                            default/MDB_NOMETASYNC/MDB_NOSYNC
+          --bulk-load-only the bulk load on Strata alone, its keys made on
+                           the fly; reports time and peak resident memory
+          --cache-mib N    Strata's page cache and write transaction budget
+                           (default 64)
         """
 
     init(arguments: [String]) throws {
@@ -44,6 +55,8 @@ struct Options {
             switch flag {
             case "--count": count = try positive(flag)
             case "--deletes": deleteCount = try positive(flag)
+            case "--bulk-load-only": bulkLoadOnly = true
+            case "--cache-mib": cacheBytes = try positive(flag) << 20
             case "--durability":
                 let text = try value(of: flag)
                 guard let level = DurabilityLevel(rawValue: text) else {
@@ -88,7 +101,8 @@ final class Benchmark {
     init(options: Options, data: Dataset) throws {
         self.options = options
         self.data = data
-        strata = try StrataStore(path: options.directory + "/bench.strata", durability: options.durability)
+        strata = try StrataStore(
+            path: options.directory + "/bench.strata", durability: options.durability, cacheBytes: options.cacheBytes)
         sqlite = try SQLiteStore(path: options.directory + "/bench.sqlite", durability: options.durability)
         lmdb = try LMDBStore(path: options.directory + "/bench.lmdb", durability: options.durability)
         recordSizes(after: "open")
@@ -229,6 +243,13 @@ func runCommand() -> Int32 {
         try? fileManager.removeItem(atPath: options.directory)
         try fileManager.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
 
+        if options.bulkLoadOnly {
+            print(
+                try BulkLoadMemory.run(
+                    count: options.count, cacheBytes: options.cacheBytes, durability: options.durability,
+                    directory: options.directory))
+            return 0
+        }
         progress("generating \(Format.count(options.count)) keys and values…")
         let data = Dataset(count: options.count, deleteCount: options.deletes)
         let benchmark = try Benchmark(options: options, data: data)

@@ -285,15 +285,30 @@ final class WAL: @unchecked Sendable {
     }
 
     /// Writes one transaction's pages as frames after the last published
-    /// commit, or after `tail` (commits appended and not yet published),
-    /// the last one marked as the commit frame, and returns the new tail
-    /// (the first frame is `tail.frames - pages.count`); the caller syncs
-    /// and then calls ``publish(_:first:chain:header:alongside:)``.
+    /// commit, or after `tail` (commits appended and not yet published, or
+    /// this transaction's spilled frames), the last one marked as the
+    /// commit frame, and returns the new tail (the first frame is
+    /// `tail.frames - pages.count`); the caller syncs and then calls
+    /// ``publish(_:first:spilled:chain:header:mainChanged:alongside:)``.
     /// Pages must already carry their page checksums. On error nothing is
     /// published: the frames written so far lie past the last commit and
     /// are ignored by recovery and overwritten by the next commit.
     func appendCommit(
         _ pages: [(number: UInt32, page: Page)], pageCount: UInt32, after tail: LogTail? = nil
+    ) throws -> LogTail {
+        try append(pages, commitPageCount: pageCount, after: tail)
+    }
+
+    /// Writes pages a write transaction spills as frames that are not a
+    /// commit (every frame's commit field is 0), after `tail` or the last
+    /// published commit; returns the new tail. Recovery keeps them only
+    /// when a commit frame follows them, the transaction's own.
+    func appendSpilled(_ pages: [(number: UInt32, page: Page)], after tail: LogTail?) throws -> LogTail {
+        try append(pages, commitPageCount: nil, after: tail)
+    }
+
+    private func append(
+        _ pages: [(number: UInt32, page: Page)], commitPageCount: UInt32?, after tail: LogTail?
     ) throws -> LogTail {
         let current = lock.withLock { state }
         precondition(!pages.isEmpty && !current.restartPending)
@@ -311,7 +326,7 @@ final class WAL: @unchecked Sendable {
                 let (number, page) = pages[i + j]
                 let f = buffer + j * frameSize
                 storeBE32(f, number)
-                storeBE32(f + 4, i + j == pages.count - 1 ? pageCount : 0)
+                storeBE32(f + 4, i + j == pages.count - 1 ? commitPageCount ?? 0 : 0)
                 storeBE32(f + 8, current.salt1)
                 storeBE32(f + 12, current.salt2)
                 (f + WALFormat.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
@@ -334,10 +349,11 @@ final class WAL: @unchecked Sendable {
         var chain: UInt32
     }
 
-    /// Publishes the frames of a commit ``appendCommit(_:pageCount:after:)``
-    /// wrote at `first` (now as durable as the durability level requires;
-    /// `chain` is the tail it returned) in the shared index and this
-    /// handle's lists; returns the new state. Commits appended one after
+    /// Publishes the frames of a commit written at `first`: the pages it
+    /// spilled (`spilled`, page numbers in frame order), then the pages
+    /// ``appendCommit(_:pageCount:after:)`` wrote (now as durable as the
+    /// durability level requires; `chain` is the tail it returned), in the
+    /// shared index and this handle's lists; returns the new state. Commits appended one after
     /// the other are published in the same order. The caller holds the
     /// writer lock, not `lock` (publishing happens under `lock`, so this
     /// handle's readers never adopt the state half-way); `alongside` runs
@@ -345,20 +361,17 @@ final class WAL: @unchecked Sendable {
     /// straight into the main file (a transaction that spilled); it counts
     /// as a checkpoint, so other handles forget what they cached of it.
     func publish(
-        _ pages: [(number: UInt32, page: Page)], first: Int, chain: UInt32, header: FileHeader, mainChanged: Bool,
-        alongside: (SharedIndex.State) -> Void
+        _ pages: [(number: UInt32, page: Page)], first: Int, spilled: [UInt32], chain: UInt32, header: FileHeader,
+        mainChanged: Bool, alongside: (SharedIndex.State) -> Void
     ) -> SharedIndex.State {
         var current = lock.withLock { state }
-        var numbers: [UInt32] = []
-        numbers.reserveCapacity(pages.count)
+        var numbers = spilled
+        numbers.reserveCapacity(spilled.count + pages.count)
+        for entry in pages { numbers.append(entry.number) }
         var crc = current.frameListCRC
-        for entry in pages {
-            var number = entry.number
-            numbers.append(number)
-            crc = crc32c(crc, &number, 4)
-        }
+        for var number in numbers { crc = crc32c(crc, &number, 4) }
         shared.setPages(numbers, from: first)
-        current.frames = first + pages.count
+        current.frames = first + numbers.count
         current.chain = chain
         current.commits &+= 1
         current.frameListCRC = crc
