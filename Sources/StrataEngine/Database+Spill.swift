@@ -23,6 +23,18 @@
 /// its pages there, and each of them is written once instead of twice
 /// (log, then checkpoint).
 ///
+/// Which pages go: fresh ones first, the highest-numbered of them, so
+/// that the lowest-numbered stay in memory for good; then, if that is not
+/// enough, the oldest-held of the others. Once a transaction has spilled,
+/// its puts are buffered and applied in key order (see
+/// ``WriteTransaction/put(_:_:in:)``): a load of random keys into a tree
+/// larger than the budget then reads each spilled leaf back about once per
+/// buffer instead of once per put. Measured on the 1M-entry load of
+/// `engine-bench` (random 16-byte keys, a 64 MiB budget): spilling alone
+/// read back 485k pages and took 1.7–2.1× as long as holding every page;
+/// with the buffer and this order, 148k pages and no longer than holding
+/// every page.
+///
 /// At commit a transaction that spilled writes its remaining fresh pages
 /// into the main file too, syncs the main file (unless durability is
 /// `none`), and only then appends its other pages and the header (whose

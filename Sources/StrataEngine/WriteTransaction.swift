@@ -40,8 +40,6 @@ public final class WriteTransaction: ReadTransaction {
     var freshFloor = UInt32.max
     /// Private pages this transaction may hold before it spills.
     let spillLimit: Int
-    /// Where the next spill starts looking for victims (a page number).
-    private var spillCursor: UInt32 = 0
     /// Pages that existed before this transaction and that it spilled to
     /// the log as frames that are not a commit: the newest frame of each.
     private var spilledFrames: [UInt32: Int] = [:]
@@ -52,6 +50,12 @@ public final class WriteTransaction: ReadTransaction {
     private var spillTail: WAL.LogTail?
     /// Fresh pages written into the main file so far.
     private var freshSpilled = 0
+    /// Puts held back once the transaction has spilled (see ``put(_:_:in:)``),
+    /// by tree root, in the order made; their count is `bufferedPuts`, and
+    /// `bufferedBytes` estimates their memory (bounded by a quarter of the
+    /// budget).
+    private var putBuffers: [UInt32: (tree: Tree, entries: [(key: [UInt8], value: [UInt8])])] = [:]
+    private var bufferedBytes = 0
 
     /// Pages this transaction holds in memory (for tests of its bound).
     package var heldPageCount: Int { dirty.count }
@@ -271,23 +275,80 @@ public final class WriteTransaction: ReadTransaction {
     // MARK: Writes
 
     /// Stores `value` under `key`, replacing any previous value.
+    ///
+    /// Once the transaction has spilled (see the type's documentation),
+    /// puts are held in a buffer and applied in key order when it fills or
+    /// when anything else uses the transaction (a read, a delete, a cursor
+    /// step, the commit): a large load then visits each leaf once per
+    /// buffer instead of once per put. Every read sees the buffered puts.
+    /// The key, value and tree are checked when the put is made; an error
+    /// applying it (an I/O error) fails the transaction at the next use.
     public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
-        try checkOpen()
+        if ended { throw StorageError.transactionEnded }
+        if let failure { throw StorageError.transactionFailed(failure) }
         try checkHandle(tree)
-        try changing {
-            // Consecutive puts into one tree skip the bookkeeping lookups but
-            // the count's increment.
-            if let last = lastTouched, last.root == tree.root, last.name == tree.name {
-                if try BTreeWriter(tx: self).putRaw(key, value, root: tree.root) {
-                    try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
-                }
-                return
+        if freshFloor != .max {
+            guard key.count <= Database.maxKeyLength else {
+                throw StorageError.keyTooLong(length: key.count, maximum: Database.maxKeyLength)
             }
-            try ensureCounted(tree)
+            guard value.count <= Database.maxValueLength else {
+                throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
+            }
+            putBuffers[tree.root, default: (tree, [])].entries.append((key, value))
+            bufferedPuts += 1
+            bufferedBytes += key.count + value.count + 96
+            if bufferedBytes >= spillLimit * db.pageSize / 4 { try applyBufferedPuts() }
+            return
+        }
+        try changing { try putNow(key, value, in: tree) }
+    }
+
+    /// A put's change proper.
+    @inline(__always) private func putNow(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
+        // Consecutive puts into one tree skip the bookkeeping lookups but
+        // the count's increment.
+        if let last = lastTouched, last.root == tree.root, last.name == tree.name {
             if try BTreeWriter(tx: self).putRaw(key, value, root: tree.root) {
                 try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
-                changedTrees[tree.root] = tree.name
-                lastTouched = (tree.root, tree.name)
+            }
+            return
+        }
+        try ensureCounted(tree)
+        if try BTreeWriter(tx: self).putRaw(key, value, root: tree.root) {
+            try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
+            changedTrees[tree.root] = tree.name
+            lastTouched = (tree.root, tree.name)
+        }
+    }
+
+    /// Applies the buffered puts, tree by tree, in key order (puts of one
+    /// key in the order they were made: the last wins). An error fails the
+    /// transaction, as any change's does.
+    override func applyBufferedPuts() throws {
+        guard bufferedPuts != 0 else { return }
+        let buffers = putBuffers.values.sorted { $0.tree.root < $1.tree.root }
+        putBuffers.removeAll(keepingCapacity: true)
+        bufferedPuts = 0
+        bufferedBytes = 0
+        for (tree, entries) in buffers {
+            let order = entries.indices.sorted { a, b in
+                switch Self.compare(entries[a].key, entries[b].key) {
+                case ..<0: return true
+                case 0: return a < b
+                default: return false
+                }
+            }
+            for i in order { try changing { try putNow(entries[i].key, entries[i].value, in: tree) } }
+        }
+    }
+
+    /// `memcmp` order of two keys.
+    @inline(__always) private static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBytes { pa in
+            b.withUnsafeBytes { pb in
+                compareBytes(
+                    pa.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, pa.count,
+                    pb.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, pb.count)
             }
         }
     }
@@ -391,7 +452,6 @@ public final class WriteTransaction: ReadTransaction {
     private func spill() throws {
         if freshFloor == .max {
             freshFloor = try db.freshPageFloor(pageCount: snapshot.header.pageCount, pending: pendingPages)
-            spillCursor = freshFloor
         }
         let target = spillLimit - spillLimit / 8
         try spillFresh(dirty.count - target)
@@ -407,11 +467,13 @@ public final class WriteTransaction: ReadTransaction {
         try spillToLog(victims)
     }
 
-    /// Writes up to `excess` fresh pages into the main file. Victims are
-    /// taken in page-number order from where the last spill stopped,
-    /// wrapping around: pages are numbered in the order they were
-    /// allocated, so the oldest go first, and neighbours go out in one
-    /// write.
+    /// Writes up to `excess` fresh pages into the main file: the
+    /// highest-numbered ones. The lowest-numbered stay in memory for good,
+    /// so a load that visits every leaf again and again (each application
+    /// of the put buffer walks them in key order) misses only the pages
+    /// that do not fit, instead of losing each one just before it is needed
+    /// again; and the victims, neighbours in the file, go out in long
+    /// writes.
     private func spillFresh(_ excess: Int) throws {
         // Numbers only: a spill runs every few thousand pages, and copying
         // page references (a retain and release each) costs more.
@@ -423,20 +485,7 @@ public final class WriteTransaction: ReadTransaction {
         }
         guard !candidates.isEmpty, excess > 0 else { return }
         candidates.sort()
-        let excess = min(candidates.count, excess)
-        // The first candidate at or past the cursor, then on, wrapping.
-        var low = 0
-        var high = candidates.count
-        while low < high {
-            let mid = (low + high) / 2
-            if candidates[mid] < spillCursor { low = mid + 1 } else { high = mid }
-        }
-        let start = low == candidates.count ? 0 : low
-        let end = start + excess
-        var numbers = candidates[start..<min(candidates.count, end)]
-        if end > candidates.count { numbers = candidates[0..<(end - candidates.count)] + numbers }
-        spillCursor = candidates[(end - 1) % candidates.count] &+ 1
-        let victims = numbers.map { (number: $0, page: dirty[$0]!) }
+        let victims = candidates.suffix(min(candidates.count, excess)).map { (number: $0, page: dirty[$0]!) }
         for (number, page) in victims { page.sealChecksum(pageNumber: number) }
         try db.writeFreshPages(victims)
         for (number, _) in victims { dirty.remove(number) }
@@ -481,6 +530,10 @@ public final class WriteTransaction: ReadTransaction {
     /// ``StorageError/transactionFailed(_:)``.
     public func commit() throws {
         if ended { throw StorageError.transactionEnded }
+        if failure == nil && bufferedPuts != 0 {
+            // Its error is the transaction's failure, thrown below.
+            do { try applyBufferedPuts() } catch { if failure == nil { failure = "\(error)" } }
+        }
         // Set once the commit is pending: the gate is released then, and
         // the writer lock belongs to the group (see `PendingCommits`).
         var handedOver = false
@@ -573,6 +626,8 @@ public final class WriteTransaction: ReadTransaction {
     public func rollback() {
         guard !ended else { return }
         ended = true
+        putBuffers.removeAll()
+        bufferedPuts = 0
         dirty.removeAll()
         db.endWrite()
     }

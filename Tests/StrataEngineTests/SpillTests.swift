@@ -306,6 +306,78 @@ final class SpillTests: EngineTestCase {
         try db.close()
     }
 
+    /// Once a transaction spilled its puts are buffered and applied in key
+    /// order: every read, cursor step and other change sees them, a key
+    /// put twice keeps its last value, bad keys are refused at the put, and
+    /// a buffer that cannot be applied fails the transaction.
+    func testBufferedPutsAreSeenByEveryRead() throws {
+        let fs = MemoryFileSystem()
+        let path = "/mem/buffered"
+        let db = try open(path, options: small, fileSystem: fs)
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            var model: [[UInt8]: [UInt8]] = [:]
+            for i in 0..<1500 {
+                try tx.put(key(i), value(i), in: tree)
+                model[key(i)] = value(i)
+            }
+            XCTAssertGreaterThan(db.statistics.spilledPages, 0, "the transaction spilled: puts are buffered")
+            // A cursor positioned before more puts are buffered.
+            let cursor = try tx.cursor(tree)
+            XCTAssertTrue(try cursor.seek(key(3)))
+            let before = try cursor.key()
+            for round in 1...3 {
+                for i in stride(from: round, to: 1500, by: 7) {
+                    try tx.put(key(i), value(i, round), in: tree)
+                    model[key(i)] = value(i, round)
+                }
+            }
+            let new = Array("zz-new".utf8)
+            try tx.put(new, [1], in: tree)
+            try tx.put(new, [2], in: tree)
+            model[new] = [2]
+            XCTAssertThrowsError(try tx.put([UInt8](repeating: 1, count: Database.maxKeyLength + 1), [1], in: tree)) {
+                guard case .keyTooLong = $0 as? StorageError else { return XCTFail("\($0)") }
+            }
+            XCTAssertEqual(try cursor.key(), before, "the cursor stays on its key")
+            XCTAssertEqual(try cursor.value(), model[before])
+            XCTAssertTrue(try cursor.next())
+            let following = model.keys.filter { before.lexicographicallyPrecedes($0) }
+            XCTAssertEqual(try cursor.key(), following.min { $0.lexicographicallyPrecedes($1) })
+            try tx.put(key(5000), value(5000), in: tree)
+            model[key(5000)] = value(5000)
+            XCTAssertEqual(try tx.count(tree), model.count)
+            try tx.put(key(5001), value(5001), in: tree)
+            model[key(5001)] = value(5001)
+            XCTAssertEqual(try tx.get(key(5001), in: tree), value(5001))
+            try tx.put(key(5002), value(5002), in: tree)
+            XCTAssertTrue(try tx.delete(key(5002), in: tree), "a delete sees a buffered put")
+            var seen: [[UInt8]: [UInt8]] = [:]
+            for (k, v) in try tx.scan(tree) { seen[k] = v }
+            XCTAssertEqual(seen, model)
+        }
+        // A buffered put that cannot be applied fails the transaction.
+        let committed = try contents(db)
+        let tx = try db.beginWrite()
+        let tree = try tx.tree("t")
+        for i in 10_000..<12_000 { try tx.put(key(i), value(i), in: tree) }
+        fs.faults = { $0.kind == .write && $0.path == path ? EIO : nil }
+        // The put that fills the buffer applies it and reports the error;
+        // the transaction is failed from then on.
+        var putError: (any Error)?
+        for i in 12_000..<12_100 where putError == nil {
+            do { try tx.put(key(i), value(i), in: tree) } catch { putError = error }
+        }
+        guard case .io(_, _, EIO)? = putError as? StorageError else { return XCTFail("\(String(describing: putError))") }
+        XCTAssertThrowsError(try tx.get(key(1), in: tree))
+        XCTAssertThrowsError(try tx.commit()) { error in
+            guard case .transactionFailed = error as? StorageError else { return XCTFail("\(error)") }
+        }
+        fs.faults = nil
+        XCTAssertEqual(try contents(db), committed)
+        try db.close()
+    }
+
     /// Another handle of the store (its own cache and mapping) reads a
     /// spilled commit's pages, which reached the main file without a
     /// checkpoint.
