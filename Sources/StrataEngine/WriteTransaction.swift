@@ -331,14 +331,28 @@ public final class WriteTransaction: ReadTransaction {
         bufferedPuts = 0
         bufferedBytes = 0
         for (tree, entries) in buffers {
-            let order = entries.indices.sorted { a, b in
-                switch Self.compare(entries[a].key, entries[b].key) {
-                case ..<0: return true
-                case 0: return a < b
-                default: return false
-                }
+            // Sorted as (first 8 key bytes, position) pairs, integers only;
+            // the whole keys are compared only where the first 8 bytes tie.
+            var order: [(prefix: UInt64, index: Int)] = []
+            order.reserveCapacity(entries.count)
+            for (i, entry) in entries.enumerated() { order.append((Self.prefix(entry.key), i)) }
+            order.sort { a, b in
+                if a.prefix != b.prefix { return a.prefix < b.prefix }
+                let c = Self.compare(entries[a.index].key, entries[b.index].key)
+                return c != 0 ? c < 0 : a.index < b.index
             }
-            for i in order { try changing { try putNow(entries[i].key, entries[i].value, in: tree) } }
+            for (_, i) in order { try changing { try putNow(entries[i].key, entries[i].value, in: tree) } }
+        }
+    }
+
+    /// The first 8 bytes of `key`, big-endian, zero-padded: ordered as the
+    /// keys are, except that keys equal in these bytes tie.
+    @inline(__always) private static func prefix(_ key: [UInt8]) -> UInt64 {
+        key.withUnsafeBytes { raw in
+            if raw.count >= 8 { return UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)) }
+            var word: UInt64 = 0
+            for (i, byte) in raw.enumerated() { word |= UInt64(byte) << (56 - 8 * i) }
+            return word
         }
     }
 

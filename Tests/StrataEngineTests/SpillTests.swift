@@ -378,6 +378,36 @@ final class SpillTests: EngineTestCase {
         try db.close()
     }
 
+    /// Buffered keys that tie in their first 8 bytes, or are shorter than
+    /// 8 bytes and differ only by trailing zero bytes, land in `memcmp`
+    /// order, the last put of each winning.
+    func testBufferedKeysWithCommonPrefixesKeepTheirOrder() throws {
+        let db = try open("prefixes.strata", small)
+        var model: [[UInt8]: [UInt8]] = [:]
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<1500 { try tx.put(key(i), value(i), in: tree) }
+            XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+            for i in 0..<1500 { model[key(i)] = value(i) }
+            var random = SeededRandom(seed: 9)
+            for round in 0..<3 {
+                for _ in 0..<400 {
+                    let shared = Array("prefix!!".utf8) + [UInt8(random.choose(4))]
+                    let tail = (0..<random.choose(3)).map { _ in UInt8(random.choose(3)) }
+                    for k in [shared + tail, Array("a".utf8) + tail, tail] {
+                        let v = [UInt8(round), UInt8(k.count)]
+                        try tx.put(k, v, in: tree)
+                        model[k] = v
+                    }
+                }
+            }
+        }
+        let scanned = try db.read { tx in try tx.scan(try tx.tree("t")).map { $0 } }
+        XCTAssertEqual(scanned.map(\.0), model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        XCTAssertEqual(Dictionary(uniqueKeysWithValues: scanned.map { ($0.0, $0.1) }), model)
+        try db.close()
+    }
+
     /// Another handle of the store (its own cache and mapping) reads a
     /// spilled commit's pages, which reached the main file without a
     /// checkpoint.
