@@ -210,15 +210,16 @@ extension Database {
     /// threshold: it waits for the gate and for the pending commits (both
     /// usually free), then runs as ``checkpoint()`` does when the writer
     /// lock is free. Failures are left for a later commit to retry (a
-    /// failed fsync poisons the handle).
-    func checkpointAfterCommit(recent: WAL.RecentCommit) {
+    /// failed fsync poisons the handle). `whatever`: checkpoint even when
+    /// the log is below the threshold (the commit wrote the main file).
+    func checkpointAfterCommit(recent: WAL.RecentCommit, whatever: Bool = false) {
         acquireGateWhenIdle()
         defer { gate.release() }
         // Another process's writer holds the lock: one of its commits, or
         // a later one here, checkpoints instead.
         guard (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true else { return }
         defer { wal.shared.unlock(SharedIndex.writerLock) }
-        guard stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
+        guard whatever || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
         try? checkpointLocked(recent: recent)
     }
 }

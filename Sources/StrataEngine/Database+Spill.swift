@@ -70,19 +70,7 @@ extension Database {
                 pager.mapped?.clearVerified(number)
             }
         }
-        let runPages = 64
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var i = 0
-        while i < pages.count {
-            var j = i
-            while j < pages.count && j - i < runPages && pages[j].number == pages[i].number + UInt32(j - i) {
-                (buffer + (j - i) * pageSize).copyMemory(from: pages[j].page.bytes, byteCount: pageSize)
-                j += 1
-            }
-            try pager.main.write(buffer, count: (j - i) * pageSize, at: Int64(pages[i].number) * Int64(pageSize))
-            i = j
-        }
+        try pager.writeRuns(count: pages.count, number: { pages[$0].number }, image: { pages[$0].page })
     }
 
     /// Makes the fresh pages written so far durable before the commit that

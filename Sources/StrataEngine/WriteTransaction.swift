@@ -600,12 +600,18 @@ public final class WriteTransaction: ReadTransaction {
         let generation = db.stateLock.withLock { db.wal.state.generation }
         db.rememberFreelist(freelist, position: UInt64(generation) << 32 | UInt64(tail.frames))
         let recent = WAL.RecentCommit(firstFrame: pagesFirst, generation: generation, pages: pages)
+        // A commit that wrote pages into the main file was a large one
+        // whatever its frame count: it checkpoints, so readers find the
+        // whole store in the main file again (they then read it through
+        // the mapping without looking in the log; point reads after a
+        // spilled 1M load took 1.9 µs instead of 1.0 without this).
+        let checkpointDue = tail.frames >= db.options.checkpointThresholdFrames || wroteMain
         guard db.options.durability == .full else {
             // Nothing to wait for: published now, under the gate.
             db.publish(
                 pages: pages, firstFrame: first, spilled: spilledOrder, tail: tail, header: header, mainChanged: wroteMain)
             committedStamp = db.stamp(generation: generation, frames: tail.frames)
-            if tail.frames >= db.options.checkpointThresholdFrames {
+            if checkpointDue {
                 // The commit is published already; a failed checkpoint is
                 // retried after a later commit (or poisons the handle if an
                 // fsync failed).
@@ -633,7 +639,7 @@ public final class WriteTransaction: ReadTransaction {
             try db.awaitDurable(ticket)
         }
         committedStamp = db.stamp(generation: generation, frames: tail.frames)
-        if tail.frames >= db.options.checkpointThresholdFrames { db.checkpointAfterCommit(recent: recent) }
+        if checkpointDue { db.checkpointAfterCommit(recent: recent, whatever: wroteMain) }
     }
 
     /// Discards every change and ends the transaction.

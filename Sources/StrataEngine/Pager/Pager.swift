@@ -110,6 +110,26 @@ final class Pager: @unchecked Sendable {
         }
     }
 
+    /// Writes `count` page images into the main file at their numbers
+    /// (`number(i)`, ascending), consecutive pages in one write of up to
+    /// 64. `image(i)` is asked for each page once, in order.
+    func writeRuns(count: Int, number: (Int) -> UInt32, image: (Int) throws -> Page) throws {
+        let runPages = 64
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var i = 0
+        while i < count {
+            let first = number(i)
+            var j = i
+            while j < count && j - i < runPages && number(j) == first &+ UInt32(j - i) {
+                (buffer + (j - i) * pageSize).copyMemory(from: try image(j).bytes, byteCount: pageSize)
+                j += 1
+            }
+            try main.write(buffer, count: (j - i) * pageSize, at: Int64(first) * Int64(pageSize))
+            i = j
+        }
+    }
+
     static func beyondEndOfFile(_ number: UInt32) -> StorageError {
         StorageError.corrupt(page: number, reason: "page lies beyond the end of the file: truncated")
     }

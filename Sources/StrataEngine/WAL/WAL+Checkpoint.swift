@@ -35,24 +35,14 @@ extension WAL {
             var written: [(UInt32, Page)] = []
             written.reserveCapacity(plan.copies.count)
             let sorted = plan.copies.sorted { $0.page < $1.page }
-            // Consecutive pages go out in one write of up to `runPages`.
-            let runPages = 64
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
-            defer { buffer.deallocate() }
-            var i = 0
-            while i < sorted.count {
-                var j = i
-                while j < sorted.count && j - i < runPages && sorted[j].page == sorted[i].page + UInt32(j - i) {
-                    let (number, frame) = sorted[j]
-                    let page = try checkpointSource(
-                        number, frame: frame, generation: plan.generation, recent: recent, pager: pager)
-                    (buffer + (j - i) * pageSize).copyMemory(from: page.bytes, byteCount: pageSize)
-                    written.append((number, page))
-                    j += 1
-                }
-                try pager.main.write(buffer, count: (j - i) * pageSize, at: Int64(sorted[i].page) * Int64(pageSize))
-                i = j
+            func image(_ i: Int) throws -> Page {
+                let (number, frame) = sorted[i]
+                let page = try checkpointSource(
+                    number, frame: frame, generation: plan.generation, recent: recent, pager: pager)
+                written.append((number, page))
+                return page
             }
+            try pager.writeRuns(count: sorted.count, number: { sorted[$0].page }, image: image)
             if plan.full {
                 let size = try pager.main.size()
                 let wanted = Int64(plan.pageCount) * Int64(pageSize)
