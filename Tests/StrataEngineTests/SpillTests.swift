@@ -36,6 +36,17 @@ final class SpillTests: EngineTestCase {
         [UInt8](repeating: UInt8(truncatingIfNeeded: i &+ round &* 7), count: 90 + (i % 5) * 20)
     }
 
+    /// Commits entries `range` (``key(_:)`` → ``value(_:_:)``) into tree
+    /// "t", creating it if missing, and returns them.
+    @discardableResult
+    private func load(_ db: Database, _ range: Range<Int>) throws -> [[UInt8]: [UInt8]] {
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in range { try tx.put(key(i), value(i), in: tree) }
+        }
+        return Dictionary(uniqueKeysWithValues: range.map { (key($0), value($0)) })
+    }
+
     private func contents(_ db: Database, _ name: String = "t") throws -> [[UInt8]: [UInt8]] {
         try db.read { tx in
             guard let tree = try tx.treeIfPresent(name) else { return [:] }
@@ -79,10 +90,7 @@ final class SpillTests: EngineTestCase {
 
     func testASmallTransactionDoesNotSpill() throws {
         let db = try open("small.strata", small)
-        try db.write { tx in
-            let tree = try tx.createTree("t")
-            for i in 0..<20 { try tx.put(key(i), value(i), in: tree) }
-        }
+        try load(db, 0..<20)
         XCTAssertEqual(db.statistics.spilledPages, 0)
         try db.close()
     }
@@ -129,10 +137,7 @@ final class SpillTests: EngineTestCase {
 
     func testARollbackAfterASpillLeavesThePreviousCommit() throws {
         let db = try open("rollback.strata", small)
-        try db.write { tx in
-            let tree = try tx.createTree("t")
-            for i in 0..<50 { try tx.put(key(i), value(i), in: tree) }
-        }
+        try load(db, 0..<50)
         let before = try contents(db)
         let spilledBefore = db.statistics.spilledPages
         let tx = try db.beginWrite()
@@ -144,10 +149,7 @@ final class SpillTests: EngineTestCase {
         XCTAssertEqual(try contents(db), before)
         XCTAssertNil(try db.read { try $0.treeIfPresent("u") })
         // The next transaction allocates over the spilled bytes.
-        try db.write { tx in
-            let tree = try tx.createTree("t")
-            for i in 5000..<5400 { try tx.put(key(i), value(i), in: tree) }
-        }
+        try load(db, 5000..<5400)
         XCTAssertEqual(try contents(db).count, 450)
         XCTAssertTrue(try db.check().isHealthy)
         try db.close()
@@ -161,20 +163,14 @@ final class SpillTests: EngineTestCase {
             let fs = MemoryFileSystem()
             let path = "/mem/spill-\(name)"
             let db = try open(path, options: small, fileSystem: fs)
-            try db.write { tx in
-                let tree = try tx.createTree("t")
-                for i in 0..<40 { try tx.put(key(i), value(i), in: tree) }
-            }
+            try load(db, 0..<40)
             let before = try contents(db)
             fs.faults = { operation in
                 operation.kind == .write && operation.path == path ? code : nil
             }
             var thrown: (any Error)?
             do {
-                try db.write { tx in
-                    let tree = try tx.createTree("t")
-                    for i in 40..<3000 { try tx.put(key(i), value(i), in: tree) }
-                }
+                try load(db, 40..<3000)
             } catch {
                 thrown = error
             }
@@ -196,10 +192,7 @@ final class SpillTests: EngineTestCase {
             }
             XCTAssertEqual(try contents(db), before, name)
             fs.faults = nil
-            try db.write { tx in
-                let tree = try tx.createTree("t")
-                for i in 40..<3000 { try tx.put(key(i), value(i), in: tree) }
-            }
+            try load(db, 40..<3000)
             XCTAssertEqual(try contents(db).count, 3000, name)
             XCTAssertTrue(try db.check().isHealthy, name)
             try db.close()
@@ -212,14 +205,7 @@ final class SpillTests: EngineTestCase {
     /// rolls back as any transaction.
     func testRewritingExistingPagesSpillsToTheLogWithinTheBudget() throws {
         let db = try open("rewrite.strata", small)
-        var model: [[UInt8]: [UInt8]] = [:]
-        try db.write { tx in
-            let tree = try tx.createTree("t")
-            for i in 0..<3000 {
-                try tx.put(key(i), value(i), in: tree)
-                model[key(i)] = value(i)
-            }
-        }
+        var model = try load(db, 0..<3000)
         let before = db.statistics.spilledPages
         for round in 1...2 {
             var working = model
