@@ -59,7 +59,8 @@ final class CrashMatrixTests: XCTestCase {
         return (states, nil)
     }
 
-    func snapshot(_ db: Database) throws -> [[UInt8]: [UInt8]] {
+    /// Tree "t"'s entries (none when it is missing), its count checked.
+    static func snapshot(_ db: Database) throws -> [[UInt8]: [UInt8]] {
         try db.read { tx in
             guard let t = try tx.treeIfPresent("t") else { return [:] }
             var result: [[UInt8]: [UInt8]] = [:]
@@ -116,7 +117,7 @@ final class CrashMatrixTests: XCTestCase {
                     }
                     let report = try db.check()
                     XCTAssertTrue(report.isHealthy, "\(label):\n\(report)")
-                    let state = try snapshot(db)
+                    let state = try Self.snapshot(db)
                     switch durability {
                     case .full:
                         // Every acknowledged commit is there; the one in flight

@@ -144,16 +144,6 @@ final class SpillCrashTests: XCTestCase {
         return (progress.acknowledged, nil, spilled)
     }
 
-    func contents(_ db: Database) throws -> [[UInt8]: [UInt8]] {
-        try db.read { tx in
-            guard let tree = try tx.treeIfPresent("t") else { return [:] }
-            var result: [[UInt8]: [UInt8]] = [:]
-            for (k, v) in try tx.scan(tree) { result[k] = v }
-            XCTAssertEqual(try tx.count(tree), result.count)
-            return result
-        }
-    }
-
     /// Opens `image`, checks it, compares its state, and commits once more.
     func verify(_ image: MemoryFileSystem, _ label: String, expect ok: ([[UInt8]: [UInt8]]) -> Bool) throws {
         let db: Database
@@ -164,7 +154,7 @@ final class SpillCrashTests: XCTestCase {
         }
         let report = try db.check()
         XCTAssertTrue(report.isHealthy, "\(label):\n\(report)")
-        XCTAssertTrue(ok(try contents(db)), "\(label): the state is not the one expected")
+        XCTAssertTrue(ok(try CrashMatrixTests.snapshot(db)), "\(label): the state is not the one expected")
         try db.write { tx in
             let tree = try tx.createTree("t")
             for j in 0..<40 { try tx.put(Array("after-\(j * 7 % 40)".utf8), [UInt8](repeating: 1, count: 100), in: tree) }
