@@ -102,9 +102,16 @@ public final class WriteTransaction: ReadTransaction {
 
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
+        if let page = try spilledImage(number) { return page }
+        return try committedPage(number)
+    }
+
+    /// Page `number` read back from where this transaction spilled it (a
+    /// new copy, its own), or nil when it did not spill it.
+    @inline(__always) private func spilledImage(_ number: UInt32) throws -> Page? {
         if number >= freshFloor { return try db.readSpilledPage(number) }
         if !spilledFrames.isEmpty, let frame = spilledFrames[number] { return try db.readSpilledFrame(frame, page: number) }
-        return try committedPage(number)
+        return nil
     }
 
     /// Page `number` as the commits before this transaction left it: a
@@ -120,14 +127,7 @@ public final class WriteTransaction: ReadTransaction {
     func writable(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }
         // A spilled page read back is this transaction's own copy already.
-        let copy: Page
-        if number >= freshFloor {
-            copy = try db.readSpilledPage(number)
-        } else if !spilledFrames.isEmpty, let frame = spilledFrames[number] {
-            copy = try db.readSpilledFrame(frame, page: number)
-        } else {
-            copy = Page.copy(of: try committedPage(number))
-        }
+        let copy = try spilledImage(number) ?? Page.copy(of: try committedPage(number))
         dirty[number] = copy
         return copy
     }
@@ -499,7 +499,9 @@ public final class WriteTransaction: ReadTransaction {
         }
         guard !candidates.isEmpty, excess > 0 else { return }
         candidates.sort()
-        let victims = candidates.suffix(min(candidates.count, excess)).map { (number: $0, page: dirty[$0]!) }
+        let victims = candidates.suffix(min(candidates.count, excess)).compactMap { number in
+            dirty[number].map { (number: number, page: $0) }
+        }
         for (number, page) in victims { page.sealChecksum(pageNumber: number) }
         try db.writeFreshPages(victims)
         for (number, _) in victims { dirty.remove(number) }
