@@ -87,10 +87,30 @@ package enum StoreInspector {
                 do {
                     try value.withUnsafeBytes { raw in
                         var reader = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
+                        var shownFields: Set<Int> = []
                         for field in try reader.fields() {
                             let property = field.field < entity.properties.count ? entity.properties[field.field] : nil
+                            // A field a migration removed without rewriting records.
+                            if property == nil, field.field < entity.recordFields ?? 0 { continue }
+                            if let property, field.slot.wire == RecordFormat.null, entity.fills[property.name] != nil {
+                                continue
+                            }
                             let shown = try DumpValue(&reader, field.slot, field: field.field, property: property)
                             pairs.append((property?.name ?? "_field\(field.field)", shown))
+                            shownFields.insert(field.field)
+                        }
+                        // Values a migration added as stored defaults.
+                        for property in entity.properties where !shownFields.contains(property.field) {
+                            guard let record = entity.fills[property.name] else { continue }
+                            try record.withUnsafeBytes { raw in
+                                var fill = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
+                                guard let slot = try fill.find(property.field) else { return }
+                                pairs.append(
+                                    (property.name, try DumpValue(&fill, slot, field: property.field, property: property)))
+                            }
+                        }
+                        pairs.sort { a, b in
+                            (entity.property(named: a.0)?.field ?? Int.max) < (entity.property(named: b.0)?.field ?? Int.max)
                         }
                     }
                 } catch {
@@ -340,12 +360,14 @@ package enum StoreInspector {
             var reader = try _RecordReader(borrowing: raw, entity: placeholder, row: row)
             for field in try reader.fields() {
                 guard field.field < entity.properties.count else {
+                    // A field a migration removed without rewriting records.
+                    if field.field < entity.recordFields ?? 0 { continue }
                     problems.append("\(TreeName.records(name)) row \(row): field \(field.field) is not a property of \(name)")
                     continue
                 }
                 let property = entity.properties[field.field]
                 if field.slot.wire == RecordFormat.null {
-                    if !property.type.hasPrefix("Optional<") {
+                    if !property.type.hasPrefix("Optional<") && entity.fills[property.name] == nil {
                         problems.append(
                             "\(TreeName.records(name)) row \(row): \(property.name) is nil but \(property.type) "
                                 + "is not optional")

@@ -527,8 +527,41 @@ public struct _RecordReader {
     /// a custom migration stage added and its `didMigrate` has not set yet
     /// (it then reads as the type's placeholder).
     @usableFromInline func placeholder<T: _RecordPrimitive>(_ field: Int) throws -> T {
+        if let record = entity.defaultRecords[field] {
+            return try Self.inDefault(record, field: field, self) { reader, slot in
+                try T._decode(slot, from: &reader, field: field)
+            }
+        }
         if entity.placeholderFields.contains(field), let value = T._placeholder { return value }
         throw missing(field)
+    }
+
+    /// Runs `body` on the slot of `field` in `record`, one of the entity's
+    /// ``Schema/Entity/defaultRecords``, with a reader over it.
+    static func inDefault<R>(
+        _ record: [UInt8], field: Int, _ owner: _RecordReader, _ body: (inout _RecordReader, Slot) throws -> R
+    ) throws -> R {
+        try record.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entity: owner.entity, row: owner.row)
+            guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { throw owner.missing(field) }
+            return try body(&reader, slot)
+        }
+    }
+
+    /// The wire type and encoded value (as ``fields()`` gives them) of
+    /// `field`'s declared default, when it has one.
+    static func defaultEncoding(of field: Int, entity: Schema.Entity, row: Int64) throws -> (wire: UInt8, value: [UInt8])? {
+        guard let record = entity.defaultRecords[field] else { return nil }
+        return try firstField(of: record, entity: entity, row: row)
+    }
+
+    /// The wire type and encoded value of the first field of `record`.
+    static func firstField(of record: [UInt8], entity: Schema.Entity, row: Int64 = 0) throws -> (wire: UInt8, value: [UInt8])? {
+        try record.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+            guard let first = try reader.fields().first else { return nil }
+            return (first.slot.wire, Array(raw[first.valueStart..<first.slot.end]))
+        }
     }
 
     /// Reads an optional record primitive: nil when the field is missing or
@@ -564,7 +597,12 @@ public struct _RecordReader {
     /// `corruptRecord`. Called by code the `@Model` macro generates; not meant
     /// to be called directly.
     public mutating func decode<T: Decodable>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
-        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { throw missing(field) }
+        guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else {
+            guard let record = entity.defaultRecords[field] else { throw missing(field) }
+            return try Self.inDefault(record, field: field, self) { reader, slot in
+                try reader.decodeCodable(T.self, slot, field: field)
+            }
+        }
         return try decodeCodable(T.self, slot, field: field)
     }
 

@@ -100,8 +100,24 @@ struct HistoryRecorder {
     }
 
     /// The fields whose encoded values differ between two records of
-    /// `entity` (either may lack a field).
+    /// `entity` (either may lack a field). A field one record lacks and
+    /// the other holds with its declared default (an attribute a migration
+    /// added without rewriting records) did not change; fields past the
+    /// entity's properties or of a property not held in the record (left
+    /// by one a migration removed) are ignored.
     static func changedFields(_ old: [UInt8], _ new: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> [Int] {
+        try rawChangedFields(old, new, entity, row: row).filter { field in
+            guard field.field < entity.properties.count, entity.holdsInRecord(field.field) else { return false }
+            guard let present = field.present,
+                let fill = try _RecordReader.defaultEncoding(of: field.field, entity: entity, row: row)
+            else { return true }
+            return fill.wire != present.wire || fill.value != present.value
+        }.map(\.field)
+    }
+
+    private static func rawChangedFields(_ old: [UInt8], _ new: [UInt8], _ entity: Schema.Entity, row: Int64) throws
+        -> [(field: Int, present: (wire: UInt8, value: [UInt8])?)]
+    {
         try old.withUnsafeBytes { a in
             try new.withUnsafeBytes { b in
                 // Both records list their fields in ascending order: walk them
@@ -112,15 +128,18 @@ struct HistoryRecorder {
                 before.removeAll { $0.slot.wire == RecordFormat.null }
                 var after = try readerB.fields()
                 after.removeAll { $0.slot.wire == RecordFormat.null }
-                var changed: [Int] = []
+                // A field only one record holds comes with its encoding.
+                var changed: [(field: Int, present: (wire: UInt8, value: [UInt8])?)] = []
                 var i = 0
                 var j = 0
                 while i < before.count || j < after.count {
                     if j == after.count || (i < before.count && before[i].field < after[j].field) {
-                        changed.append(before[i].field)
+                        let x = before[i]
+                        changed.append((x.field, (x.slot.wire, Array(a[x.valueStart..<x.slot.end]))))
                         i += 1
                     } else if i == before.count || after[j].field < before[i].field {
-                        changed.append(after[j].field)
+                        let y = after[j]
+                        changed.append((y.field, (y.slot.wire, Array(b[y.valueStart..<y.slot.end]))))
                         j += 1
                     } else {
                         let x = before[i]
@@ -128,7 +147,7 @@ struct HistoryRecorder {
                         if x.slot.wire != y.slot.wire
                             || !a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
                         {
-                            changed.append(x.field)
+                            changed.append((x.field, nil))
                         }
                         i += 1
                         j += 1

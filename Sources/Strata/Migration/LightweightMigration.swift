@@ -15,9 +15,14 @@ import StrataEngine
 /// incompatible change, named in the error.
 ///
 /// What changes on disk:
-/// - records are rewritten when a field moves, a property is removed or a
-///   default fills a value; each field is copied under its new number
-///   without being decoded;
+/// - records are rewritten only when a kept field moves to another
+///   number, a new field takes a number old records may hold, or a
+///   default an earlier migration stored differs from the one the model
+///   declares now; each field is then copied under its new number without
+///   being decoded. Renames, added attributes with a default, optional →
+///   non-optional with a default and removed fields leave records alone:
+///   the catalog stores the defaults (readers apply them where a record
+///   has no value) and how many field numbers records may hold;
 /// - derived trees are rebuilt from the records when their name is new or
 ///   their values change: unique constraints (colliding rows are an error
 ///   listing them — no silent dedupe), indexes, to-one reverse indexes;
@@ -46,6 +51,13 @@ struct LightweightMigration {
         var ids: [Int: Int] = [:]
         /// Whether records must be rewritten.
         var rewrite = false
+        /// Fills an earlier migration stored in the catalog instead of the
+        /// records (``StoredEntity/fills``), by new field.
+        var storedFills: [Int: [UInt8]] = [:]
+        /// Without a rewrite: the fills the new catalog records, by name,
+        /// and the limit of field numbers records may hold.
+        var catalogFills: [String: [UInt8]] = [:]
+        var recordFields: Int?
     }
 
     /// Whether an added non-optional attribute without a default may be
@@ -80,8 +92,7 @@ struct LightweightMigration {
     }
 
     private static func isRecordHeld(_ property: Schema.Property, in entity: Schema.Entity) -> Bool {
-        if let relationship = property as? Schema.Relationship { return relationship.isToOneRelationship }
-        return entity.externalTrees[property.field] == nil
+        entity.holdsInRecord(property.field)
     }
 
     private mutating func plan(_ entity: Schema.Entity, from old: StoredEntity) -> EntityPlan {
@@ -155,12 +166,36 @@ struct LightweightMigration {
         for property in old.properties where !used.contains(property.name) {
             changes.append("\(name).\(property.name): removed")
         }
-        // Records change when a record field moves, goes, or gets a fill.
-        let kept = entity.properties.filter { Self.isRecordHeld($0, in: entity) }.compactMap { property in
-            plan.source[property.field].flatMap { Self.isRecordHeld($0, in: old) ? ($0.field, property.field) : nil }
+        // Records are rewritten only when a kept field changes its number,
+        // or a new field takes a number old records may hold (one a
+        // removed field had). Removed fields stay in old records, past or
+        // between the fields readers ask for; fills go to the catalog.
+        let oldLimit = old.recordFields ?? old.properties.count
+        for property in entity.properties where Self.isRecordHeld(property, in: entity) {
+            if let source = plan.source[property.field], Self.isRecordHeld(source, in: old) {
+                if source.field != property.field { plan.rewrite = true }
+            } else if property.field < oldLimit {
+                plan.rewrite = true
+            }
         }
-        let oldHeld = old.properties.filter { Self.isRecordHeld($0, in: old) }.count
-        plan.rewrite = !plan.fills.isEmpty || kept.count != oldHeld || kept.contains { $0.0 != $0.1 }
+        for (oldName, record) in old.fills {
+            // A removed attribute's fill goes with it.
+            guard let property = entity.properties.first(where: { plan.source[$0.field]?.name == oldName }) else { continue }
+            plan.storedFills[property.field] = record
+            // Records without a value read the model's declared default:
+            // when that is no longer the stored one, the stored one is
+            // written into them.
+            if entity.defaultRecords[property.field] != record { plan.rewrite = true }
+        }
+        if !plan.rewrite {
+            for (field, record) in plan.storedFills { plan.catalogFills[entity.properties[field].name] = record }
+            for field in plan.fills.keys {
+                // A placeholder's attribute has no default; didMigrate sets it.
+                if let record = entity.defaultRecords[field] { plan.catalogFills[entity.properties[field].name] = record }
+            }
+            let limit = max(oldLimit, entity.properties.count)
+            plan.recordFields = limit > entity.properties.count ? limit : nil
+        }
         return plan
     }
 
@@ -172,7 +207,13 @@ struct LightweightMigration {
 
     /// The new descriptions, with each property's stable id.
     var described: [String: StoredEntity] {
-        Dictionary(uniqueKeysWithValues: plans.map { ($0.entity.name, StoredEntity($0.entity, ids: $0.ids)) })
+        Dictionary(
+            uniqueKeysWithValues: plans.map { plan in
+                var entity = StoredEntity(plan.entity, ids: plan.ids)
+                entity.fills = plan.catalogFills
+                entity.recordFields = plan.recordFields
+                return (plan.entity.name, entity)
+            })
     }
 
     // MARK: Execution
@@ -355,10 +396,19 @@ struct LightweightMigration {
             let oldField = plan.source[property.field].flatMap { source in
                 plan.old.map { Self.isRecordHeld(source, in: $0) } == true ? source.field : nil
             }
-            let fill = plan.fills[property.field].map { value -> [UInt8] in
+            var fill = plan.fills[property.field].map { value -> [UInt8] in
                 var writer = _RecordWriter()
                 _ = writer.encodeAny(value, field: property.field)
                 return Array(writer.bytes.dropFirst())
+            }
+            if fill == nil, let record = plan.storedFills[property.field] {
+                // The stored fill, under the field's new number.
+                guard let (wire, value) = try _RecordReader.firstField(of: record, entity: entity) else {
+                    throw SwiftDataError(.corruptRecord, "\(entity.name).\(property.name): the stored default is empty")
+                }
+                var writer = _RecordWriter()
+                value.withUnsafeBytes { writer.appendCopy(field: property.field, wire: wire, value: $0) }
+                fill = Array(writer.bytes.dropFirst())
             }
             moves.append((property.field, oldField, fill))
         }

@@ -47,9 +47,18 @@ struct Migrator {
     func prepare() throws {
         let target = StoredSchema.describe(schema)
         let targetHash = StoredSchema.hash(of: target)
-        if try database.read({ try StoredSchema.storedHash($0) }) == targetHash { return }
+        let (storedHash, fillsHold) = try database.read {
+            (try StoredSchema.storedHash($0), try StoredSchema.fillsHold($0, schema: schema))
+        }
+        if storedHash == targetHash && fillsHold { return }
         let stored = try database.read { try StoredSchema($0) }
         guard writable else {
+            if storedHash == targetHash {
+                throw SwiftDataError(
+                    .schemaMismatch,
+                    "the read-only store was migrated with default values that its model now declares differently; "
+                        + "open it writable once to write the stored defaults into its records")
+            }
             // A store written before details were recorded (format 1) has
             // nothing to migrate when all else matches; read it as it is.
             if Self.withoutDetails(stored.entities) == Self.withoutDetails(target) { return }
@@ -62,7 +71,7 @@ struct Migrator {
         try database.write { tx in
             var current = stored
             if let plan, !stored.entities.isEmpty { try runPlan(plan, current: &current, targetHash: targetHash, tx: tx) }
-            if StoredSchema.hash(of: current.entities) != targetHash {
+            if try StoredSchema.hash(of: current.entities) != targetHash || !StoredSchema.fillsHold(tx, schema: schema) {
                 var migration = LightweightMigration(stored: current, schema: schema)
                 try migration.apply(tx, removingEntities: false, progress: progress)
             }

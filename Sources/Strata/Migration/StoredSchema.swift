@@ -39,6 +39,19 @@ struct StoredEntity: Equatable {
     /// The unique constraints, indexes and relationship/external storage,
     /// as `unique a+b`, `index a`, `storage …`.
     var keys: [String]
+    /// Field numbers that may appear in records are below this: more than
+    /// the properties when a migration removed trailing fields without
+    /// rewriting records (line `r <n>`; nil: the property count). A
+    /// migration that would give one of these numbers to a new field
+    /// rewrites the records first.
+    var recordFields: Int?
+    /// Attributes a migration added with a default value (or made
+    /// non-optional) without writing it into records, by property name: the
+    /// one-field record of the default each record without a value reads
+    /// as (lines `f <name> <hex>`). Readers take the model's declared
+    /// default (``Schema/Entity/defaultRecords``); a migration that finds
+    /// it no longer equal to this rewrites the records with this one.
+    var fills: [String: [UInt8]] = [:]
 
     /// The stored description of `entity`, with ids `field + 1` or, for
     /// properties a migration mapped, the ids it assigned.
@@ -102,6 +115,14 @@ struct StoredEntity: Equatable {
                     keys.append(parts[1])
                     continue
                 }
+                if parts.first == "r", parts.count == 2, let limit = Int(parts[1]), limit >= 0 {
+                    recordFields = limit
+                    continue
+                }
+                if parts.first == "f", parts.count == 3, let record = Self.bytes(hex: parts[2]), record.count > 1 {
+                    fills[parts[1]] = record
+                    continue
+                }
                 guard parts.count == 7, parts[0] == "p", let field = Int(parts[1]), let id = Int(parts[2]) else {
                     throw SwiftDataError(.corruptRecord, "undecodable stored schema line: \(line)")
                 }
@@ -131,11 +152,36 @@ struct StoredEntity: Equatable {
             lines.append(["p", "\(p.field)", "\(p.id)", p.name, p.kind, p.type, p.detail].joined(separator: "\t"))
         }
         lines += keys.map { "k\t" + $0 }
+        if let recordFields { lines.append("r\t\(recordFields)") }
+        for (name, record) in fills.sorted(by: { $0.key < $1.key }) {
+            lines.append("f\t\(name)\t" + Self.hex(record))
+        }
         return Array(lines.joined(separator: "\n").utf8)
     }
 
-    /// The part of the description that the version hash covers: no ids
-    /// (they depend on the store's history, not on the model).
+    /// `bytes` as lowercase hex digits.
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Bytes from lowercase or uppercase hex digits; nil for anything else.
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var result: [UInt8] = []
+        result.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = UInt8(String(UnicodeScalar(digits[index])), radix: 16),
+                let low = UInt8(String(UnicodeScalar(digits[index + 1])), radix: 16)
+            else { return nil }
+            result.append(high << 4 | low)
+        }
+        return result
+    }
+
+    /// The part of the description that the version hash covers: no ids,
+    /// record field limit or fills (they depend on the store's history,
+    /// not on the model).
     var hashedText: String {
         (properties.map { "\($0.field) \($0.name) \($0.kind) \($0.type) [\($0.detail)]" } + keys).joined(separator: "\n")
     }
@@ -225,6 +271,10 @@ struct StoredSchema {
     /// identifier, so it cannot start with `#`).
     static let hashKey = Array("#hash".utf8)
     static let versionKey = Array("#version".utf8)
+    /// Every entity's ``StoredEntity/fills`` again, as lines
+    /// `<entity> <property> <hex>`, so that the check at open reads them
+    /// in one lookup; absent when no entity has any.
+    static let fillsKey = Array("#fills".utf8)
 
     /// Reads the catalog; an empty schema when the store is new.
     init(_ tx: ReadTransaction) throws {
@@ -239,6 +289,7 @@ struct StoredSchema {
             switch name {
             case "#hash": hash = String(decoding: value, as: UTF8.self)
             case "#version": version = String(decoding: value, as: UTF8.self)
+            case "#fills": break  // repeats the entities' fills
             default: entities[name] = try StoredEntity(decoding: value)
             }
         }
@@ -248,6 +299,23 @@ struct StoredSchema {
     static func storedHash(_ tx: ReadTransaction) throws -> String? {
         guard let tree = try tx.treeIfPresent(Self.tree) else { return nil }
         return try tx.get(hashKey, in: tree).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether the fills the catalog records are the defaults `schema`
+    /// declares, read from `#fills` alone (the check at open, after the
+    /// hash): a model whose declared default changed since a migration
+    /// stored the old one needs its records to get the old one.
+    static func fillsHold(_ tx: ReadTransaction, schema: Schema) throws -> Bool {
+        guard let tree = try tx.treeIfPresent(Self.tree), let value = try tx.get(fillsKey, in: tree) else { return true }
+        for line in String(decoding: value, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: "\t").map(String.init)
+            guard parts.count == 3, let record = StoredEntity.bytes(hex: parts[2]),
+                let entity = schema.entity(named: parts[0]),
+                let property = entity.properties.first(where: { $0.name == parts[1] }),
+                entity.defaultRecords[property.field] == record
+            else { return false }
+        }
+        return true
     }
 
     /// The version hash of a set of entity descriptions: 64-bit FNV-1a over
@@ -278,5 +346,11 @@ struct StoredSchema {
         for (name, entity) in entities { try tx.put(Array(name.utf8), entity.encoded, in: tree) }
         try tx.put(hashKey, Array(hash(of: entities).utf8), in: tree)
         try tx.put(versionKey, Array(version.description.utf8), in: tree)
+        let fills = entities.sorted { $0.key < $1.key }.flatMap { name, entity in
+            entity.fills.sorted { $0.key < $1.key }.map { property, record in
+                "\(name)\t\(property)\t" + StoredEntity.hex(record)
+            }
+        }
+        if !fills.isEmpty { try tx.put(fillsKey, Array(fills.joined(separator: "\n").utf8), in: tree) }
     }
 }

@@ -95,6 +95,17 @@ class FilterNode {
     /// Whether the record `reader` reads passes.
     func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool { false }
 
+    /// The test of a record that lacks `field` or holds nil in it: `test`
+    /// on the field's declared default when it has one (a record from
+    /// before a migration added the attribute reads as that), else `orElse`.
+    @inline(never) final func absent(
+        _ reader: _RecordReader, _ field: Int, orElse: Bool,
+        _ test: (inout _RecordReader, _RecordReader.Slot) throws -> Bool
+    ) throws -> Bool {
+        guard let record = reader.entity.defaultRecords[field] else { return orElse }
+        return try _RecordReader.inDefault(record, field: field, reader, test)
+    }
+
     @inline(__always)
     static func holds<V: Comparable>(_ op: QueryExpr.ComparisonOperator, _ stored: V, _ value: V) -> Bool {
         switch op {
@@ -121,7 +132,11 @@ class CompareNode<V: _RecordPrimitive & Comparable>: FilterNode {
     }
 
     @inline(__always) final func compare(_ reader: inout _RecordReader) throws -> Bool {
-        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else {
+            return try absent(reader, field, orElse: op == .notEqual) { reader, slot in
+                Self.holds(op, try V._decode(slot, from: &reader, field: field), value)
+            }
+        }
         return Self.holds(op, try V._decode(slot, from: &reader, field: field), value)
     }
 }
@@ -148,7 +163,11 @@ final class BoolNode: FilterNode {
     let ifNil: Bool
     init(_ field: Int, _ value: Bool, ifNil: Bool) { (self.field, self.value, self.ifNil) = (field, value, ifNil) }
     override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
-        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return ifNil }
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else {
+            return try absent(reader, field, orElse: ifNil) { reader, slot in
+                try Bool._decode(slot, from: &reader, field: field) == value
+            }
+        }
         return try Bool._decode(slot, from: &reader, field: field) == value
     }
 }
@@ -159,7 +178,9 @@ final class NullNode: FilterNode {
     init(_ field: Int, _ isNull: Bool) { (self.field, self.isNull) = (field, isNull) }
     override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
         let slot = try reader.find(field)
-        return (slot == nil || slot?.wire == RecordFormat.null) == isNull
+        // A declared default stands in for nil (see `absent`).
+        let null = (slot == nil || slot?.wire == RecordFormat.null) && reader.entity.defaultRecords[field] == nil
+        return null == isNull
     }
 }
 
@@ -172,7 +193,11 @@ final class StringNode: FilterNode {
         (self.field, self.op, self.value, self.ascii) = (field, op, value, ascii)
     }
     override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
-        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return op == .notEqual }
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else {
+            return try absent(reader, field, orElse: op == .notEqual) { reader, slot in
+                Self.holds(op, try String._decode(slot, from: &reader, field: field), value)
+            }
+        }
         if let ascii, op == .equal || op == .notEqual {
             let payload = try reader.payloadBytes(slot, field: field)
             if payload.allSatisfy({ $0 < 0x80 }) { return payload.elementsEqual(ascii) == (op == .equal) }
@@ -187,7 +212,11 @@ final class PrefixNode: FilterNode {
     let ascii: [UInt8]?
     init(_ field: Int, _ prefix: String, ascii: [UInt8]?) { (self.field, self.prefix, self.ascii) = (field, prefix, ascii) }
     override func test(_ reader: inout _RecordReader, _ evaluator: QueryEvaluator) throws -> Bool {
-        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else { return false }
+        guard let slot = try reader.find(field), slot.wire != RecordFormat.null else {
+            return try absent(reader, field, orElse: false) { reader, slot in
+                try String._decode(slot, from: &reader, field: field).starts(with: prefix)
+            }
+        }
         if let ascii {
             let payload = try reader.payloadBytes(slot, field: field)
             if payload.count >= ascii.count, payload.prefix(ascii.count).elementsEqual(ascii) {

@@ -64,7 +64,14 @@ extension _RecordReader {
     /// Attribute `field` of kind `kind` as a query value; nil and a
     /// missing field read as `.null`.
     mutating func queryValue(field: Int, kind: StoredKind) throws -> QueryValue {
-        guard let slot = try find(field), slot.wire != RecordFormat.null else { return .null }
+        guard let slot = try find(field), slot.wire != RecordFormat.null else {
+            // An attribute a migration added with a default (or made
+            // non-optional) reads as that default where the record lacks it.
+            guard let record = entity.defaultRecords[field] else { return .null }
+            return try Self.inDefault(record, field: field, self) { reader, _ in
+                try reader.queryValue(field: field, kind: kind)
+            }
+        }
         switch kind {
         case .bool: return .scalar(.bool(try Bool._decode(slot, from: &self, field: field)))
         case .signed: return .scalar(.int(try Int64._decode(slot, from: &self, field: field)))

@@ -205,6 +205,14 @@ extension Schema {
                 }
             }
             self.externalTrees = external
+            var defaults: [Int: [UInt8]] = [:]
+            for attribute in attributes where !attribute.isOptional && external[attribute.field] == nil {
+                var writer = _RecordWriter()
+                if let value = attribute.defaultValue, writer.encodeAny(value, field: attribute.field) {
+                    defaults[attribute.field] = writer.bytes
+                }
+            }
+            self.defaultRecords = defaults
             self.preservedFields = Set(
                 attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
             self.recordTree = Store.treeName(entityName: name)
@@ -227,6 +235,22 @@ extension Schema {
 
         /// The trees of `.externalStorage` attributes, by field.
         let externalTrees: [Int: String]
+
+        /// Whether the property of `field` keeps its value in the record:
+        /// an attribute not in external storage, or a to-one.
+        func holdsInRecord(_ field: Int) -> Bool {
+            if let relationship = properties[field] as? Relationship { return relationship.isToOneRelationship }
+            return externalTrees[field] == nil
+        }
+
+        /// A one-field record (format byte, tag, payload) holding the
+        /// declared default value of each non-optional attribute kept in
+        /// the record, by field. A record without the field, or with nil
+        /// in it, reads as this value: a migration that adds such an
+        /// attribute, or makes an optional one non-optional, records the
+        /// default in the catalog instead of rewriting every record (see
+        /// `LightweightMigration`).
+        let defaultRecords: [Int: [UInt8]]
 
         /// Fields of `.preserveValueOnDeletion` attributes (their values go
         /// into history tombstones).
