@@ -194,6 +194,30 @@ enum V2: VersionedSchema {
     }
 }
 
+/// V2 without the index: a rename and an added attribute with a default,
+/// which change only the catalog.
+enum V2Catalog: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 1, 0) }
+    static var models: [any PersistentModel.Type] { [Product.self] }
+
+    @Model final class Product {
+        @Attribute(originalName: "name") var title: String
+        var price: Double
+        var stock: Int
+        var discount: Double = 0
+        init(title: String, price: Double, stock: Int) {
+            self.title = title
+            self.price = price
+            self.stock = stock
+        }
+    }
+}
+
+enum CatalogPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [V1.self, V2Catalog.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: V1.self, toVersion: V2Catalog.self)] }
+}
+
 enum Plan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [V1.self, V2.self] }
     static var stages: [MigrationStage] { [.lightweight(fromVersion: V1.self, toVersion: V2.self)] }

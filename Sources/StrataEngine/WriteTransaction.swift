@@ -404,6 +404,36 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
+    /// Puts every key of `keys` with the value `value(i)` of its index, as
+    /// `put` would one by one. Ascending keys (as `memcmp` orders them) are
+    /// the fast case: the keys that fall into one leaf go in with one
+    /// descent, appended in place — an index built from sorted keys costs
+    /// about one descent per leaf. Any order is correct (a key out of order,
+    /// or one that replaces a value, splits a leaf or needs an overflow
+    /// page, takes the general path). Once the transaction spilled, the puts
+    /// are buffered as `put`'s are.
+    public func put(sortedKeys keys: KeyBatch, values value: (Int) -> [UInt8], in tree: Tree) throws {
+        try checkOpen()
+        try checkHandle(tree)
+        var index = 0
+        while index < keys.count {
+            if freshFloor != .max {
+                try put(keys[index], value(index), in: tree)
+                index += 1
+                continue
+            }
+            index = try changing {
+                try ensureCounted(tree)
+                let (next, added) = try BTreeWriter(tx: self).putRun(keys, from: index, values: value, root: tree.root)
+                if added > 0 {
+                    try Self.adjust(&counts[tree.root, default: 0], of: tree, by: added)
+                    changedTrees[tree.root] = tree.name
+                }
+                return next
+            }
+        }
+    }
+
     /// Runs one change (the body of every public mutation): an error it
     /// throws marks the transaction failed, unless it is one found before
     /// anything changed (see the type's documentation).

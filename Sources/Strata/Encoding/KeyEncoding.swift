@@ -208,8 +208,10 @@ public enum KeyEncoding {
         return bits & (1 << 63) == 0 ? bits ^ (1 << 63) : ~bits
     }
 
+    /// The 8 bytes of `v`, most significant first, in one append (eight
+    /// appends cost eight capacity and uniqueness checks).
     private static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 
     private static func appendEscaped(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {

@@ -330,17 +330,57 @@ struct LightweightMigration {
         var bytes: [UInt8] = []
         var entries: [(offset: Int, length: Int, row: Int64)] = []
 
-        /// Sorts the entries into key order (ties by row).
+        /// Sorts the entries into key order (ties by row). The sort moves
+        /// (first 16 key bytes as two words, entry) triples and compares
+        /// integers — an index key's tag and 8-byte number, then the row's
+        /// — and compares whole keys only where those bytes tie.
         mutating func sort() {
-            bytes.withUnsafeBytes { raw in
-                entries.sort { a, b in
-                    let common = min(a.length, b.length)
-                    let c = memcmp(raw.baseAddress! + a.offset, raw.baseAddress! + b.offset, common)
+            guard !entries.isEmpty, !bytes.isEmpty else { return }
+            let order: [Int] = bytes.withUnsafeBytes { raw in
+                let base = raw.baseAddress!
+                // Bytes `from..<from + 8` of an entry as a big-endian word,
+                // zero-padded past its end.
+                func word(_ entry: (offset: Int, length: Int, row: Int64), _ from: Int) -> UInt64 {
+                    if entry.length >= from + 8 {
+                        return UInt64(bigEndian: base.loadUnaligned(fromByteOffset: entry.offset + from, as: UInt64.self))
+                    }
+                    var word: UInt64 = 0
+                    for i in from..<max(from, entry.length) {
+                        word |= UInt64(base.load(fromByteOffset: entry.offset + i, as: UInt8.self)) << (56 - 8 * (i - from))
+                    }
+                    return word
+                }
+                var keys: [(high: UInt64, low: UInt64, index: Int)] = []
+                keys.reserveCapacity(entries.count)
+                for (index, entry) in entries.enumerated() { keys.append((word(entry, 0), word(entry, 8), index)) }
+                let entries = entries
+                keys.sort { x, y in
+                    if x.high != y.high { return x.high < y.high }
+                    if x.low != y.low { return x.low < y.low }
+                    let a = entries[x.index]
+                    let b = entries[y.index]
+                    let c = memcmp(base + a.offset, base + b.offset, min(a.length, b.length))
                     if c != 0 { return c < 0 }
                     if a.length != b.length { return a.length < b.length }
                     return a.row < b.row
                 }
+                return keys.map(\.index)
             }
+            entries = order.map { entries[$0] }
+        }
+
+        /// The keys in their order, for `WriteTransaction.put(sortedKeys:values:in:)`.
+        func batch() -> KeyBatch {
+            var batch = KeyBatch(capacity: entries.count, bytes: entries.isEmpty ? 0 : bytes.count / entries.count)
+            bytes.withUnsafeBytes { raw in
+                for entry in entries {
+                    batch.append(count: entry.length) { target in
+                        target.copyMemory(
+                            from: UnsafeRawBufferPointer(rebasing: raw[entry.offset..<(entry.offset + entry.length)]))
+                    }
+                }
+            }
+            return batch
         }
 
         func key(_ index: Int) -> ArraySlice<UInt8> {
@@ -529,9 +569,8 @@ struct LightweightMigration {
             }
             let tree = try tx.tree(group.treeName)
             try tx.clear(tree)
-            for i in keys.entries.indices {
-                try tx.put(Array(keys.key(i)), group.kind == .unique ? RowKey.encode(keys.entries[i].row) : [], in: tree)
-            }
+            let unique = group.kind == .unique
+            try tx.put(sortedKeys: keys.batch(), values: { unique ? RowKey.encode(keys.entries[$0].row) : [] }, in: tree)
             groupKeys[index] = FlatKeys()
         }
         for (index, relationship) in reverse.enumerated() {

@@ -86,6 +86,87 @@ struct BTreeWriter {
         return !found
     }
 
+    /// Puts key `start` of `keys`, and after it every following key that
+    /// goes into the same leaf in place (ascending, below the leaf's upper
+    /// bound, new, inline, with room left), with one descent; returns the
+    /// index of the first key not put and how many keys were new. A first
+    /// key that cannot go in that way takes `putRaw`.
+    func putRun(_ keys: KeyBatch, from start: Int, values: (Int) -> [UInt8], root: UInt32) throws -> (next: Int, added: Int) {
+        let run: (next: Int, added: Int) = try keys.withUnsafeBytes { all in
+            let base = all.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
+            @inline(__always) func key(_ index: Int) -> (UnsafeRawPointer, Int) {
+                let range = keys.range(index)
+                return (base + range.lowerBound, range.count)
+            }
+            let (firstPtr, firstCount) = key(start)
+            guard firstCount <= Database.maxKeyLength else { return (start, 0) }
+            // The leaf of the first key, and the separator its keys stay
+            // below (copied: the branch page is not held past the descent).
+            var number = root
+            var node = try tx.treeNode(number)
+            var upper: [UInt8]?
+            var depth = 0
+            while !node.isLeaf {
+                let ci = node.childIndex(firstPtr, firstCount)
+                if ci < node.count {
+                    let (p, n) = node.key(ci)
+                    upper = Array(UnsafeRawBufferPointer(start: p, count: n))
+                }
+                depth += 1
+                guard depth <= Cursor.maxDepth else {
+                    throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+                }
+                number = node.child(ci)
+                node = try tx.treeNode(number)
+            }
+            let leaf = Node(page: try tx.writable(number))
+            let cell = tx.cellBuffer
+            let maxInline = Layout.maxInlineCell(pageSize: tx.db.pageSize)
+            var next = start
+            while next < keys.count {
+                let (keyPtr, keyCount) = key(next)
+                guard keyCount <= Database.maxKeyLength else { break }
+                if next > start {
+                    let (previousPtr, previousCount) = key(next - 1)
+                    guard compareBytes(previousPtr, previousCount, keyPtr, keyCount) < 0 else { break }
+                }
+                if let upper {
+                    let below = upper.withUnsafeBytes { bound in
+                        compareBytes(keyPtr, keyCount, bound.baseAddress ?? base, bound.count) < 0
+                    }
+                    guard below else { break }
+                }
+                let value = values(next)
+                var size = writeVarint(cell, keyCount)
+                size += writeVarint(cell + size, value.count)
+                guard size + keyCount + value.count <= maxInline else { break }
+                if keyCount > 0 { (cell + size).copyMemory(from: keyPtr, byteCount: keyCount) }
+                size += keyCount
+                if !value.isEmpty {
+                    value.withUnsafeBytes { (cell + size).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                }
+                size += value.count
+                // Appends are the common case: past the leaf's last key.
+                var index = leaf.count
+                if index > 0 {
+                    let (lastPtr, lastCount) = leaf.key(index - 1)
+                    if compareBytes(lastPtr, lastCount, keyPtr, keyCount) >= 0 {
+                        let (at, found) = leaf.lowerBound(keyPtr, keyCount)
+                        if found { break }
+                        index = at
+                    }
+                }
+                guard leaf.insertCell(at: index, cell, size) else { break }
+                tx.modifications += 1
+                next += 1
+            }
+            return (next, next - start)
+        }
+        guard run.next == start else { return run }
+        let added = try putRaw(keys[start], values(start), root: root)
+        return (start + 1, added ? 1 : 0)
+    }
+
     /// Removes `key` from the tree at `root`; rebalances on the way up.
     func deleteRaw(_ key: [UInt8], root: UInt32) throws -> Bool {
         guard key.count <= Database.maxKeyLength else { return false }
