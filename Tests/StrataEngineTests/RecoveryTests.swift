@@ -33,6 +33,44 @@ final class RecoveryTests: EngineTestCase {
         XCTAssertTrue(report.isHealthy, "\(report)")
     }
 
+    /// The first commit after an open starts the log afresh: its header
+    /// becomes durable with the commit's own sync, and a power loss at any
+    /// point of that commit leaves the store before it or after it.
+    func testTheFirstCommitAfterAnOpenCostsOneSync() throws {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .full)
+        var db = try Database.open(path: path, options: options, fileSystem: fs)
+        try commit(db, from: 0, count: 3)
+        try db.close()
+        db = try Database.open(path: path, options: options, fileSystem: fs)
+        let before = fs.syncCount
+        try commit(db, from: 3, count: 1)
+        XCTAssertEqual(fs.syncCount - before, 1, "one sync for the first commit, header included")
+        XCTAssertEqual(try XCTUnwrap(fs.file(path + "-wal")).durable.count, try XCTUnwrap(fs.file(path + "-wal")).contents.count)
+        try verify(try Database.open(path: path, options: options, fileSystem: fs.afterPowerLoss()), committed: 4)
+        // Power lost during that commit: any subset of its writes arrived.
+        // (The crashed file systems cannot be read back at tear-down;
+        // `verify` checks each recovered store.)
+        let path = "/mem/crashed.strata"
+        expectDamaged(path, because: "its file system lost power")
+        var recovered: [Int: Int] = [:]
+        for seed in 0..<20 {
+            let fresh = MemoryFileSystem()
+            var store = try Database.open(path: path, options: options, fileSystem: fresh)
+            try commit(store, from: 0, count: 3)
+            try store.close()
+            store = try Database.open(path: path, options: options, fileSystem: fresh)
+            fresh.crashAtSync = fresh.syncCount + 1
+            XCTAssertThrowsError(try commit(store, from: 3, count: 1))
+            let reopened = try Database.open(path: path, options: options, fileSystem: fresh.afterPowerLoss(seed: UInt64(seed)))
+            // Not acknowledged: absent, or whole when every write arrived.
+            let last = try reopened.read { tx in try tx.get(bytes("last"), in: tx.tree("t")) }
+            try verify(reopened, committed: last == bytes("3") ? 4 : 3)
+            recovered[last == bytes("3") ? 4 : 3, default: 0] += 1
+        }
+        XCTAssertEqual(recovered[3, default: 0] + recovered[4, default: 0], 20, "\(recovered)")
+    }
+
     func testAbandonedStoreKeepsEveryCommitAndNothingUncommitted() throws {
         let fs = MemoryFileSystem()
         let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 40)

@@ -517,6 +517,13 @@ struct LightweightMigration {
         // Each group's keys in one flat buffer, with (offset, length, row)
         // per key: a million keys cost two allocations, not a million.
         var groupKeys = Array(repeating: FlatKeys(), count: groups.count)
+        for (index, group) in groups.enumerated() {
+            // Room for every row's key up front: growing a buffer of
+            // millions of keys copies it again and again. (Untouched
+            // capacity costs address space, not memory.)
+            groupKeys[index].entries.reserveCapacity(total)
+            groupKeys[index].bytes.reserveCapacity(total * (group.properties.count * 24 + 10))
+        }
         var reverseKeys = Array(repeating: [Pair](), count: reverse.count)
         var done = 0
         let cursor = try tx.cursor(records)

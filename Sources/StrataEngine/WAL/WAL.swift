@@ -239,9 +239,13 @@ final class WAL: @unchecked Sendable {
 
     /// Starts a new generation at offset 0 when the log is empty or every
     /// frame is in the main file and no reader of any handle needs one;
-    /// returns true when it did. The header is synced (unless `sync` is
-    /// false) before any frame of the generation is written; a failed sync
-    /// throws ``SyncFailure``.
+    /// returns true when it did. Over a log that held frames, the header
+    /// is synced (unless `sync` is false) before any frame of the new
+    /// generation is written; a failed sync throws ``SyncFailure``. An
+    /// empty log (a new store, or one its last close truncated) has no
+    /// frame a lost or torn header could make valid, so its header is made
+    /// durable by the first commit's own sync: the first save after an
+    /// open costs one sync, not two.
     func restartIfPossible(sync: Bool) throws -> Bool {
         let current = lock.withLock { state }
         let empty = current.frames == 0 && current.salt1 == 0 && current.salt2 == 0
@@ -271,7 +275,7 @@ final class WAL: @unchecked Sendable {
         }
         let file = lock.withLock { self.file }
         try header.withUnsafeBytes { try file.write($0.baseAddress!, count: WALFormat.headerSize, at: 0) }
-        if sync {
+        if sync && !empty {
             do { try file.sync() } catch { throw SyncFailure(underlying: error) }
         }
         new.chain = header.withUnsafeBytes { loadBE32($0.baseAddress! + 24) }
