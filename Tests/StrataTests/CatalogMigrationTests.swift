@@ -155,6 +155,21 @@ final class CatalogMigrationTests: StoreTestCase {
         XCTAssertEqual(try open([CatalogV2b.Item.self]).store.database.statistics.commits, 0)
     }
 
+    func testADefaultThatChangesFromLaunchToLaunchIsWrittenIntoRecords() throws {
+        try makeV1(20)
+        let steps = Locked<[MigrationProgress]>([])
+        let container = try open([CatalogStamped.Item.self]) { progress in steps.withLock { $0.append(progress) } }
+        XCTAssertTrue(steps.withLock { $0 }.contains { $0.step == "rewriting records" && $0.completedRows == 20 })
+        let stamps = try ModelContext(container).fetch(FetchDescriptor<CatalogStamped.Item>()).map(\.stamp)
+        XCTAssertEqual(Set(stamps).count, 1, "every existing row takes the one default of the migration")
+        container.store.close()
+        // The next launch's model makes another `Date.now`; the rows keep
+        // theirs, read-only as well.
+        let configuration = ModelConfiguration(url: storeURL(), allowsSave: false)
+        let reader = try track(ModelContainer(for: Schema([CatalogStamped.Item.self]), configurations: [configuration]))
+        XCTAssertEqual(try ModelContext(reader).fetch(FetchDescriptor<CatalogStamped.Item>()).map(\.stamp), stamps)
+    }
+
     func testStoredFillsAndFieldLimitRoundTripThroughTheCatalog() throws {
         var entity = StoredEntity(Schema([CatalogV2.Item.self]).entities[0])
         entity.fills = ["discount": [1, 0x21, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f]]
@@ -238,6 +253,21 @@ enum CatalogV4 {
             self.title = title
             self.price = price
             self.count = count
+        }
+    }
+}
+
+enum CatalogStamped {
+    @Model final class Item {
+        var name: String
+        var price: Double
+        var count: Int
+        var legacy: String?
+        var stamp: Date = Date.now
+        init(name: String) {
+            self.name = name
+            self.price = 0
+            self.count = 0
         }
     }
 }

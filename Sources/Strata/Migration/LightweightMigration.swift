@@ -187,6 +187,13 @@ struct LightweightMigration {
             // written into them.
             if entity.defaultRecords[property.field] != record { plan.rewrite = true }
         }
+        // A default that is another value each time the model's schema is
+        // made (`Date.now`, `UUID()`) cannot be stored once and read again
+        // by the next launch's model: it is written into the records.
+        if !plan.rewrite, plan.fills.keys.contains(where: { entity.defaultRecords[$0] != nil }) {
+            let again = Schema.Entity(entity.type).defaultRecords
+            if plan.fills.keys.contains(where: { again[$0] != entity.defaultRecords[$0] }) { plan.rewrite = true }
+        }
         if !plan.rewrite {
             for (field, record) in plan.storedFills { plan.catalogFills[entity.properties[field].name] = record }
             for field in plan.fills.keys {
