@@ -84,6 +84,29 @@ final class HistoryTests: StoreTestCase {
         XCTAssertEqual(Array(delete.tombstone).count, 3)
     }
 
+    /// An update's attribute indexes are not counts: the last one of a
+    /// transaction may exceed the bytes left after it. A save that changes
+    /// every attribute of one model once failed to read back as a damaged
+    /// transaction ("a count of 2 past the end").
+    func testAnUpdateOfManyAttributesReadsBack() throws {
+        let container = try makeContainer()
+        let context = ModelContext(container)
+        let memo = Memo(title: "t", body: "b", priority: 1)
+        context.insert(memo)
+        try context.save()
+        memo.title = "t2"
+        memo.body = "b2"
+        memo.priority = 2
+        memo.due = Date(timeIntervalSinceReferenceDate: 5)
+        try context.save()
+        let transactions = try history(container)
+        XCTAssertEqual(transactions.count, 2)
+        guard case .update(let update as DefaultHistoryUpdate<Memo>) = transactions.last?.changes.first else {
+            return XCTFail("expected an update, got \(transactions.last?.changes ?? [])")
+        }
+        XCTAssertEqual(Set(update.updatedAttributes), [\Memo.title, \Memo.body, \Memo.priority, \Memo.due])
+    }
+
     func testPredicatesOnTokenAndAuthorAcrossReopening() throws {
         var first: DefaultHistoryToken?
         do {

@@ -341,9 +341,10 @@ enum HistoryLog {
                 case .insert: break
                 case .update:
                     for _ in 0..<(try input.count()) {
-                        let index = try input.count()
-                        guard index < names.count else { throw input.corrupt("attribute index out of range") }
-                        change.attributes.append(names[index])
+                        // An index into the names, not a count of bytes.
+                        let index = try input.varint()
+                        guard index < UInt64(names.count) else { throw input.corrupt("attribute index out of range") }
+                        change.attributes.append(names[Int(index)])
                     }
                 case .delete:
                     change.tombstone = try input.slice(length: try input.count())
