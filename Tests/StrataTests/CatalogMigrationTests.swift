@@ -103,6 +103,31 @@ final class CatalogMigrationTests: StoreTestCase {
         XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogV2.Item.title])
     }
 
+    /// An insert that a unique constraint turns into an update writes
+    /// every field, the defaulted ones included; the stored record lacks
+    /// them (or holds nil for the attribute made non-optional). History
+    /// lists only the attribute whose value differs.
+    func testAnUpsertThatWritesOnlyDefaultsChangesOnlyWhatDiffers() throws {
+        try makeV1(10)
+        let container = try open([CatalogUnique.Item.self])
+        let context = ModelContext(container)
+        // Row 3 was stored with legacy nil and no discount: both read as
+        // their defaults, which the inserted model holds too.
+        context.insert(CatalogUnique.Item(title: "item 3", price: 30, count: 3))
+        try context.save()
+        let updates = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
+            .compactMap { change -> DefaultHistoryUpdate<CatalogUnique.Item>? in
+                guard case .update(let update as DefaultHistoryUpdate<CatalogUnique.Item>) = change else { return nil }
+                return update
+            }
+        XCTAssertEqual(updates.count, 1, "the insert was upserted into the stored row")
+        XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogUnique.Item.price])
+        let fresh = ModelContext(container)
+        let stored = try fresh.fetch(FetchDescriptor<CatalogUnique.Item>(predicate: #Predicate { $0.title == "item 3" }))
+        XCTAssertEqual(stored.map(\.price), [30])
+        XCTAssertEqual(try fresh.fetchCount(FetchDescriptor<CatalogUnique.Item>()), 10)
+    }
+
     func testARemovedTrailingFieldIsNeverReadAsALaterAddedOne() throws {
         try makeV1(30)
         let before: [[UInt8]]
@@ -208,6 +233,21 @@ enum CatalogV2 {
             self.price = price
             self.count = count
             self.discount = discount
+        }
+    }
+}
+
+enum CatalogUnique {
+    @Model final class Item {
+        @Attribute(.unique, originalName: "name") var title: String
+        var price: Double
+        var count: Int
+        var legacy: String = "none"
+        var discount: Double = 0.5
+        init(title: String, price: Double, count: Int) {
+            self.title = title
+            self.price = price
+            self.count = count
         }
     }
 }
