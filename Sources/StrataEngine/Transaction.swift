@@ -128,20 +128,20 @@ public class ReadTransaction {
     /// ``WriteTransaction``); always nil in a reader.
     var failure: String?
 
-    /// Puts the writer holds back, not yet in its trees (see
-    /// ``WriteTransaction``'s put buffer); always 0 in a reader.
-    var bufferedPuts = 0
+    /// Puts and deletes the writer holds back, not yet in its trees (see
+    /// ``WriteTransaction``'s change buffer); always 0 in a reader.
+    var bufferedChanges = 0
 
-    /// Applies the writer's buffered puts; a reader has none.
-    func applyBufferedPuts() throws {}
+    /// Applies the writer's buffered changes; a reader has none.
+    func applyBufferedChanges() throws {}
 
     /// Throws unless the transaction can be used; in a writer holding
-    /// buffered puts, applies them first, so every read and every other
+    /// buffered changes, applies them first, so every read and every other
     /// change (each begins here) sees them.
     @inline(__always) func checkOpen() throws {
         if ended { throw StorageError.transactionEnded }
         if let failure { throw StorageError.transactionFailed(failure) }
-        if bufferedPuts != 0 { try applyBufferedPuts() }
+        if bufferedChanges != 0 { try applyBufferedChanges() }
     }
 
     /// Throws ``StorageError/staleTree(name:reason:)`` unless `tree` is a

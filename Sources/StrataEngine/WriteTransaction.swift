@@ -50,12 +50,24 @@ public final class WriteTransaction: ReadTransaction {
     private var spillTail: WAL.LogTail?
     /// Fresh pages written into the main file so far.
     private var freshSpilled = 0
-    /// Puts held back once the transaction has spilled (see ``put(_:_:in:)``),
-    /// by tree root, in the order made; their count is `bufferedPuts`, and
-    /// `bufferedBytes` estimates their memory (bounded by a quarter of the
-    /// budget).
-    private var putBuffers: [UInt32: (tree: Tree, entries: [(key: [UInt8], value: [UInt8])])] = [:]
+    /// Puts and deletes held back once the transaction has spilled (see
+    /// ``put(_:_:in:)`` and ``delete(_:in:)``), by tree root, in the order
+    /// made; their count is `bufferedChanges`, and `bufferedBytes`
+    /// estimates their memory (bounded by a quarter of the budget).
+    private var changeBuffers: [UInt32: ChangeBuffer] = [:]
     private var bufferedBytes = 0
+
+    /// One tree's held-back changes.
+    private struct ChangeBuffer {
+        let tree: Tree
+        /// In the order made; a nil value is a delete.
+        var entries: [(key: [UInt8], value: [UInt8]?)] = []
+        /// How many of the entries are puts.
+        var puts = 0
+        /// The keys of the buffered deletes. While the buffer holds no put,
+        /// a key is in the tree as its pages show unless it is here.
+        var deleted: Set<[UInt8]> = []
+    }
 
     /// Pages this transaction holds in memory (for tests of its bound).
     package var heldPageCount: Int { dirty.count }
@@ -278,9 +290,10 @@ public final class WriteTransaction: ReadTransaction {
     ///
     /// Once the transaction has spilled (see the type's documentation),
     /// puts are held in a buffer and applied in key order when it fills or
-    /// when anything else uses the transaction (a read, a delete, a cursor
-    /// step, the commit): a large load then visits each leaf once per
-    /// buffer instead of once per put. Every read sees the buffered puts.
+    /// when anything else uses the transaction (a read, a delete of the
+    /// same tree, a cursor step, the commit): a large load then visits each
+    /// leaf once per buffer instead of once per put. Every read sees the
+    /// buffered puts. (Deletes join the buffer too: see ``delete(_:in:)``.)
     /// The key, value and tree are checked when the put is made; an error
     /// applying it (an I/O error) fails the transaction at the next use.
     public func put(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
@@ -294,10 +307,11 @@ public final class WriteTransaction: ReadTransaction {
             guard value.count <= Database.maxValueLength else {
                 throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
             }
-            putBuffers[tree.root, default: (tree, [])].entries.append((key, value))
-            bufferedPuts += 1
+            changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].entries.append((key, value))
+            changeBuffers[tree.root]?.puts += 1
+            bufferedChanges += 1
             bufferedBytes += key.count + value.count + 96
-            if bufferedBytes >= spillLimit * db.pageSize / 4 { try applyBufferedPuts() }
+            if bufferedBytes >= bufferLimitBytes { try applyBufferedChanges() }
             return
         }
         try changing { try putNow(key, value, in: tree) }
@@ -321,16 +335,23 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
-    /// Applies the buffered puts, tree by tree, in key order (puts of one
-    /// key in the order they were made: the last wins). An error fails the
-    /// transaction, as any change's does.
-    override func applyBufferedPuts() throws {
-        guard bufferedPuts != 0 else { return }
-        let buffers = putBuffers.values.sorted { $0.tree.root < $1.tree.root }
-        putBuffers.removeAll(keepingCapacity: true)
-        bufferedPuts = 0
+    /// The memory the change buffer may take before it is applied: a
+    /// quarter of the budget.
+    private var bufferLimitBytes: Int { spillLimit * db.pageSize / 4 }
+
+    /// Applies the buffered changes, tree by tree, in key order (changes
+    /// of one key in the order they were made: the last wins). Runs of
+    /// deletes go in batches of neighbours, one descent per leaf. An error
+    /// fails the transaction, as any change's does.
+    override func applyBufferedChanges() throws {
+        guard bufferedChanges != 0 else { return }
+        let buffers = changeBuffers.values.sorted { $0.tree.root < $1.tree.root }
+        changeBuffers.removeAll(keepingCapacity: true)
+        bufferedChanges = 0
         bufferedBytes = 0
-        for (tree, entries) in buffers {
+        for buffer in buffers {
+            let entries = buffer.entries
+            let tree = buffer.tree
             // Sorted as (first 8 key bytes, position) pairs, integers only;
             // the whole keys are compared only where the first 8 bytes tie.
             var order: [(prefix: UInt64, index: Int)] = []
@@ -341,9 +362,39 @@ public final class WriteTransaction: ReadTransaction {
                 let c = Self.compare(entries[a.index].key, entries[b.index].key)
                 return c != 0 ? c < 0 : a.index < b.index
             }
-            for (_, i) in order { try changing { try putNow(entries[i].key, entries[i].value, in: tree) } }
+            var doomed = KeyBatch()
+            for (_, i) in order {
+                guard let value = entries[i].value else {
+                    doomed.append(entries[i].key)
+                    // A bounded batch: pages spill between batches.
+                    if doomed.count == Self.deleteBatch { try deleteBuffered(&doomed, in: tree) }
+                    continue
+                }
+                try deleteBuffered(&doomed, in: tree)
+                try changing { try putNow(entries[i].key, value, in: tree) }
+            }
+            try deleteBuffered(&doomed, in: tree)
         }
     }
+
+    /// Deletes the buffered deletes `keys` (ascending, distinct, each
+    /// present: ``delete(_:in:)`` looked each one up and counted it) and
+    /// empties the batch.
+    private func deleteBuffered(_ keys: inout KeyBatch, in tree: Tree) throws {
+        guard !keys.isEmpty else { return }
+        let batch = keys
+        keys = KeyBatch()
+        try changing {
+            let removed = try BTreeWriter(tx: self).deleteSortedRaw(batch, root: tree.root)
+            guard removed == batch.count else {
+                throw StorageError.corrupt(
+                    page: tree.root, reason: "\(batch.count - removed) buffered deletes of \(tree.name) found no key")
+            }
+        }
+    }
+
+    /// Buffered deletes applied in one batch, at most.
+    private static let deleteBatch = 256
 
     /// The first 8 bytes of `key`, big-endian, zero-padded: ordered as the
     /// keys are, except that keys equal in these bytes tie.
@@ -368,7 +419,14 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// Removes `key`; returns false when it was absent.
+    ///
+    /// Once the transaction has spilled, a delete looks the key up and is
+    /// held in the change buffer with the puts (see ``put(_:_:in:)``), to
+    /// be applied in key order: deletes of random keys from a tree larger
+    /// than the budget then change each leaf once per buffer instead of
+    /// reading it back, and writing it out again, once per delete.
     @discardableResult public func delete(_ key: [UInt8], in tree: Tree) throws -> Bool {
+        if freshFloor != .max { return try bufferDelete(key, in: tree) }
         try checkOpen()
         try checkHandle(tree)
         return try changing {
@@ -376,6 +434,40 @@ public final class WriteTransaction: ReadTransaction {
             guard try BTreeWriter(tx: self).deleteRaw(key, root: tree.root) else { return false }
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
+            return true
+        }
+    }
+
+    /// A delete once the transaction has spilled: whether `key` is present
+    /// comes from the tree's pages and the buffered deletes (a tree whose
+    /// buffer holds puts has them applied first), and a present key's
+    /// delete is counted now and buffered.
+    private func bufferDelete(_ key: [UInt8], in tree: Tree) throws -> Bool {
+        if ended { throw StorageError.transactionEnded }
+        if let failure { throw StorageError.transactionFailed(failure) }
+        try checkHandle(tree)
+        guard key.count <= Database.maxKeyLength else { return false }
+        if let buffer = changeBuffers[tree.root] {
+            if buffer.puts > 0 {
+                try applyBufferedChanges()
+            } else if buffer.deleted.contains(key) {
+                return false
+            }
+        }
+        return try changing {
+            let present = try key.withUnsafeBytes { k in
+                try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count).2
+            }
+            guard present else { return false }
+            try ensureCounted(tree)
+            try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
+            changedTrees[tree.root] = tree.name
+            changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].entries.append((key, nil))
+            changeBuffers[tree.root]?.deleted.insert(key)
+            bufferedChanges += 1
+            // The entry, and the set's copy of the key.
+            bufferedBytes += 2 * key.count + 128
+            if bufferedBytes >= bufferLimitBytes { try applyBufferedChanges() }
             return true
         }
     }
@@ -576,9 +668,9 @@ public final class WriteTransaction: ReadTransaction {
     /// ``StorageError/transactionFailed(_:)``.
     public func commit() throws {
         if ended { throw StorageError.transactionEnded }
-        if failure == nil && bufferedPuts != 0 {
+        if failure == nil && bufferedChanges != 0 {
             // Its error is the transaction's failure, thrown below.
-            do { try applyBufferedPuts() } catch { if failure == nil { failure = "\(error)" } }
+            do { try applyBufferedChanges() } catch { if failure == nil { failure = "\(error)" } }
         }
         // Set once the commit is pending: the gate is released then, and
         // the writer lock belongs to the group (see `PendingCommits`).
@@ -678,8 +770,8 @@ public final class WriteTransaction: ReadTransaction {
     public func rollback() {
         guard !ended else { return }
         ended = true
-        putBuffers.removeAll()
-        bufferedPuts = 0
+        changeBuffers.removeAll()
+        bufferedChanges = 0
         dirty.removeAll()
         db.endWrite()
     }

@@ -364,6 +364,98 @@ final class SpillTests: EngineTestCase {
         try db.close()
     }
 
+    /// Once a transaction spilled, deletes are looked up, counted and held
+    /// with the puts, and applied in key order: each one reports whether
+    /// its key was there (a key deleted twice, a key put after its delete,
+    /// an absent key), every read sees them, and random deletes read far
+    /// fewer spilled pages back than they delete keys.
+    func testBufferedDeletesReportPresenceAndAreSeenByEveryRead() throws {
+        let fs = MemoryFileSystem()
+        let path = "/mem/deletes"
+        // 32 pages; 10,000 entries take about 350 leaves.
+        let db = try open(path, options: DatabaseOptions(cacheSizeBytes: 32 * 4096), fileSystem: fs)
+        var model = try load(db, 0..<10_000)
+        try db.write { tx in
+            let other = try tx.createTree("u")
+            for i in 0..<100 { try tx.put(key(i), [1], in: other) }
+        }
+        var random = SeededRandom(seed: 41)
+        var order = Array(0..<10_000)
+        for i in order.indices.reversed() { order.swapAt(i, random.choose(i + 1)) }
+        try db.write { tx in
+            let tree = try tx.tree("t")
+            let other = try tx.tree("u")
+            for (n, i) in order.prefix(2500).enumerated() {
+                XCTAssertTrue(try tx.delete(key(i), in: tree), "delete \(n)")
+                model.removeValue(forKey: key(i))
+                if n % 50 == 0 {
+                    XCTAssertFalse(try tx.delete(key(i), in: tree), "a key deleted twice, \(n)")
+                    XCTAssertFalse(try tx.delete(key(500_000 + n), in: tree), "an absent key, \(n)")
+                    XCTAssertTrue(try tx.delete(key(n / 50), in: other), "another tree's key, \(n)")
+                }
+                if n % 400 == 399 {
+                    // A put after the delete of its key, then a delete that
+                    // sees the put.
+                    try tx.put(key(i), value(i, 9), in: tree)
+                    XCTAssertTrue(try tx.delete(key(i), in: tree))
+                    try tx.put(key(i), value(i, 8), in: tree)
+                    model[key(i)] = value(i, 8)
+                }
+            }
+            XCTAssertGreaterThan(db.statistics.spilledPages, 0, "the transaction spilled: deletes are buffered")
+            // Buffered deletes change no page until the buffer is applied
+            // (a read applies it): 100 of them fit in this budget's buffer.
+            _ = try tx.get(key(0), in: tree)
+            let held = tx.heldPageCount
+            let spilled = db.statistics.spilledPages
+            for i in order[2500..<2600] {
+                XCTAssertTrue(try tx.delete(key(i), in: tree))
+                model.removeValue(forKey: key(i))
+            }
+            XCTAssertEqual(tx.heldPageCount, held, "no page was made private")
+            XCTAssertEqual(db.statistics.spilledPages, spilled, "none was spilled")
+            XCTAssertEqual(try tx.count(tree), model.count)
+            XCTAssertEqual(try tx.count(other), 50)
+            let survivor = try XCTUnwrap(model.keys.min { $0.lexicographicallyPrecedes($1) })
+            XCTAssertFalse(try tx.delete(key(order[0]), in: tree))
+            XCTAssertEqual(try tx.get(key(order[1]), in: tree), nil)
+            XCTAssertEqual(try tx.get(survivor, in: tree), model[survivor])
+            let cursor = try tx.cursor(tree)
+            XCTAssertTrue(try cursor.first())
+            XCTAssertEqual(try cursor.key(), survivor)
+            var seen: [[UInt8]: [UInt8]] = [:]
+            for (k, v) in try tx.scan(tree) { seen[k] = v }
+            XCTAssertTrue(seen == model, "the transaction's own view")
+        }
+        XCTAssertTrue(try contents(db) == model)
+        XCTAssertEqual(try contents(db, "u").count, 50)
+        XCTAssertTrue(try db.check().isHealthy)
+
+        // A rollback after buffered deletes leaves the previous commit.
+        let tx = try db.beginWrite()
+        let tree = try tx.tree("t")
+        for k in model.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }).prefix(800) {
+            XCTAssertTrue(try tx.delete(k, in: tree))
+        }
+        tx.rollback()
+        XCTAssertTrue(try contents(db) == model, "the rollback left the previous commit")
+
+        // Buffered deletes that cannot be applied fail the transaction.
+        let failing = try db.beginWrite()
+        let t = try failing.tree("t")
+        for i in 200_000..<201_500 { try failing.put(key(i), value(i), in: t) }
+        XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+        _ = try failing.get(key(200_000), in: t)
+        for k in model.keys.prefix(300) { XCTAssertTrue(try failing.delete(k, in: t)) }
+        fs.faults = { $0.kind == .write ? EIO : nil }
+        XCTAssertThrowsError(try failing.commit()) { error in
+            guard case .transactionFailed = error as? StorageError else { return XCTFail("\(error)") }
+        }
+        fs.faults = nil
+        XCTAssertTrue(try contents(db) == model, "the failed commit left the previous one")
+        try db.close()
+    }
+
     /// Buffered keys that tie in their first 8 bytes, or are shorter than
     /// 8 bytes and differ only by trailing zero bytes, land in `memcmp`
     /// order, the last put of each winning.
