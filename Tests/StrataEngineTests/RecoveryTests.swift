@@ -18,6 +18,39 @@ final class RecoveryTests: EngineTestCase {
         }
     }
 
+    /// Where the log's frames end (a 32-byte header, then frames of a
+    /// 24-byte header and a 4 KiB page); the file goes on past it.
+    func logEnd(_ db: Database) -> Int { 32 + db.statistics.walFrames * (24 + 4096) }
+
+    /// The log grows ahead of its frames, zeros as long as itself (64 KiB
+    /// to 1 MiB), so the syncs of the small commits that follow flush only
+    /// their data; the zeros end recovery's scan as the end of the file did.
+    func testTheLogGrowsAheadOfItsFramesAndRecoveryStopsAtTheZeros() throws {
+        let fs = MemoryFileSystem()
+        let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000)
+        let db = try Database.open(path: path, options: options, fileSystem: fs)
+        try commit(db, from: 0, count: 1)
+        let log = try XCTUnwrap(fs.file(path + "-wal"))
+        XCTAssertEqual(log.contents.count, logEnd(db) + 65536)
+        var sizes: Set<Int> = [log.contents.count]
+        for i in 1..<600 {
+            try commit(db, from: i, count: 1)
+            sizes.insert(log.contents.count)
+            XCTAssertGreaterThanOrEqual(log.contents.count, logEnd(db))
+        }
+        XCTAssertGreaterThan(logEnd(db), 4 << 20)
+        // Doubling to 1 MiB, then a mebibyte at a time: about 5 + MiB
+        // extensions, where each commit would extend the file without it.
+        XCTAssertLessThanOrEqual(sizes.count, 6 + logEnd(db) >> 20, "\(sizes.sorted())")
+        XCTAssertLessThanOrEqual(log.contents.count - logEnd(db), 1 << 20)
+        XCTAssertTrue(log.contents[logEnd(db)...].allSatisfy { $0 == 0 })
+        let crashed = fs.afterPowerLoss()
+        let reopened = try Database.open(path: path, options: options, fileSystem: crashed)
+        try verify(reopened, committed: 600)
+        try reopened.close()
+        try db.close()
+    }
+
     func verify(_ db: Database, committed count: Int) throws {
         try db.read { tx in
             let t = try tx.tree("t")
@@ -97,13 +130,12 @@ final class RecoveryTests: EngineTestCase {
         let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000)
         let db = try Database.open(path: path, options: options, fileSystem: fs)
         try commit(db, from: 0, count: 30)
-        let before = try XCTUnwrap(fs.file(path + "-wal")).withContents { $0.count }
         try commit(db, from: 30, count: 1)
+        let end = logEnd(db)
         let crashed = fs.afterProcessCrash()
         // Cut the last commit's frames in the middle of its last frame.
         try XCTUnwrap(crashed.file(path + "-wal")).withContents { wal in
-            let cut = before + (wal.count - before) - 1000
-            wal.removeLast(wal.count - cut)
+            wal.removeLast(wal.count - (end - 1000))
         }
         let reopened = try Database.open(path: path, options: options, fileSystem: crashed)
         try verify(reopened, committed: 30)
@@ -116,10 +148,16 @@ final class RecoveryTests: EngineTestCase {
         let options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000)
         let db = try Database.open(path: path, options: options, fileSystem: fs)
         try commit(db, from: 0, count: 20)
+        let end = logEnd(db)
         var random = SeededRandom(seed: 7)
         for garbage in [random.bytes(100), random.bytes(4096 + 24), [UInt8](repeating: 0, count: 9000)] {
             let crashed = fs.afterProcessCrash()
-            try XCTUnwrap(crashed.file(path + "-wal")).withContents { $0 += garbage }
+            // Right after the last frame (the log is longer: zeros the
+            // writer wrote ahead).
+            try XCTUnwrap(crashed.file(path + "-wal")).withContents { wal in
+                wal.removeLast(wal.count - end)
+                wal += garbage
+            }
             let reopened = try Database.open(path: path, options: options, fileSystem: crashed)
             try verify(reopened, committed: 20)
             try reopened.close()
