@@ -19,4 +19,8 @@ uint32_t strata_crc32c_portable(uint32_t crc, const void *bytes, size_t count);
 /// 1 when `strata_crc32c` uses a CRC instruction on this machine.
 int strata_crc32c_is_hardware(void);
 
+/// Asks the processor to bring the cache line at `p` in for reading. Never
+/// faults, whatever `p` is.
+static inline void strata_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
+
 #endif

@@ -1,3 +1,4 @@
+import CStrataCRC32C
 /// A position in a tree: seek, step forwards and backwards, read the entry.
 ///
 /// Every positioning call returns true when the cursor rests on an entry.
@@ -98,6 +99,11 @@ public final class Cursor {
         guard leaf != nil else { return false }
         if try resyncIfChanged() == .movedPast { return leaf != nil }
         index += 1
+        // Cells lie in a leaf in the order they were put, not in key order:
+        // a walk in key order misses the cache at each one. Asking for the
+        // cell two ahead hides that (the ordered scan of engine-bench: 70–74
+        // ns per entry against 87–157 without).
+        if let node = leaf, index + 2 < node.count { strata_prefetch(node.bytes + node.slot(index + 2)) }
         return try settleForward()
     }
 
@@ -169,6 +175,7 @@ public final class Cursor {
             // One lifetime extension per leaf, not per entry.
             let stopped: Bool = try withExtendedLifetime(node.owner) {
                 while index < count {
+                    if index + 2 < count { strata_prefetch(node.bytes + node.slot(index + 2)) }
                     let (kp, kn) = node.key(index)
                     let key = UnsafeRawBufferPointer(start: kp, count: kn)
                     let goOn: Bool
