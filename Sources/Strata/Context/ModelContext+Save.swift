@@ -169,7 +169,10 @@ extension ModelContext {
             prepared.upserted = save.remapped
             let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
             for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
-            for model in changed.values { try save.write(model, fresh: false) }
+            // Changed models in row order: neighbouring rows share leaves,
+            // so their writes find the pages the previous one used.
+            let changedInOrder = changed.values.map { ($0._strataState.rowID, $0) }.sorted { $0.0 < $1.0 }
+            for (_, model) in changedInOrder { try save.write(model, fresh: false) }
             prepared.upsertedRows = save.upsertedRows
             prepared.otherSaves = try store.changesOfOtherSaves(in: tx)
             if let history = save.history, !history.isEmpty {
