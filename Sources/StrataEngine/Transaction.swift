@@ -70,6 +70,16 @@ public class ReadTransaction {
     /// Pages this snapshot has fetched, direct-mapped by page number. A page
     /// number's image never changes within a snapshot, so the upper levels
     /// of a tree are found again without the shared cache's lock and hash.
+    /// The writer's ``Finger``s, one per tree for the last few trees it
+    /// descended into; `fingerSlots` of them (none in a reader), the next
+    /// to replace at `nextFingerSlot`.
+    let fingers: UnsafeMutablePointer<Finger>
+    final var fingerSlots = 0
+    final var nextFingerSlot = 0
+    /// Advanced by the writer whenever a tree changes shape: a page
+    /// allocated or freed, cells moved between siblings (see ``Finger``).
+    final var shape: UInt64 = 0
+
     private let memoPages: UnsafeMutablePointer<Page?>
     private let memoNumbers: UnsafeMutablePointer<UInt32>
     private static let memoSize = 64
@@ -96,13 +106,19 @@ public class ReadTransaction {
         memoPages.initialize(repeating: nil, count: Self.memoSize)
         memoNumbers = .allocate(capacity: Self.memoSize)
         memoNumbers.initialize(repeating: UInt32.max, count: Self.memoSize)
+        fingers = .allocate(capacity: Self.maxFingers)
+        fingers.initialize(repeating: Finger(), count: Self.maxFingers)
     }
+
+    static let maxFingers = 4
 
     deinit {
         end()
         memoPages.deinitialize(count: Self.memoSize)
         memoPages.deallocate()
         memoNumbers.deallocate()
+        fingers.deinitialize(count: Self.maxFingers)
+        fingers.deallocate()
     }
 
     /// Releases the snapshot. Further reads throw
@@ -381,17 +397,30 @@ public class ReadTransaction {
     /// 8-byte key, a row id, is searched for in the leaf by interpolation
     /// between the separators the descent passed).
     @inline(__always) func search(root: UInt32, _ key: UnsafeRawPointer, _ keyCount: Int) throws -> (Node, Int, Bool) {
+        var bounds = SeparatorBounds(keyCount: keyCount)
+        if let finger = fingerLeaf(root: root, key, keyCount) {
+            let node = try treeNode(finger.leaf)
+            if node.isLeaf {
+                bounds.low = finger.low
+                bounds.high = finger.high
+                let (index, found) = bounds.lowerBound(key, keyCount, in: node)
+                return (node, index, found)
+            }
+            bounds = SeparatorBounds(keyCount: keyCount)
+        }
         var number = root
         var depth = 0
-        var bounds = SeparatorBounds(keyCount: keyCount)
+        var around = FingerBounds()
         while true {
             let node = try treeNode(number)
             if node.isLeaf {
+                takeFinger(root: root, leaf: number, around)
                 let (index, found) = bounds.lowerBound(key, keyCount, in: node)
                 return (node, index, found)
             }
             let child = node.childIndex(key, keyCount)
             bounds.narrow(to: node, child: child)
+            if fingerSlots > 0 { around.narrow(to: node, child: child) }
             number = node.child(child)
             depth += 1
             if depth > Cursor.maxDepth {

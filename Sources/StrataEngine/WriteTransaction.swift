@@ -93,6 +93,7 @@ public final class WriteTransaction: ReadTransaction {
         cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
         spillLimit = db.spillLimitPages
         super.init(db: db, snapshot: snapshot, serial: serial)
+        fingerSlots = Self.maxFingers
     }
 
     /// Records that the tree at `root` is now the new tree `name` (created
@@ -158,12 +159,14 @@ public final class WriteTransaction: ReadTransaction {
         }
         let page = Page.zeroed(db.pageSize)
         dirty[number] = page
+        shape &+= 1
         return (number, page)
     }
 
     /// Returns a page to the freelist. Its content no longer matters, so it
     /// is not written at commit.
     func free(_ number: UInt32) {
+        shape &+= 1
         dirty.remove(number)
         freelist.free(number)
     }

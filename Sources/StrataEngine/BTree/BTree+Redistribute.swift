@@ -138,6 +138,7 @@ extension BTreeWriter {
         let ok = writableParent.insertCell(at: separatorIndex, sep, sepSize)
         precondition(ok, "separator fitted by construction")
         tx.modifications += 1
+        tx.shape &+= 1
         return true
     }
 }

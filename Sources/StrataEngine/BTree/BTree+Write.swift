@@ -43,23 +43,37 @@ struct BTreeWriter {
         defer { tx.pathScratch = path }
         var number = root
         var rightmost = true
-        while true {
-            let node = try tx.treeNode(number)
-            if node.isLeaf { break }
-            let ci = node.childIndex(key, keyCount)
-            if ci != node.count { rightmost = false }
-            path.append((number, ci))
-            guard path.count <= Cursor.maxDepth else {
-                throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+        // The path from the root, which only a split or a redistribution
+        // needs: a put that a finger led to its leaf descends for it then.
+        func descend() throws {
+            path.removeAll(keepingCapacity: true)
+            number = root
+            rightmost = true
+            var around = FingerBounds()
+            while true {
+                let node = try tx.treeNode(number)
+                if node.isLeaf { break }
+                let ci = node.childIndex(key, keyCount)
+                if ci != node.count { rightmost = false }
+                around.narrow(to: node, child: ci)
+                path.append((number, ci))
+                guard path.count <= Cursor.maxDepth else {
+                    throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+                }
+                number = node.child(ci)
             }
-            number = node.child(ci)
+            tx.takeFinger(root: root, leaf: number, around)
+        }
+        var descended = false
+        if let finger = tx.fingerLeaf(root: root, key, keyCount), try tx.treeNode(finger.leaf).isLeaf {
+            number = finger.leaf
+        } else {
+            try descend()
+            descended = true
         }
         let leaf = Node(page: try tx.writable(number))
         let (index, found) = leaf.lowerBound(key, keyCount)
-        if found {
-            if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
-            leaf.removeCell(at: index)
-        }
+        if found, case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
         // Build the cell.
         let cell = tx.cellBuffer
         var size = writeVarint(cell, keyCount)
@@ -75,7 +89,20 @@ struct BTreeWriter {
             size += 4
         }
         tx.modifications += 1
+        if found {
+            if leaf.replaceCell(at: index, cell, size) { return false }
+            leaf.removeCell(at: index)
+        }
         if !leaf.insertCell(at: index, cell, size) {
+            // Removing the old cell changed no separator: the descent ends
+            // in this leaf.
+            if !descended {
+                let fingered = number
+                try descend()
+                guard number == fingered else {
+                    throw StorageError.corrupt(page: fingered, reason: "a key between its leaf's separators descends elsewhere")
+                }
+            }
             let appending = rightmost && index == leaf.count
             if !appending, try redistribute(path: path, number: number, index: index, cell: cell, size: size) {
                 return !found

@@ -283,6 +283,19 @@ struct Node {
         return true
     }
 
+    /// Puts `cell` in place of cell `i` when it is no larger, and returns
+    /// true; the bytes it leaves unused become a hole. Returns false,
+    /// changing nothing, when it is larger. A replaced record of the same
+    /// size then costs a copy, where removing and inserting it left a hole
+    /// each time and made the page compact itself every few replacements.
+    func replaceCell(at i: Int, _ cell: UnsafeRawPointer, _ size: Int) -> Bool {
+        let old = cellSize(i)
+        guard size <= old else { return false }
+        (bytes + slot(i)).copyMemory(from: cell, byteCount: size)
+        if size < old { setFragmented(fragmented + old - size) }
+        return true
+    }
+
     /// Removes cell `i` (its bytes become a hole).
     func removeCell(at i: Int) {
         let n = count
