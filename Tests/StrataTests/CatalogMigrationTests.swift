@@ -103,6 +103,34 @@ final class CatalogMigrationTests: StoreTestCase {
         XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogV2.Item.title])
     }
 
+    /// A fetched model given its defaulted attributes' defaults by hand
+    /// writes them into its record, which lacked them (or held nil for
+    /// the attribute made non-optional): only the attribute whose value
+    /// differs is a change. A save finds this in the same walk that takes
+    /// the changed fields into the stored record.
+    func testSettingDefaultsByHandIsNotAChange() throws {
+        try makeV1(10)
+        let container = try open([CatalogV2.Item.self])
+        let context = ModelContext(container)
+        let item = try XCTUnwrap(context.fetch(FetchDescriptor<CatalogV2.Item>(predicate: #Predicate { $0.price == 3 })).first)
+        item.discount = 0.5
+        item.legacy = "none"
+        item.price = 31
+        try context.save()
+        let updates = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
+            .compactMap { change -> DefaultHistoryUpdate<CatalogV2.Item>? in
+                guard case .update(let update as DefaultHistoryUpdate<CatalogV2.Item>) = change else { return nil }
+                return update
+            }
+        XCTAssertEqual(updates.count, 1)
+        XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogV2.Item.price])
+        let stored = try ModelContext(container).fetch(FetchDescriptor<CatalogV2.Item>(predicate: #Predicate { $0.price == 31 }))
+        XCTAssertEqual(stored.map(\.title), ["item 3"])
+        XCTAssertEqual(stored.map(\.legacy), ["none"])
+        XCTAssertEqual(stored.map(\.discount), [0.5])
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
     /// An insert that a unique constraint turns into an update writes
     /// every field, the defaulted ones included; the stored record lacks
     /// them (or holds nil for the attribute made non-optional). History

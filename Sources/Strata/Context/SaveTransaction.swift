@@ -291,8 +291,12 @@ struct SaveTransaction {
         // Key values come from the model, unless the stored record holds
         // newer values of fields this context did not change.
         var keySource: any PersistentModel = model
+        // The fields whose stored values change, for the history, when
+        // the overlay finds them.
+        var changedFields: [Int]?
         if let only, let old {
-            let merged = try Self.overlay(old, bytes, fields: only, entity, row: row)
+            let (merged, changed) = try Self.overlayChanges(old, bytes, fields: only, entity, row: row)
+            changedFields = changed
             if merged != bytes {
                 bytes = merged
                 if !groups.isEmpty { keySource = try decode(merged, entity, row: row) }
@@ -380,8 +384,9 @@ struct SaveTransaction {
         try tx.put(RowKey.encode(row), bytes, in: recordTree(entity))
         if history != nil {
             if let old {
-                let fields = try HistoryRecorder.changedFields(old, bytes, entity, row: row) + changedOutside
-                history?.update(entity, row: row, fields: Array(Set(fields)).sorted())
+                var fields = try changedFields ?? HistoryRecorder.changedFields(old, bytes, entity, row: row)
+                if !changedOutside.isEmpty { fields = Array(Set(fields + changedOutside)).sorted() }
+                history?.update(entity, row: row, fields: fields)
             } else {
                 history?.insert(entity, row: row)
             }
@@ -431,25 +436,84 @@ struct SaveTransaction {
     static func overlay(_ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64)
         throws -> [UInt8]
     {
+        try overlayChanges(stored, fresh, fields: fields, entity, row: row).bytes
+    }
+
+    /// ``overlay(_:_:fields:_:row:)``, and the fields whose values it
+    /// changes, ascending, as ``HistoryRecorder/changedFields(_:_:_:row:)``
+    /// lists them between `stored` and the result: found in the same walk
+    /// over both records, where a save of a changed model decoded both
+    /// twice before. Only fields of `fields` can differ. Nil and absent are
+    /// alike; a field one record lacks and the other holds with its
+    /// declared default did not change; fields past the entity's
+    /// properties or not held in the record are not listed.
+    static func overlayChanges(
+        _ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64
+    ) throws -> (bytes: [UInt8], changed: [Int]) {
         try stored.withUnsafeBytes { a in
             try fresh.withUnsafeBytes { b in
                 var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
                 var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                var picked: [(field: Int, wire: UInt8, value: UnsafeRawBufferPointer)] = []
-                for field in try readerA.fields() where !fields.contains(field.field) {
-                    picked.append(
-                        (field.field, field.slot.wire, UnsafeRawBufferPointer(rebasing: a[field.valueStart..<field.slot.end])))
-                }
-                for field in try readerB.fields() where fields.contains(field.field) {
-                    picked.append(
-                        (field.field, field.slot.wire, UnsafeRawBufferPointer(rebasing: b[field.valueStart..<field.slot.end])))
-                }
-                picked.sort { $0.field < $1.field }
+                let before = try readerA.fields()
+                let after = try readerB.fields()
                 var writer = _RecordWriter()
-                for field in picked { writer.appendCopy(field: field.field, wire: field.wire, value: field.value) }
-                return writer.bytes
+                var changed: [Int] = []
+                var i = 0
+                var j = 0
+                while i < before.count || j < after.count {
+                    let fieldA = i < before.count ? before[i].field : Int.max
+                    let fieldB = j < after.count ? after[j].field : Int.max
+                    let field = min(fieldA, fieldB)
+                    let x = fieldA == field ? before[i] : nil
+                    let y = fieldB == field ? after[j] : nil
+                    if x != nil { i += 1 }
+                    if y != nil { j += 1 }
+                    guard fields.contains(field) else {
+                        if let x {
+                            writer.appendCopy(
+                                field: field, wire: x.slot.wire,
+                                value: UnsafeRawBufferPointer(rebasing: a[x.valueStart..<x.slot.end]))
+                        }
+                        continue
+                    }
+                    if let y {
+                        writer.appendCopy(
+                            field: field, wire: y.slot.wire, value: UnsafeRawBufferPointer(rebasing: b[y.valueStart..<y.slot.end])
+                        )
+                    }
+                    let old = x.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
+                    let new = y.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
+                    guard field < entity.properties.count, entity.holdsInRecord(field) else { continue }
+                    switch (old, new) {
+                    case (nil, nil):
+                        continue
+                    case (let x?, let y?):
+                        if x.slot.wire != y.slot.wire || !a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
+                        {
+                            changed.append(field)
+                        }
+                    case (let x?, nil):
+                        if try !Self.isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row) {
+                            changed.append(field)
+                        }
+                    case (nil, let y?):
+                        if try !Self.isDefault(y.slot.wire, b[y.valueStart..<y.slot.end], field: field, entity, row: row) {
+                            changed.append(field)
+                        }
+                    }
+                }
+                return (writer.bytes, changed)
             }
         }
+    }
+
+    /// True when `wire` and `value` are the declared default's encoding of
+    /// `field`, which a record written before the attribute existed lacks.
+    private static func isDefault(
+        _ wire: UInt8, _ value: Slice<UnsafeRawBufferPointer>, field: Int, _ entity: Schema.Entity, row: Int64
+    ) throws -> Bool {
+        guard let fill = try _RecordReader.defaultEncoding(of: field, entity: entity, row: row) else { return false }
+        return fill.wire == wire && fill.value.elementsEqual(value)
     }
 
     // MARK: Key entries
