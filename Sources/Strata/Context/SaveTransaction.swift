@@ -452,46 +452,50 @@ struct SaveTransaction {
     ) throws -> (bytes: [UInt8], changed: [Int]) {
         try stored.withUnsafeBytes { a in
             try fresh.withUnsafeBytes { b in
+                typealias Field = (field: Int, slot: _RecordReader.Slot, valueStart: Int)
                 var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
                 var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                let before = try readerA.fields()
-                let after = try readerB.fields()
-                var writer = _RecordWriter()
-                var changed: [Int] = []
-                var i = 0
-                var j = 0
-                while i < before.count || j < after.count {
-                    let fieldA = i < before.count ? before[i].field : Int.max
-                    let fieldB = j < after.count ? after[j].field : Int.max
-                    let field = min(fieldA, fieldB)
-                    let x = fieldA == field ? before[i] : nil
-                    let y = fieldB == field ? after[j] : nil
-                    if x != nil { i += 1 }
-                    if y != nil { j += 1 }
-                    guard fields.contains(field) else {
-                        if let x {
-                            writer.appendCopy(
-                                field: field, wire: x.slot.wire,
-                                value: UnsafeRawBufferPointer(rebasing: a[x.valueStart..<x.slot.end]))
-                        }
-                        continue
+                /// Calls `body` with each field number either record holds,
+                /// ascending, and the field in each.
+                func walk(_ body: (Int, Field?, Field?) throws -> Void) throws {
+                    var walkA = _RecordReader.FieldWalk()
+                    var walkB = _RecordReader.FieldWalk()
+                    var x = try walkA.next(&readerA)
+                    var y = try walkB.next(&readerB)
+                    while x != nil || y != nil {
+                        let field = min(x?.field ?? .max, y?.field ?? .max)
+                        let inA = x?.field == field ? x : nil
+                        let inB = y?.field == field ? y : nil
+                        try body(field, inA, inB)
+                        if inA != nil { x = try walkA.next(&readerA) }
+                        if inB != nil { y = try walkB.next(&readerB) }
                     }
-                    if let y {
-                        writer.appendCopy(
-                            field: field, wire: y.slot.wire, value: UnsafeRawBufferPointer(rebasing: b[y.valueStart..<y.slot.end])
-                        )
+                }
+                func same(_ x: Field, _ y: Field) -> Bool {
+                    x.slot.wire == y.slot.wire && a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
+                }
+                // First the changes, and whether the result differs from
+                // `fresh` at all: usually not (no other save changed the
+                // fields this one keeps), and then it is `fresh`.
+                var changed: [Int] = []
+                var differs = false
+                try walk { field, x, y in
+                    guard fields.contains(field) else {
+                        switch (x, y) {
+                        case (nil, nil): break
+                        case (let x?, let y?): if !same(x, y) { differs = true }
+                        default: differs = true
+                        }
+                        return
                     }
                     let old = x.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
                     let new = y.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
-                    guard field < entity.properties.count, entity.holdsInRecord(field) else { continue }
+                    guard field < entity.properties.count, entity.holdsInRecord(field) else { return }
                     switch (old, new) {
                     case (nil, nil):
-                        continue
+                        return
                     case (let x?, let y?):
-                        if x.slot.wire != y.slot.wire || !a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
-                        {
-                            changed.append(field)
-                        }
+                        if !same(x, y) { changed.append(field) }
                     case (let x?, nil):
                         if try !Self.isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row) {
                             changed.append(field)
@@ -501,6 +505,15 @@ struct SaveTransaction {
                             changed.append(field)
                         }
                     }
+                }
+                guard differs else { return (fresh, changed) }
+                var writer = _RecordWriter()
+                try walk { field, x, y in
+                    guard let take = fields.contains(field) ? y : x else { return }
+                    let source = fields.contains(field) ? b : a
+                    writer.appendCopy(
+                        field: field, wire: take.slot.wire,
+                        value: UnsafeRawBufferPointer(rebasing: source[take.valueStart..<take.slot.end]))
                 }
                 return (writer.bytes, changed)
             }

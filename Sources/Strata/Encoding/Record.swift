@@ -396,15 +396,26 @@ public struct _RecordReader {
         var result: [(field: Int, slot: Slot, valueStart: Int)] = []
         // At most one per property in a well-formed record: one allocation.
         result.reserveCapacity(entity.properties.count)
-        var index = 1
-        while index < bytes.count {
-            let (field, slot, tagEnd) = try nextField(at: &index)
-            if let previous = result.last?.field, previous >= field {
-                throw corrupt(field: field, "fields out of order")
-            }
-            result.append((field, slot, tagEnd))
-        }
+        var walk = FieldWalk()
+        while let field = try walk.next(&self) { result.append(field) }
         return result
+    }
+
+    /// ``fields()`` one at a time, without an array: where the walk is,
+    /// and the last field number it passed.
+    struct FieldWalk {
+        private var index = 1
+        private var previous = -1
+
+        /// The next field, or nil past the last; throws `corruptRecord`
+        /// for fields out of order.
+        mutating func next(_ reader: inout _RecordReader) throws -> (field: Int, slot: Slot, valueStart: Int)? {
+            guard index < reader.bytes.count else { return nil }
+            let (field, slot, tagEnd) = try reader.nextField(at: &index)
+            if previous >= field { throw reader.corrupt(field: field, "fields out of order") }
+            previous = field
+            return (field, slot, tagEnd)
+        }
     }
 
     /// The field that starts at `index` (a tag, then its payload), with the
