@@ -25,11 +25,27 @@ struct HistoryRecorder {
         /// numbers are name indexes.
         var tombstones: [[UInt8]] = []
 
+        /// By the entity's field number: the name's index plus one, 0
+        /// for a name not listed yet (a group is of one entity).
+        var fieldIndex: [Int] = []
+
         mutating func index(of name: String) -> Int {
             if let known = nameIndex[name] { return known }
             names.append(name)
             nameIndex[name] = names.count - 1
             return names.count - 1
+        }
+
+        /// ``index(of:)`` of field `field`'s name, without hashing the name
+        /// for each update of a save that changes thousands of rows.
+        mutating func index(ofField field: Int, in entity: Schema.Entity) -> Int {
+            if field < fieldIndex.count, fieldIndex[field] > 0 { return fieldIndex[field] - 1 }
+            let index = index(of: entity.properties[field].name)
+            if fieldIndex.count < entity.properties.count {
+                fieldIndex += Array(repeating: 0, count: entity.properties.count - fieldIndex.count)
+            }
+            if field < fieldIndex.count { fieldIndex[field] = index + 1 }
+            return index
         }
     }
 
@@ -72,7 +88,7 @@ struct HistoryRecorder {
     mutating func update(_ entity: Schema.Entity, row: Int64, fields: [Int]) {
         let index = group(.update, entity)
         groups[index].rows.append(row)
-        groups[index].attributes.append(fields.map { groups[index].index(of: entity.properties[$0].name) })
+        groups[index].attributes.append(fields.map { groups[index].index(ofField: $0, in: entity) })
     }
 
     /// A delete of `row`, whose record (when the entity preserves values on
