@@ -43,6 +43,9 @@ struct BTreeWriter {
         defer { tx.pathScratch = path }
         var number = root
         var rightmost = true
+        // The separators around the leaf: an 8-byte key's place in it is
+        // interpolated between them.
+        var bounds = SeparatorBounds(keyCount: keyCount)
         // The path from the root, which only a split or a redistribution
         // needs: a put that a finger led to its leaf descends for it then.
         func descend() throws {
@@ -63,16 +66,20 @@ struct BTreeWriter {
                 number = node.child(ci)
             }
             tx.takeFinger(root: root, leaf: number, around)
+            bounds.low = around.low
+            bounds.high = around.high
         }
         var descended = false
         if let finger = tx.fingerLeaf(root: root, key, keyCount), try tx.treeNode(finger.leaf).isLeaf {
             number = finger.leaf
+            bounds.low = finger.low
+            bounds.high = finger.high
         } else {
             try descend()
             descended = true
         }
         let leaf = Node(page: try tx.writable(number))
-        let (index, found) = leaf.lowerBound(key, keyCount)
+        let (index, found) = bounds.lowerBound(key, keyCount, in: leaf)
         if found, case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
         // Build the cell.
         let cell = tx.cellBuffer
