@@ -40,6 +40,15 @@ final class CatalogMigrationTests: StoreTestCase {
         }
     }
 
+    /// The updates of models of `type` in the store's history, oldest first.
+    func updates<T: PersistentModel>(of type: T.Type, in context: ModelContext) throws -> [DefaultHistoryUpdate<T>] {
+        try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
+            .compactMap { change -> DefaultHistoryUpdate<T>? in
+                guard case .update(let update as DefaultHistoryUpdate<T>) = change else { return nil }
+                return update
+            }
+    }
+
     /// Every record of `e.Item`, as stored.
     func records(_ container: ModelContainer) throws -> [[UInt8]] {
         try container.store.database.read { tx in
@@ -94,11 +103,7 @@ final class CatalogMigrationTests: StoreTestCase {
         let item = try XCTUnwrap(context.fetch(FetchDescriptor<CatalogV2.Item>(predicate: #Predicate { $0.price == 4 })).first)
         item.title = "renamed"
         try context.save()
-        let updates = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
-            .compactMap { change -> DefaultHistoryUpdate<CatalogV2.Item>? in
-                guard case .update(let update as DefaultHistoryUpdate<CatalogV2.Item>) = change else { return nil }
-                return update
-            }
+        let updates = try self.updates(of: CatalogV2.Item.self, in: context)
         XCTAssertEqual(updates.count, 1)
         XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogV2.Item.title])
     }
@@ -117,11 +122,7 @@ final class CatalogMigrationTests: StoreTestCase {
         item.legacy = "none"
         item.price = 31
         try context.save()
-        let updates = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
-            .compactMap { change -> DefaultHistoryUpdate<CatalogV2.Item>? in
-                guard case .update(let update as DefaultHistoryUpdate<CatalogV2.Item>) = change else { return nil }
-                return update
-            }
+        let updates = try self.updates(of: CatalogV2.Item.self, in: context)
         XCTAssertEqual(updates.count, 1)
         XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogV2.Item.price])
         let stored = try ModelContext(container).fetch(FetchDescriptor<CatalogV2.Item>(predicate: #Predicate { $0.price == 31 }))
@@ -143,11 +144,7 @@ final class CatalogMigrationTests: StoreTestCase {
         // their defaults, which the inserted model holds too.
         context.insert(CatalogUnique.Item(title: "item 3", price: 30, count: 3))
         try context.save()
-        let updates = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
-            .compactMap { change -> DefaultHistoryUpdate<CatalogUnique.Item>? in
-                guard case .update(let update as DefaultHistoryUpdate<CatalogUnique.Item>) = change else { return nil }
-                return update
-            }
+        let updates = try self.updates(of: CatalogUnique.Item.self, in: context)
         XCTAssertEqual(updates.count, 1, "the insert was upserted into the stored row")
         XCTAssertEqual(updates.first?.updatedAttributes, [\CatalogUnique.Item.price])
         let fresh = ModelContext(container)

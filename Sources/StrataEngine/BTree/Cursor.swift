@@ -455,14 +455,7 @@ struct SeparatorBounds {
     /// child more tightly than any level above.
     @inline(__always) mutating func narrow(to branch: Node, child: Int) {
         guard interpolates else { return }
-        if child > 0 {
-            let (p, n) = branch.key(child - 1)
-            low = Node.prefix(p, n)
-        }
-        if child < branch.count {
-            let (p, n) = branch.key(child)
-            high = Node.prefix(p, n)
-        }
+        branch.narrowBounds(around: child, low: &low, high: &high)
     }
 
     /// Takes the separators around `child` of `branch` where no deeper

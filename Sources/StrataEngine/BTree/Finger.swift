@@ -40,12 +40,21 @@ struct FingerBounds {
     var high: UInt64?
 
     @inline(__always) mutating func narrow(to branch: Node, child: Int) {
+        branch.narrowBounds(around: child, low: &low, high: &high)
+    }
+}
+
+extension Node {
+    /// Sets `low` and `high` to the prefixes of this branch's separators
+    /// below and above child `child`, where it has them (a first or last
+    /// child leaves the bound from the levels above).
+    @inline(__always) func narrowBounds(around child: Int, low: inout UInt64?, high: inout UInt64?) {
         if child > 0 {
-            let (p, n) = branch.key(child - 1)
+            let (p, n) = key(child - 1)
             low = Node.prefix(p, n)
         }
-        if child < branch.count {
-            let (p, n) = branch.key(child)
+        if child < count {
+            let (p, n) = key(child)
             high = Node.prefix(p, n)
         }
     }
