@@ -67,9 +67,6 @@ public class ReadTransaction {
     /// (instance 0), if any. Always empty in a reader.
     @exclusivity(unchecked) var treeInstances: [UInt32: (name: String?, instance: UInt32)] = [:]
 
-    /// Pages this snapshot has fetched, direct-mapped by page number. A page
-    /// number's image never changes within a snapshot, so the upper levels
-    /// of a tree are found again without the shared cache's lock and hash.
     /// The writer's ``Finger``s, one per tree for the last few trees it
     /// descended into; `fingerSlots` of them (none in a reader), the next
     /// to replace at `nextFingerSlot`.
@@ -80,6 +77,9 @@ public class ReadTransaction {
     /// allocated or freed, cells moved between siblings (see ``Finger``).
     final var shape: UInt64 = 0
 
+    /// Pages this snapshot has fetched, direct-mapped by page number. A page
+    /// number's image never changes within a snapshot, so the upper levels
+    /// of a tree are found again without the shared cache's lock and hash.
     private let memoPages: UnsafeMutablePointer<Page?>
     private let memoNumbers: UnsafeMutablePointer<UInt32>
     private static let memoSize = 64

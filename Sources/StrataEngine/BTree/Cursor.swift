@@ -1,4 +1,5 @@
 import CStrataCRC32C
+
 /// A position in a tree: seek, step forwards and backwards, read the entry.
 ///
 /// Every positioning call returns true when the cursor rests on an entry.

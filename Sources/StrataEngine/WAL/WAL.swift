@@ -358,21 +358,20 @@ final class WAL: @unchecked Sendable {
     static let growth: Int64 = 1 << 20
 
     /// Before a small append (under ``growth``) writes frames up to offset
-    /// `end`: when that lies past the file's end, writes zeros after `end`,
-    /// as many bytes as `end` (at least 64 KiB, at most ``growth``): a log
-    /// doubles until it grows a mebibyte at a time, and a small store's log
-    /// stays small. (A large append, a bulk commit or
-    /// a spill, extends the file itself; zeros after it would only be
-    /// written twice.) A commit that extends the file makes its sync flush the
-    /// file's new size as well (on ext4 a journal commit: 230 µs against
-    /// 146 µs for a 4 KiB write and `fdatasync` on this machine's disk);
-    /// the commits after it then overwrite blocks that already exist, and
-    /// their syncs flush only data. Zeros are what a log past its last
-    /// valid frame may hold: recovery stops at the first frame whose salts
-    /// and checksum do not match. Nothing depends on this for correctness,
-    /// so a failure to write the zeros (a full disk) is left for the
-    /// frames' own write to meet or not. Bytes already in the file are
-    /// never written here: a log restart reuses the file from its start.
+    /// `end`: when that lies past the file's end, writes zeros after `end`, as
+    /// many bytes as `end` (at least 64 KiB, at most ``growth``): a log doubles
+    /// until it grows a mebibyte at a time, and a small store's log stays
+    /// small. (A large append, a bulk commit or a spill, extends the file
+    /// itself; zeros after it would only be written twice.) A commit that
+    /// extends the file makes its sync flush the file's new size as well (on
+    /// ext4 a journal commit: 230 µs against 146 µs for a 4 KiB write and
+    /// `fdatasync` on this machine's disk); the commits after it then overwrite
+    /// blocks that already exist, and their syncs flush only data. Zeros are
+    /// what a log past its last valid frame may hold: recovery stops at the
+    /// first frame whose salts and checksum do not match. Nothing depends on
+    /// this for correctness, so a failure to write the zeros (a full disk) is
+    /// left for the frames' own write to meet or not. Bytes already in the file
+    /// are never written here: a log restart reuses the file from its start.
     /// The last handle's close truncates the log, zeros included.
     private func prepareSpace(through end: Int64, file: any StorageFile) {
         guard end > preparedEnd else { return }
