@@ -384,7 +384,11 @@ struct SaveTransaction {
         try tx.put(RowKey.encode(row), bytes, in: recordTree(entity))
         if history != nil {
             if let old {
-                var fields = try changedFields ?? HistoryRecorder.changedFields(old, bytes, entity, row: row)
+                // An upsert wrote every field: all of them are compared.
+                var fields =
+                    try changedFields
+                    ?? Self.overlayChanges(old, bytes, fields: _FieldSet(all: entity.properties.count), entity, row: row)
+                    .changed
                 if !changedOutside.isEmpty { fields = Array(Set(fields + changedOutside)).sorted() }
                 history?.update(entity, row: row, fields: fields)
             } else {
@@ -440,13 +444,13 @@ struct SaveTransaction {
     }
 
     /// ``overlay(_:_:fields:_:row:)``, and the fields whose values it
-    /// changes, ascending, as ``HistoryRecorder/changedFields(_:_:_:row:)``
-    /// lists them between `stored` and the result: found in the same walk
-    /// over both records, where a save of a changed model decoded both
-    /// twice before. Only fields of `fields` can differ. Nil and absent are
+    /// changes, ascending, for the history: found in the same walk over
+    /// both records. Only fields of `fields` can differ. Nil and absent are
     /// alike; a field one record lacks and the other holds with its
-    /// declared default did not change; fields past the entity's
-    /// properties or not held in the record are not listed.
+    /// declared default (an attribute a migration added without rewriting
+    /// records) did not change; fields past the entity's properties or of
+    /// a property not held in the record (left by one a migration removed)
+    /// are not listed.
     static func overlayChanges(
         _ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64
     ) throws -> (bytes: [UInt8], changed: [Int]) {

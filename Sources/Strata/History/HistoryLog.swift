@@ -39,13 +39,9 @@ struct HistoryRecorder {
         /// ``index(of:)`` of field `field`'s name, without hashing the name
         /// for each update of a save that changes thousands of rows.
         mutating func index(ofField field: Int, in entity: Schema.Entity) -> Int {
-            if field < fieldIndex.count, fieldIndex[field] > 0 { return fieldIndex[field] - 1 }
-            let index = index(of: entity.properties[field].name)
-            if fieldIndex.count < entity.properties.count {
-                fieldIndex += Array(repeating: 0, count: entity.properties.count - fieldIndex.count)
-            }
-            if field < fieldIndex.count { fieldIndex[field] = index + 1 }
-            return index
+            if fieldIndex.isEmpty { fieldIndex = Array(repeating: 0, count: entity.properties.count) }
+            if fieldIndex[field] == 0 { fieldIndex[field] = index(of: entity.properties[field].name) + 1 }
+            return fieldIndex[field] - 1
         }
     }
 
@@ -103,8 +99,11 @@ struct HistoryRecorder {
                 var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
                 var copies: [(Int, UInt8, Range<Int>)] = []
                 for field in try reader.fields() where entity.preservedFields.contains(field.field) {
-                    let name = entity.properties[field.field].name
-                    copies.append((groups[index].index(of: name), field.slot.wire, field.valueStart..<field.slot.end))
+                    copies.append(
+                        (
+                            groups[index].index(ofField: field.field, in: entity), field.slot.wire,
+                            field.valueStart..<field.slot.end
+                        ))
                 }
                 for (nameIndex, wire, range) in copies.sorted(by: { $0.0 < $1.0 }) {
                     writer.appendCopy(field: nameIndex, wire: wire, value: UnsafeRawBufferPointer(rebasing: raw[range]))
@@ -113,65 +112,6 @@ struct HistoryRecorder {
             tombstone = writer.bytes
         }
         groups[index].tombstones.append(tombstone)
-    }
-
-    /// The fields whose encoded values differ between two records of
-    /// `entity` (either may lack a field). A field one record lacks and
-    /// the other holds with its declared default (an attribute a migration
-    /// added without rewriting records) did not change; fields past the
-    /// entity's properties or of a property not held in the record (left
-    /// by one a migration removed) are ignored.
-    static func changedFields(_ old: [UInt8], _ new: [UInt8], _ entity: Schema.Entity, row: Int64) throws -> [Int] {
-        try rawChangedFields(old, new, entity, row: row).filter { field in
-            guard field.field < entity.properties.count, entity.holdsInRecord(field.field) else { return false }
-            guard let present = field.present,
-                let fill = try _RecordReader.defaultEncoding(of: field.field, entity: entity, row: row)
-            else { return true }
-            return fill.wire != present.wire || fill.value != present.value
-        }.map(\.field)
-    }
-
-    private static func rawChangedFields(_ old: [UInt8], _ new: [UInt8], _ entity: Schema.Entity, row: Int64) throws
-        -> [(field: Int, present: (wire: UInt8, value: [UInt8])?)]
-    {
-        try old.withUnsafeBytes { a in
-            try new.withUnsafeBytes { b in
-                // Both records list their fields in ascending order: walk them
-                // together. Nil and absent are alike.
-                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
-                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                var before = try readerA.fields()
-                before.removeAll { $0.slot.wire == RecordFormat.null }
-                var after = try readerB.fields()
-                after.removeAll { $0.slot.wire == RecordFormat.null }
-                // A field only one record holds comes with its encoding.
-                var changed: [(field: Int, present: (wire: UInt8, value: [UInt8])?)] = []
-                var i = 0
-                var j = 0
-                while i < before.count || j < after.count {
-                    if j == after.count || (i < before.count && before[i].field < after[j].field) {
-                        let x = before[i]
-                        changed.append((x.field, (x.slot.wire, Array(a[x.valueStart..<x.slot.end]))))
-                        i += 1
-                    } else if i == before.count || after[j].field < before[i].field {
-                        let y = after[j]
-                        changed.append((y.field, (y.slot.wire, Array(b[y.valueStart..<y.slot.end]))))
-                        j += 1
-                    } else {
-                        let x = before[i]
-                        let y = after[j]
-                        if x.slot.wire != y.slot.wire
-                            || !a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
-                        {
-                            changed.append((x.field, nil))
-                        }
-                        i += 1
-                        j += 1
-                    }
-                }
-                return changed
-            }
-        }
     }
 }
 
