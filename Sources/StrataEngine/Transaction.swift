@@ -67,11 +67,10 @@ public class ReadTransaction {
     /// (instance 0), if any. Always empty in a reader.
     @exclusivity(unchecked) var treeInstances: [UInt32: (name: String?, instance: UInt32)] = [:]
 
-    /// The writer's ``Finger``s, one per tree for the last few trees it
-    /// descended into; `fingerSlots` of them (none in a reader), the next
-    /// to replace at `nextFingerSlot`.
-    let fingers: UnsafeMutablePointer<Finger>
-    final var fingerSlots = 0
+    /// The writer's ``Finger``s, one per tree for the last ``maxFingers``
+    /// trees it descended into (nil in a reader), the next to replace at
+    /// `nextFingerSlot`.
+    let fingers: UnsafeMutablePointer<Finger>?
     final var nextFingerSlot = 0
     /// Advanced by the writer whenever a tree changes shape: a page
     /// allocated or freed, cells moved between siblings (see ``Finger``).
@@ -96,7 +95,7 @@ public class ReadTransaction {
     /// the main file's mapping (for tests and tools).
     package var readsMainFileDirectly: Bool { direct != nil }
 
-    init(db: Database, snapshot: Database.Snapshot, serial: UInt64, direct: MappedMainFile? = nil) {
+    init(db: Database, snapshot: Database.Snapshot, serial: UInt64, direct: MappedMainFile? = nil, fingers: Bool = false) {
         self.db = db
         self.snapshot = snapshot
         self.serial = serial
@@ -106,8 +105,13 @@ public class ReadTransaction {
         memoPages.initialize(repeating: nil, count: Self.memoSize)
         memoNumbers = .allocate(capacity: Self.memoSize)
         memoNumbers.initialize(repeating: UInt32.max, count: Self.memoSize)
-        fingers = .allocate(capacity: Self.maxFingers)
-        fingers.initialize(repeating: Finger(), count: Self.maxFingers)
+        if fingers {
+            let slots = UnsafeMutablePointer<Finger>.allocate(capacity: Self.maxFingers)
+            slots.initialize(repeating: Finger(), count: Self.maxFingers)
+            self.fingers = slots
+        } else {
+            self.fingers = nil
+        }
     }
 
     static let maxFingers = 4
@@ -117,8 +121,8 @@ public class ReadTransaction {
         memoPages.deinitialize(count: Self.memoSize)
         memoPages.deallocate()
         memoNumbers.deallocate()
-        fingers.deinitialize(count: Self.maxFingers)
-        fingers.deallocate()
+        fingers?.deinitialize(count: Self.maxFingers)
+        fingers?.deallocate()
     }
 
     /// Releases the snapshot. Further reads throw
@@ -420,7 +424,7 @@ public class ReadTransaction {
             }
             let child = node.childIndex(key, keyCount)
             bounds.narrow(to: node, child: child)
-            if fingerSlots > 0 { around.narrow(to: node, child: child) }
+            if fingers != nil { around.narrow(to: node, child: child) }
             number = node.child(child)
             depth += 1
             if depth > Cursor.maxDepth {

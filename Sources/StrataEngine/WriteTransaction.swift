@@ -92,8 +92,7 @@ public final class WriteTransaction: ReadTransaction {
         self.freelist.changed = false
         cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
         spillLimit = db.spillLimitPages
-        super.init(db: db, snapshot: snapshot, serial: serial)
-        fingerSlots = Self.maxFingers
+        super.init(db: db, snapshot: snapshot, serial: serial, fingers: true)
     }
 
     /// Records that the tree at `root` is now the new tree `name` (created

@@ -64,9 +64,9 @@ extension ReadTransaction {
     /// The leaf a finger of tree `root` leads `key` to, or nil (always in a
     /// reader, which keeps no fingers).
     @inline(__always) func fingerLeaf(root: UInt32, _ key: UnsafeRawPointer, _ keyCount: Int) -> Finger? {
-        guard fingerSlots > 0 else { return nil }
+        guard let fingers else { return nil }
         let prefix = Node.prefix(key, keyCount)
-        for i in 0..<fingerSlots {
+        for i in 0..<Self.maxFingers {
             let finger = fingers[i]
             if finger.root == root && finger.shape == shape && finger.covers(prefix) { return finger }
         }
@@ -75,15 +75,15 @@ extension ReadTransaction {
 
     /// Notes that a descent of tree `root` ended in `leaf`, between `bounds`.
     @inline(__always) func takeFinger(root: UInt32, leaf: UInt32, _ bounds: FingerBounds) {
-        guard fingerSlots > 0 else { return }
+        guard let fingers else { return }
         var slot = -1
-        for i in 0..<fingerSlots where fingers[i].root == root {
+        for i in 0..<Self.maxFingers where fingers[i].root == root {
             slot = i
             break
         }
         if slot < 0 {
             slot = nextFingerSlot
-            nextFingerSlot = (nextFingerSlot + 1) % fingerSlots
+            nextFingerSlot = (nextFingerSlot + 1) % Self.maxFingers
         }
         fingers[slot] = Finger(root: root, leaf: leaf, low: bounds.low, high: bounds.high, shape: shape)
     }
