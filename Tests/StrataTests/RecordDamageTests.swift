@@ -55,6 +55,50 @@ final class RecordDamageTests: StoreTestCase {
         try readEverything(in: ModelContext(container))
     }
 
+    /// A save of a changed model walks its stored record to keep the
+    /// fields it did not change. A stored record whose fields are out of
+    /// order fails the save with `corruptRecord`: the store keeps the
+    /// record as it was, and the context keeps the change.
+    func testASaveOverAStoredRecordWithFieldsOutOfOrderThrows() throws {
+        let container = try track(
+            ModelContainer(for: Schema([Memo.self]), configurations: [ModelConfiguration(url: storeURL())]))
+        let context = ModelContext(container)
+        let memo = Memo(title: "t", body: "b", priority: 1, due: Date(timeIntervalSinceReferenceDate: 9))
+        context.insert(memo)
+        try context.save()
+        let entity = try XCTUnwrap(container.schema.entity(forType: Memo.self))
+        let row = memo._strataState.rowID
+        let key = RowKey.encode(row)
+        let tree = Store.treeName(entityName: "Memo")
+        let database = container.store.database
+        let stored = try XCTUnwrap(database.read { tx in try tx.get(key, in: tx.tree(tree)) })
+        let damaged = try stored.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+            var writer = _RecordWriter()
+            for field in try reader.fields().reversed() {
+                writer.appendCopy(
+                    field: field.field, wire: field.slot.wire,
+                    value: UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.slot.end]))
+            }
+            return writer.bytes
+        }
+        try database.write { tx in try tx.put(key, damaged, in: tx.tree(tree)) }
+
+        memo.body = "changed"
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .corruptRecord, "\(error)")
+        }
+        XCTAssertEqual(try database.read { tx in try tx.get(key, in: tx.tree(tree)) }, damaged)
+        XCTAssertTrue(context.hasChanges)
+        XCTAssertEqual(memo.body, "changed")
+        // With the record mended, the same change saves.
+        try database.write { tx in try tx.put(key, stored, in: tx.tree(tree)) }
+        try context.save()
+        let saved = try ModelContext(container).fetch(FetchDescriptor<Memo>())
+        XCTAssertEqual(saved.map(\.body), ["changed"])
+        XCTAssertEqual(saved.map(\.title), ["t"])
+    }
+
     /// The reader skips the fields before the one it looks for from their
     /// first bytes (`simpleField(at:)`), and falls back to the checked walk for
     /// anything unusual. Over valid records with every wire type, field
