@@ -51,4 +51,18 @@ final class KeyBatchTests: XCTestCase {
         XCTAssertEqual((0..<first.count).map { first[$0] }, [[1, 2, 3], [5, 6]])
         XCTAssertEqual((0..<second.count).map { second[$0] }, [[1, 2, 3], [4]])
     }
+
+    func testRemoveAllLeavesCopiesTheirKeys() {
+        var first = KeyBatch(capacity: 4, bytes: 4)
+        first.append([1, 2, 3])
+        let copy = first
+        first.removeAll()
+        XCTAssertTrue(first.isEmpty)
+        first.append([9])
+        XCTAssertEqual((0..<copy.count).map { copy[$0] }, [[1, 2, 3]], "a copy keeps its keys")
+        first.removeAll()
+        first.append([7, 7])
+        first.append([8])
+        XCTAssertEqual((0..<first.count).map { first[$0] }, [[7, 7], [8]], "the emptied buffer takes new keys")
+    }
 }

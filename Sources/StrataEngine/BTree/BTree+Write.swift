@@ -157,6 +157,7 @@ struct BTreeWriter {
             let cell = tx.cellBuffer
             let maxInline = Layout.maxInlineCell(pageSize: tx.db.pageSize)
             var next = start
+            var appendedPrevious = false
             while next < keys.count {
                 let (keyPtr, keyCount) = key(next)
                 guard keyCount <= Database.maxKeyLength else { break }
@@ -180,9 +181,11 @@ struct BTreeWriter {
                     value.withUnsafeBytes { (cell + size).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
                 }
                 size += value.count
-                // Appends are the common case: past the leaf's last key.
+                // Appends are the common case: past the leaf's last key,
+                // which is known without a comparison when it is the key
+                // put before this one.
                 var index = leaf.count
-                if index > 0 {
+                if index > 0 && !appendedPrevious {
                     let (lastPtr, lastCount) = leaf.key(index - 1)
                     if compareBytes(lastPtr, lastCount, keyPtr, keyCount) >= 0 {
                         let (at, found) = leaf.lowerBound(keyPtr, keyCount)
@@ -191,6 +194,7 @@ struct BTreeWriter {
                     }
                 }
                 guard leaf.insertCell(at: index, cell, size) else { break }
+                appendedPrevious = index == leaf.count - 1
                 tx.modifications += 1
                 next += 1
             }
@@ -343,6 +347,23 @@ struct BTreeWriter {
         }
         let node = Node(page: try tx.writable(target))
         let isLeaf = node.isLeaf
+        if appending && isLeaf && index == node.count && index > 0 {
+            // An append at the tree's right edge: the full leaf keeps its
+            // cells where they are, and the new cell starts a right page.
+            let (rightNumber, rightPage) = try tx.allocate()
+            Node.format(rightPage, leaf: true)
+            let right = Node(page: rightPage)
+            guard right.insertCell(at: 0, cell, size) else {
+                throw StorageError.corrupt(page: target, reason: "a cell of \(size) bytes does not fit an empty page")
+            }
+            // `cell` may be the cell buffer: the separator is built from the
+            // pages' copies.
+            let sep = tx.cellBuffer
+            let sepSize = buildSeparatorCell(
+                sep, child: target, leftLastCell: node.bytes + node.slot(index - 1), rightFirstCell: right.bytes + right.slot(0))
+            try pushSeparator(path: &path, right: rightNumber, sep, sepSize)
+            return
+        }
         let n = node.count + 1
         // Copy every cell, the new one included, into a scratch area in order.
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2 * tx.db.pageSize, alignment: 16)
@@ -402,8 +423,18 @@ struct BTreeWriter {
             storeBE32(sep, target)
             sepSize = sizes[k]
         }
-        // Parent: the pointer that led to `target` now leads to the right
-        // page, and the separator cell (child = target) goes just before it.
+        try pushSeparator(path: &path, right: rightNumber, sep, sepSize)
+    }
+
+    /// After a split of the node at the end of `path`: the parent's pointer
+    /// that led to it now leads to the right page `right`, and the
+    /// separator cell `sep` (whose child is the split node) goes just
+    /// before it, splitting the parent in turn when it is full.
+    private func pushSeparator(
+        path: inout [(UInt32, Int)], right rightNumber: UInt32, _ sep: UnsafeMutableRawPointer, _ sepSize: Int
+    )
+        throws
+    {
         let (parentNumber, ci) = path.removeLast()
         let parent = Node(page: try tx.writable(parentNumber))
         parent.setChild(ci, rightNumber)

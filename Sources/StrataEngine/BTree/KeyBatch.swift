@@ -64,6 +64,17 @@ public struct KeyBatch: Sendable {
         }
     }
 
+    /// Removes every key, keeping the buffers for the next keys when no
+    /// copy of the batch shares them.
+    public mutating func removeAll() {
+        ends.removeAll(keepingCapacity: true)
+        if isKnownUniquelyReferenced(&storage) {
+            storage.count = 0
+        } else {
+            storage = Storage(capacity: storage.capacity)
+        }
+    }
+
     /// Appends every key of `other`.
     public mutating func append(contentsOf other: KeyBatch) {
         let base = storage.count
