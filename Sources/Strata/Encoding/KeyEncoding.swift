@@ -100,20 +100,14 @@ public enum KeyEncoding {
 
     /// Appends one element.
     public static func append(_ element: Element, to out: inout [UInt8]) {
+        if let (code, word, count) = fixed(element) {
+            out.append(code)
+            if count == 9 { appendBigEndian(word, to: &out) }
+            return
+        }
         switch element {
-        case .null:
-            out.append(0x00)
-        case .bool(let v):
-            out.append(v ? 0x11 : 0x10)
-        case .int(let v):
-            out.append(0x20)
-            appendBigEndian(UInt64(bitPattern: v) ^ (1 << 63), to: &out)
-        case .uint(let v):
-            out.append(0x21)
-            appendBigEndian(v, to: &out)
-        case .double(let v):
-            out.append(0x30)
-            appendBigEndian(totalOrderBits(v), to: &out)
+        case .null, .bool, .int, .uint, .double:
+            break
         case .string(let v):
             out.append(0x40)
             // ASCII text is already in NFC; only the rest pays for
@@ -197,6 +191,21 @@ public enum KeyEncoding {
             }
         }
         return result
+    }
+
+    /// An element that encodes to a fixed width (nil, a Bool, an integer,
+    /// a Double) as its type code, the 8 bytes after the code as a
+    /// big-endian word (zero for nil and Bools, which have none), and its
+    /// encoded length (1 or 9); nil for strings, bytes and UUIDs.
+    @inline(__always) static func fixed(_ element: Element) -> (code: UInt8, word: UInt64, count: Int)? {
+        switch element {
+        case .null: return (0x00, 0, 1)
+        case .bool(let v): return (v ? 0x11 : 0x10, 0, 1)
+        case .int(let v): return (0x20, UInt64(bitPattern: v) ^ (1 << 63), 9)
+        case .uint(let v): return (0x21, v, 9)
+        case .double(let v): return (0x30, totalOrderBits(v), 9)
+        case .string, .bytes, .uuid: return nil
+        }
     }
 
     /// The bits a Double is encoded with: as unsigned integers they sort

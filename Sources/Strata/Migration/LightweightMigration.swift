@@ -331,70 +331,6 @@ struct LightweightMigration {
         (try? KeyEncoding.decode(key)).map(KeyEncoding.Element.describe) ?? "an undecodable key"
     }
 
-    /// Keys built during a scan: their bytes back to back, and each key's
-    /// place and row.
-    struct FlatKeys {
-        var bytes: [UInt8] = []
-        var entries: [(offset: Int, length: Int, row: Int64)] = []
-
-        /// Sorts the entries into key order (ties by row). The sort moves
-        /// (first 16 key bytes as two words, entry) triples and compares
-        /// integers — an index key's tag and 8-byte number, then the row's
-        /// — and compares whole keys only where those bytes tie.
-        mutating func sort() {
-            guard !entries.isEmpty, !bytes.isEmpty else { return }
-            let order: [Int] = bytes.withUnsafeBytes { raw in
-                let base = raw.baseAddress!
-                // Bytes `from..<from + 8` of an entry as a big-endian word,
-                // zero-padded past its end.
-                func word(_ entry: (offset: Int, length: Int, row: Int64), _ from: Int) -> UInt64 {
-                    if entry.length >= from + 8 {
-                        return UInt64(bigEndian: base.loadUnaligned(fromByteOffset: entry.offset + from, as: UInt64.self))
-                    }
-                    var word: UInt64 = 0
-                    for i in from..<max(from, entry.length) {
-                        word |= UInt64(base.load(fromByteOffset: entry.offset + i, as: UInt8.self)) << (56 - 8 * (i - from))
-                    }
-                    return word
-                }
-                var keys: [(high: UInt64, low: UInt64, index: Int)] = []
-                keys.reserveCapacity(entries.count)
-                for (index, entry) in entries.enumerated() { keys.append((word(entry, 0), word(entry, 8), index)) }
-                let entries = entries
-                keys.sort { x, y in
-                    if x.high != y.high { return x.high < y.high }
-                    if x.low != y.low { return x.low < y.low }
-                    let a = entries[x.index]
-                    let b = entries[y.index]
-                    let c = memcmp(base + a.offset, base + b.offset, min(a.length, b.length))
-                    if c != 0 { return c < 0 }
-                    if a.length != b.length { return a.length < b.length }
-                    return a.row < b.row
-                }
-                return keys.map(\.index)
-            }
-            entries = order.map { entries[$0] }
-        }
-
-        /// The keys in their order, for `WriteTransaction.put(sortedKeys:values:in:)`.
-        func batch() -> KeyBatch {
-            var batch = KeyBatch(capacity: entries.count, bytes: entries.isEmpty ? 0 : bytes.count / entries.count)
-            bytes.withUnsafeBytes { raw in
-                for entry in entries {
-                    batch.append(count: entry.length) { target in
-                        target.copyMemory(
-                            from: UnsafeRawBufferPointer(rebasing: raw[entry.offset..<(entry.offset + entry.length)]))
-                    }
-                }
-            }
-            return batch
-        }
-
-        func key(_ index: Int) -> ArraySlice<UInt8> {
-            bytes[entries[index].offset..<(entries[index].offset + entries[index].length)]
-        }
-    }
-
     struct Pair: Hashable, Comparable {
         var first: Int64
         var second: Int64
@@ -521,57 +457,38 @@ struct LightweightMigration {
         guard !groups.isEmpty || !reverse.isEmpty else { return }
         let records = try tx.tree(entity.recordTree)
         let total = try tx.count(records)
-        // Each group's keys in one flat buffer, with (offset, length, row)
-        // per key: a million keys cost two allocations, not a million.
-        var groupKeys = Array(repeating: FlatKeys(), count: groups.count)
-        for (index, group) in groups.enumerated() {
-            // Room for every row's key up front: growing a buffer of
-            // millions of keys copies it again and again. (Untouched
-            // capacity costs address space, not memory.)
-            groupKeys[index].entries.reserveCapacity(total)
-            groupKeys[index].bytes.reserveCapacity(total * (group.properties.count * 24 + 10))
-        }
+        var groupKeys = groups.map { IndexKeys($0, rows: total) }
         var reverseKeys = Array(repeating: [Pair](), count: reverse.count)
         var done = 0
         let cursor = try tx.cursor(records)
         if try cursor.first() {
-            try cursor.forEachEntry { key, value in
-                let row = try RowKey.decode(key)
-                var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
-                for (index, group) in groups.enumerated() {
-                    let start = groupKeys[index].bytes.count
-                    for property in group.properties {
-                        let element: KeyEncoding.Element
-                        if case .scalar(let scalar) = try reader.queryValue(field: property.field, kind: property.storedKind) {
-                            element = scalar
-                        } else {
-                            element = .null
+            try groupKeys.withUnsafeMutableBufferPointer { groupKeys in
+                try cursor.forEachEntry { key, value in
+                    let row = try RowKey.decode(key)
+                    var reader = try _RecordReader(borrowing: value, entity: entity, row: row)
+                    for index in groupKeys.indices { try groupKeys[index].add(&reader, row: row) }
+                    for (index, relationship) in reverse.enumerated() {
+                        if let target = try reader.toOneRow(field: relationship.field) {
+                            reverseKeys[index].append(Pair(target, row))
                         }
-                        KeyEncoding.append(element, to: &groupKeys[index].bytes)
                     }
-                    if group.kind == .index { KeyEncoding.append(.int(row), to: &groupKeys[index].bytes) }
-                    groupKeys[index].entries.append((start, groupKeys[index].bytes.count - start, row))
-                }
-                for (index, relationship) in reverse.enumerated() {
-                    if let target = try reader.toOneRow(field: relationship.field) {
-                        reverseKeys[index].append(Pair(target, row))
+                    done += 1
+                    if done % 65536 == 0 {
+                        progress?(
+                            MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
                     }
+                    return true
                 }
-                done += 1
-                if done % 65536 == 0 {
-                    progress?(MigrationProgress(entityName: entity.name, step: "indexing", completedRows: done, totalRows: total))
-                }
-                return true
             }
         }
-        for (index, group) in groups.enumerated() {
+        for index in groupKeys.indices {
             groupKeys[index].sort()
             let keys = groupKeys[index]
+            let group = keys.group
             if group.kind == .unique {
                 var collisions: [String] = []
-                for i in keys.entries.indices.dropFirst() where keys.key(i) == keys.key(i - 1) {
-                    collisions.append(
-                        "rows \(keys.entries[i - 1].row) and \(keys.entries[i].row) share \(values(Array(keys.key(i))))")
+                for i in 1..<max(keys.count, 1) where keys.sharesValues(i) {
+                    collisions.append("rows \(keys.row(i - 1)) and \(keys.row(i)) share \(values(keys.value(i)))")
                 }
                 if !collisions.isEmpty {
                     let shown = collisions.prefix(20).joined(separator: "; ")
@@ -584,8 +501,10 @@ struct LightweightMigration {
             let tree = try tx.tree(group.treeName)
             try tx.clear(tree)
             let unique = group.kind == .unique
-            try tx.put(sortedKeys: keys.batch(), values: { unique ? RowKey.encode(keys.entries[$0].row) : [] }, in: tree)
-            groupKeys[index] = FlatKeys()
+            try keys.forEachBatch { batch, first in
+                try tx.put(sortedKeys: batch, values: { unique ? RowKey.encode(keys.row(first + $0)) : [] }, in: tree)
+            }
+            groupKeys[index] = IndexKeys(group, rows: 0)
         }
         for (index, relationship) in reverse.enumerated() {
             let tree = try tx.tree(relationship.tree)
