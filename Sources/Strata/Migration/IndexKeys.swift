@@ -46,11 +46,13 @@ struct IndexKeys {
         }
         // Room for every row up front: growing buffers of millions of
         // entries copies them again and again. (Untouched capacity costs
-        // address space, not memory.)
-        entries.reserveCapacity(rows)
+        // address space, not memory.) The count comes from the file: past
+        // 16M rows the buffers grow as they fill.
+        let room = min(max(rows, 0), 1 << 24)
+        entries.reserveCapacity(room)
         if !fixedWidth {
-            places.reserveCapacity(rows)
-            bytes.reserveCapacity(rows * group.properties.count * 24)
+            places.reserveCapacity(room)
+            bytes.reserveCapacity(room * min(group.properties.count, 64) * 24)
         }
     }
 
