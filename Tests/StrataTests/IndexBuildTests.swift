@@ -151,7 +151,8 @@ final class IndexBuildTests: StoreTestCase {
             XCTAssertEqual(error as? SwiftDataError, .uniqueConstraintViolation)
             let message = (error as? SwiftDataError)?.message ?? ""
             XCTAssertTrue(message.contains("2 collision(s)"), message)
-            XCTAssertTrue(message.contains("rows 11 and 21 share"), message)
+            XCTAssertTrue(
+                message.contains("rows 11 and 21 share (\"a label that is longer than sixteen bytes, number 10\")"), message)
             XCTAssertTrue(message.contains("rows 12 and 22 share"), message)
         }
     }

@@ -102,7 +102,7 @@ public enum KeyEncoding {
     public static func append(_ element: Element, to out: inout [UInt8]) {
         if let (code, word, count) = fixed(element) {
             out.append(code)
-            if count == 9 { appendBigEndian(word, to: &out) }
+            if count > 1 { appendBigEndian(word, to: &out) }
             return
         }
         switch element {
@@ -198,14 +198,35 @@ public enum KeyEncoding {
     /// big-endian word (zero for nil and Bools, which have none), and its
     /// encoded length (1 or 9); nil for strings, bytes and UUIDs.
     @inline(__always) static func fixed(_ element: Element) -> (code: UInt8, word: UInt64, count: Int)? {
+        let (code, word): (UInt8, UInt64)
         switch element {
-        case .null: return (0x00, 0, 1)
-        case .bool(let v): return (v ? 0x11 : 0x10, 0, 1)
-        case .int(let v): return (0x20, UInt64(bitPattern: v) ^ (1 << 63), 9)
-        case .uint(let v): return (0x21, v, 9)
-        case .double(let v): return (0x30, totalOrderBits(v), 9)
+        case .null: (code, word) = (0x00, 0)
+        case .bool(let v): (code, word) = (v ? 0x11 : 0x10, 0)
+        case .int(let v): (code, word) = signed(v)
+        case .uint(let v): (code, word) = (0x21, v)
+        case .double(let v): (code, word) = (0x30, totalOrderBits(v))
         case .string, .bytes, .uuid: return nil
         }
+        return (code, word, fixedCount(code: code))
+    }
+
+    /// A signed integer's type code and word (sign bit flipped).
+    @inline(__always) static func signed(_ v: Int64) -> (code: UInt8, word: UInt64) {
+        (0x20, UInt64(bitPattern: v) ^ (1 << 63))
+    }
+
+    /// The encoded length of a fixed-width element with type code `code`:
+    /// 1 for nil and Bools, 9 for the codes followed by a word.
+    @inline(__always) static func fixedCount(code: UInt8) -> Int { code >= 0x20 ? 9 : 1 }
+
+    /// Writes a fixed-width element (see ``fixed(_:)``) at `target` and
+    /// returns its length.
+    @discardableResult @inline(__always)
+    static func store(code: UInt8, word: UInt64, at target: UnsafeMutableRawPointer) -> Int {
+        target.storeBytes(of: code, as: UInt8.self)
+        let count = fixedCount(code: code)
+        if count > 1 { target.storeBytes(of: word.bigEndian, toByteOffset: 1, as: UInt64.self) }
+        return count
     }
 
     /// The bits a Double is encoded with: as unsigned integers they sort

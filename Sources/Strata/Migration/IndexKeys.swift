@@ -36,23 +36,20 @@ struct IndexKeys {
         self.group = group
         field = group.properties.first?.field ?? 0
         kind = group.properties.first?.storedKind ?? .opaque
-        if group.properties.count == 1 {
-            switch group.properties[0].storedKind {
-            case .bool, .signed, .unsigned, .double, .float, .date: fixedWidth = true
-            default: fixedWidth = false
-            }
-        } else {
-            fixedWidth = false
+        switch kind {
+        case .bool, .signed, .unsigned, .double, .float, .date: fixedWidth = group.properties.count == 1
+        default: fixedWidth = false
         }
         // Room for every row up front: growing buffers of millions of
         // entries copies them again and again. (Untouched capacity costs
         // address space, not memory.) The count comes from the file: past
-        // 16M rows the buffers grow as they fill.
+        // 16M rows, or 256 MiB of value bytes, the buffers grow as they
+        // fill.
         let room = min(max(rows, 0), 1 << 24)
         entries.reserveCapacity(room)
         if !fixedWidth {
             places.reserveCapacity(room)
-            bytes.reserveCapacity(room * min(group.properties.count, 64) * 24)
+            bytes.reserveCapacity(min(room * group.properties.count * 24, 1 << 28))
         }
     }
 
@@ -140,26 +137,21 @@ struct IndexKeys {
     }
 
     /// The row of the key at `index` (after `sort()`).
-    func row(_ index: Int) -> Int64 {
-        fixedWidth ? entries[index].payload : places[Int(entries[index].payload)].row
+    func row(_ index: Int) -> Int64 { row(of: entries[index]) }
+
+    private func row(of entry: RadixSort.Entry) -> Int64 {
+        fixedWidth ? entry.payload : places[Int(entry.payload)].row
     }
 
     /// The values of the key at `index`, encoded.
     func value(_ index: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        append(value: index, to: &out)
-        return out
-    }
-
-    private func append(value index: Int, to out: inout [UInt8]) {
         let entry = entries[index]
-        if fixedWidth {
-            let code = UInt8(truncatingIfNeeded: entry.high >> 56)
-            out.append(code)
-            if code >= 0x20 { withUnsafeBytes(of: (entry.high << 8 | entry.low >> 56).bigEndian) { out.append(contentsOf: $0) } }
-        } else {
-            let place = places[Int(entry.payload)]
-            out.append(contentsOf: bytes[place.offset..<(place.offset + place.length)])
+        let length = valueLength(entry)
+        return bytes.withUnsafeBytes { raw in
+            [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+                if let target = buffer.baseAddress { writeValue(entry, raw, to: UnsafeMutableRawPointer(target)) }
+                initialized = length
+            }
         }
     }
 
@@ -172,52 +164,58 @@ struct IndexKeys {
         return x.length == y.length && bytes[x.offset..<(x.offset + x.length)] == bytes[y.offset..<(y.offset + y.length)]
     }
 
+    /// The type code and word of a fixed-width entry's value.
+    @inline(__always) private static func fixed(_ entry: RadixSort.Entry) -> (code: UInt8, word: UInt64) {
+        (UInt8(truncatingIfNeeded: entry.high >> 56), entry.high << 8 | entry.low >> 56)
+    }
+
+    /// The encoded length of `entry`'s values.
+    @inline(__always) private func valueLength(_ entry: RadixSort.Entry) -> Int {
+        fixedWidth ? KeyEncoding.fixedCount(code: Self.fixed(entry).code) : places[Int(entry.payload)].length
+    }
+
+    /// Writes `entry`'s encoded values (``valueLength(_:)`` bytes) at
+    /// `target`; `raw` is `bytes`.
+    @inline(__always) private func writeValue(
+        _ entry: RadixSort.Entry, _ raw: UnsafeRawBufferPointer, to target: UnsafeMutableRawPointer
+    ) {
+        if fixedWidth {
+            let (code, word) = Self.fixed(entry)
+            KeyEncoding.store(code: code, word: word, at: target)
+        } else {
+            let place = places[Int(entry.payload)]
+            if let base = raw.baseAddress { target.copyMemory(from: base + place.offset, byteCount: place.length) }
+        }
+    }
+
     /// Calls `body` with the keys in their order (the values, then for an
     /// index the row), a batch of up to `batchSize` at a time, and the
     /// index of each batch's first key. One batch's buffers serve them
     /// all: they stay in the cache, and a million keys do not need tens
     /// of megabytes of fresh memory.
     func forEachBatch(_ batchSize: Int = 16_384, _ body: (KeyBatch, Int) throws -> Void) throws {
-        let suffix = group.kind == .index ? 9 : 0
+        // An index key ends with its row, a signed integer.
+        let suffix = group.kind == .index ? KeyEncoding.fixedCount(code: KeyEncoding.signed(0).code) : 0
         var batch = KeyBatch(capacity: batchSize, bytes: (fixedWidth ? 9 : bytes.count / max(entries.count, 1)) + suffix)
         var start = 0
         while start < entries.count {
             let end = min(entries.count, start + batchSize)
             batch.removeAll()
-            append(start..<end, suffix: suffix, to: &batch)
-            try body(batch, start)
-            start = end
-        }
-    }
-
-    private func append(_ range: Range<Int>, suffix: Int, to batch: inout KeyBatch) {
-        bytes.withUnsafeBytes { raw in
-            for entry in entries[range] {
-                let length: Int
-                var word: UInt64 = 0
-                if fixedWidth {
-                    word = entry.high << 8 | entry.low >> 56
-                    length = entry.high >> 56 >= 0x20 ? 9 : 1
-                } else {
-                    length = places[Int(entry.payload)].length
-                }
-                let row = fixedWidth ? entry.payload : places[Int(entry.payload)].row
-                batch.append(count: length + suffix) { target in
-                    if fixedWidth {
-                        target[0] = UInt8(truncatingIfNeeded: entry.high >> 56)
-                        if length == 9 { target.storeBytes(of: word.bigEndian, toByteOffset: 1, as: UInt64.self) }
-                    } else {
-                        let offset = places[Int(entry.payload)].offset
-                        target.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + length)]))
-                    }
-                    if suffix > 0 {
-                        // KeyEncoding's signed integer: code 0x20, sign bit flipped.
-                        target[length] = 0x20
-                        target.storeBytes(
-                            of: (UInt64(bitPattern: row) ^ (1 << 63)).bigEndian, toByteOffset: length + 1, as: UInt64.self)
+            bytes.withUnsafeBytes { raw in
+                for entry in entries[start..<end] {
+                    let length = valueLength(entry)
+                    batch.append(count: length + suffix) { target in
+                        guard let target = target.baseAddress else { return }
+                        writeValue(entry, raw, to: target)
+                        if suffix > 0 {
+                            let (code, word) = KeyEncoding.signed(row(of: entry))
+                            KeyEncoding.store(code: code, word: word, at: target + length)
+                        }
                     }
                 }
             }
+            try body(batch, start)
+            start = end
         }
     }
 }

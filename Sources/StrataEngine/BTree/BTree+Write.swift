@@ -114,8 +114,7 @@ struct BTreeWriter {
             if !appending, try redistribute(path: path, number: number, index: index, cell: cell, size: size) {
                 return !found
             }
-            try splitInsert(
-                path: &path, number: number, index: index, cell: cell, size: size, appending: rightmost && index == leaf.count)
+            try splitInsert(path: &path, number: number, index: index, cell: cell, size: size, appending: appending)
         }
         return !found
     }
@@ -349,7 +348,8 @@ struct BTreeWriter {
         let isLeaf = node.isLeaf
         if appending && isLeaf && index == node.count && index > 0 {
             // An append at the tree's right edge: the full leaf keeps its
-            // cells where they are, and the new cell starts a right page.
+            // cells where they are, and the new cell starts a right page,
+            // so sequential loads pack densely.
             let (rightNumber, rightPage) = try tx.allocate()
             Node.format(rightPage, leaf: true)
             let right = Node(page: rightPage)
@@ -386,21 +386,16 @@ struct BTreeWriter {
         }
         let oldRight = node.rightChild
         // Choose the split: left keeps cells [0, k), right gets [k, n) (for a
-        // branch, cell k moves up instead). Appends at the right edge of the
-        // tree leave the left page full, so sequential loads pack densely.
-        var k: Int
-        if appending && isLeaf {
-            k = n - 1
-        } else {
-            let total = sizes.reduce(0, +) + 2 * n
-            var acc = 0
-            k = 0
-            while k < n - 1 && acc + sizes[k] + 2 <= total / 2 {
-                acc += sizes[k] + 2
-                k += 1
-            }
-            k = max(1, min(k, isLeaf ? n - 1 : n - 2))
+        // branch, cell k moves up instead), about half the bytes each.
+        // (Appends at the right edge took the path above.)
+        let total = sizes.reduce(0, +) + 2 * n
+        var acc = 0
+        var k = 0
+        while k < n - 1 && acc + sizes[k] + 2 <= total / 2 {
+            acc += sizes[k] + 2
+            k += 1
         }
+        k = max(1, min(k, isLeaf ? n - 1 : n - 2))
         let (rightNumber, rightPage) = try tx.allocate()
         let right = Node(page: rightPage)
         node.format(leaf: isLeaf)
