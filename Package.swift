@@ -7,10 +7,20 @@ let package = Package(
     products: [
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
+        // Sync through PostgreSQL (postgres-nio); an app that uses only
+        // `Strata` builds none of its dependencies.
+        .library(name: "StrataSync", targets: ["StrataSync"]),
         .library(name: "StrataTesting", targets: ["StrataTesting"]),
         .library(name: "StrataObjectTesting", targets: ["StrataObjectTesting"]),
         .executable(name: "trips", targets: ["trips"]),
         .executable(name: "strata", targets: ["StrataCLI"]),
+    ],
+    traits: [
+        .trait(
+            name: "Sync",
+            description: "StrataSync's PostgreSQL transport (postgres-nio). On by default; a build that turns it off "
+                + "(`--disable-default-traits`) compiles StrataSync without a server to talk to."),
+        .default(enabledTraits: ["Sync"]),
     ],
     dependencies: [
         // Every swift-syntax from 600 to 603 builds the macros (CI tests the
@@ -20,6 +30,11 @@ let package = Package(
         // `swift package generate-documentation` (the DocC catalog in
         // Sources/Strata/Strata.docc); a plugin, not linked into anything.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // StrataSync's transport (the Sync trait).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
@@ -37,6 +52,16 @@ let package = Package(
             ]
         ),
         .target(name: "Strata", dependencies: ["StrataEngine", "StrataMacros", "CZlib"]),
+        .target(
+            name: "StrataSync",
+            dependencies: [
+                "Strata",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Sync"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Sync"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Sync"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Sync"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Sync"])),
+            ]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine"]),
         // The object-store fuzz harness and its models (Fuzz/, and the
         // replay in StrataTests).
@@ -71,6 +96,7 @@ let package = Package(
             name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
+        .testTarget(name: "StrataSyncTests", dependencies: ["Strata", "StrataSync", "StrataTesting"]),
         .testTarget(
             name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer", "strata-stress-worker"]),
     ]

@@ -181,6 +181,7 @@ extension ModelContext {
                 store.wroteHistory(token)
             }
             if let mark { try SaveMark.write(mark.number, stores: mark.stores, in: tx) }
+            if let beforeCommit { try beforeCommit(tx) }
             try store.checkSave(tx)
             prepared.savedChanges = save.changes
             prepared.sideEffects = save.sideEffects
@@ -322,6 +323,7 @@ extension ModelContext {
         inserted = []
         changed = [:]
         deleted = [:]
+        beforeCommit = nil
         clearMarkedRows()
         if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }
         return SavedIdentifiers(inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs)

@@ -45,6 +45,9 @@ public final class ModelContext: _RelatedModelLoader {
     var isMainContext = false {
         didSet { for part in parts { part.isMainContext = isMainContext } }
     }
+    /// Writes of sync's own trees that commit with this context's next
+    /// save, in its transaction, after every model is written.
+    package var beforeCommit: ((WriteTransaction) throws -> Void)?
     /// With several configurations, one context per part of the container
     /// (``ModelContainer/parts``), to which this context routes each call;
     /// empty otherwise.

@@ -1,0 +1,496 @@
+import Foundation
+import StrataEngine
+
+/// The local half of sync: what a store keeps to take part in a zone, and
+/// the two conversions between saves and ``SyncChangeSet``s. `StrataSync`
+/// moves change sets to and from the server; everything here runs on this
+/// machine, in the store's own transactions.
+///
+/// The store keeps, beside its models:
+/// - `sync.meta`: `zone` (the zone's name), `device` (this store's 16-byte
+///   identifier in the zone), `position` (the server sequence number of the
+///   last server change applied here), `pushed` (the history token of the
+///   last local save the server acknowledged), `prepared` (the history
+///   token through which local saves have been turned into outbox entries).
+/// - `sync.ids`: global identifier → 1, row (8 bytes), entity name for a
+///   model of this store; 2, entity name for a deleted one (a delete wins:
+///   a later change to it is ignored).
+/// - `sync.rows`: entity name, 0, row (8 bytes) → global identifier.
+/// - `sync.outbox`: history token → the change set to push for that save.
+///
+/// The outbox is the local history: a save is in it from its commit until
+/// the server acknowledges it, across restarts. Saves authored
+/// ``SyncReplica/author`` (applied from the server) are never pushed back.
+///
+/// Not thread-safe: one caller (StrataSync's worker) uses a replica.
+package final class SyncReplica {
+    /// The author of every save that applies server changes.
+    package static let author = "sync"
+
+    package let container: ModelContainer
+    var store: Store { container.store }
+    var schema: Schema { container.schema }
+
+    static let metaTree = "sync.meta"
+    static let idsTree = "sync.ids"
+    static let rowsTree = "sync.rows"
+    static let outboxTree = "sync.outbox"
+
+    /// The trees above: kept by a migration, cleared by nothing but sync.
+    package static let trees: Set<String> = [metaTree, idsTree, rowsTree, outboxTree]
+
+    package init(container: ModelContainer) throws(Refusal) {
+        guard container.parts.isEmpty else {
+            throw Refusal("a container with several stores cannot sync yet: give sync a container of one store")
+        }
+        guard container.store.recordsHistory else {
+            throw Refusal("sync needs the store's history, and the configuration does not record it")
+        }
+        guard container.store.allowsSave, container.allowsSave else {
+            throw Refusal("sync needs a store that allows saving (allowsSave is false)")
+        }
+        self.container = container
+    }
+
+    /// Why a container cannot sync as asked.
+    package struct Refusal: Error, CustomStringConvertible {
+        package let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// What the store knows of its place in a zone.
+    package struct State: Sendable, Equatable {
+        package var zone: String?
+        package var device: SyncID?
+        /// The server sequence number of the last server change applied.
+        package var position: Int64 = 0
+        /// The last local save the server acknowledged.
+        package var pushedThrough: Int64 = 0
+        /// Local saves not acknowledged yet (those with nothing to push
+        /// included until they are prepared).
+        package var pendingSaves = 0
+    }
+
+    /// The store's sync state; a store that never synced has no zone.
+    package func state() throws -> State {
+        try store.read { tx in
+            var state = try Self.readMeta(tx)
+            let prepared = try Self.number("prepared", tx)
+            let outbox = try tx.treeIfPresent(Self.outboxTree)
+            var pending = 0
+            if let outbox {
+                try tx.forEach(outbox) { _, _ in
+                    pending += 1
+                    return true
+                }
+            }
+            let last = try HistoryLog.lastToken(tx)
+            if last > prepared {
+                pending += try HistoryLog.readRaw(tx, after: prepared, through: last).filter { $0.author != Self.author }.count
+            }
+            state.pendingSaves = pending
+            return state
+        }
+    }
+
+    /// Joins `zone`: the first time, records the zone and makes the device's
+    /// identifier; later, checks the store belongs to that zone.
+    package func join(zone: String) throws -> State {
+        try store.write { tx in
+            let meta = try tx.treeIfPresent(Self.metaTree) ?? tx.createTree(Self.metaTree)
+            if let stored = try tx.get(Array("zone".utf8), in: meta) {
+                let name = String(decoding: stored, as: UTF8.self)
+                guard name == zone else {
+                    throw Refusal("the store syncs with zone \"\(name)\", not \"\(zone)\"")
+                }
+            } else {
+                try tx.put(Array("zone".utf8), Array(zone.utf8), in: meta)
+                try tx.put(Array("device".utf8), SyncID.make().bytes, in: meta)
+                // Saves made before the store joined are not pushed as
+                // saves (an initial upload of existing models is separate).
+                let last = try HistoryLog.lastToken(tx)
+                try tx.put(Array("pushed".utf8), RowKey.encode(last), in: meta)
+                try tx.put(Array("prepared".utf8), RowKey.encode(last), in: meta)
+            }
+        }
+        return try state()
+    }
+
+    private static func readMeta(_ tx: ReadTransaction) throws -> State {
+        var state = State()
+        guard let meta = try tx.treeIfPresent(metaTree) else { return state }
+        state.zone = try tx.get(Array("zone".utf8), in: meta).map { String(decoding: $0, as: UTF8.self) }
+        if let device = try tx.get(Array("device".utf8), in: meta) {
+            guard device.count == 16 else { throw SwiftDataError(.corruptRecord, "sync.meta: a device of \(device.count) bytes") }
+            state.device = SyncID(bytes: device)
+        }
+        state.position = try number("position", tx)
+        state.pushedThrough = try number("pushed", tx)
+        return state
+    }
+
+    private static func number(_ key: String, _ tx: ReadTransaction) throws -> Int64 {
+        guard let meta = try tx.treeIfPresent(metaTree), let bytes = try tx.get(Array(key.utf8), in: meta) else { return 0 }
+        return try RowKey.decode(bytes)
+    }
+
+    private static func setNumber(_ key: String, _ value: Int64, _ tx: WriteTransaction) throws {
+        let meta = try tx.treeIfPresent(metaTree) ?? tx.createTree(metaTree)
+        try tx.put(Array(key.utf8), RowKey.encode(value), in: meta)
+    }
+
+    // MARK: - Identifiers
+
+    static func rowKey(_ entity: String, _ row: Int64) -> [UInt8] { Array(entity.utf8) + [0] + RowKey.encode(row) }
+
+    /// Where a global identifier lives here.
+    enum Place: Equatable {
+        case row(Int64)
+        case deleted
+    }
+
+    static func place(of id: SyncID, _ tx: ReadTransaction) throws -> Place? {
+        guard let tree = try tx.treeIfPresent(idsTree), let value = try tx.get(id.bytes, in: tree) else { return nil }
+        switch value.first {
+        case 1 where value.count >= 9: return .row(try RowKey.decode(Array(value[1..<9])))
+        case 2: return .deleted
+        default: throw SwiftDataError(.corruptRecord, "sync.ids: a damaged entry for \(id)")
+        }
+    }
+
+    static func id(of entity: String, row: Int64, _ tx: ReadTransaction) throws -> SyncID? {
+        guard let tree = try tx.treeIfPresent(rowsTree), let value = try tx.get(rowKey(entity, row), in: tree) else {
+            return nil
+        }
+        guard value.count == 16 else {
+            throw SwiftDataError(.corruptRecord, "sync.rows: a damaged entry for \(entity) row \(row)")
+        }
+        return SyncID(bytes: value)
+    }
+
+    static func map(_ id: SyncID, entity: String, row: Int64, _ tx: WriteTransaction) throws {
+        let ids = try tx.treeIfPresent(idsTree) ?? tx.createTree(idsTree)
+        let rows = try tx.treeIfPresent(rowsTree) ?? tx.createTree(rowsTree)
+        try tx.put(id.bytes, [1] + RowKey.encode(row) + Array(entity.utf8), in: ids)
+        // The first identifier a row had stays its own: an identifier
+        // merged into it (a unique constraint's upsert) points at it too.
+        if try tx.get(rowKey(entity, row), in: rows) == nil { try tx.put(rowKey(entity, row), id.bytes, in: rows) }
+    }
+
+    static func markDeleted(_ id: SyncID, entity: String, row: Int64?, _ tx: WriteTransaction) throws {
+        let ids = try tx.treeIfPresent(idsTree) ?? tx.createTree(idsTree)
+        try tx.put(id.bytes, [2] + Array(entity.utf8), in: ids)
+        if let row, let rows = try tx.treeIfPresent(rowsTree) { try tx.delete(rowKey(entity, row), in: rows) }
+    }
+
+    // MARK: - Push
+
+    /// Turns the local saves not prepared yet into outbox entries (one per
+    /// save that changed something sync carries) and returns the whole
+    /// outbox in save order. A model gets its global identifier here, in
+    /// the same transaction as the entry that first names it, so a retry
+    /// after a crash sends the same identifiers.
+    package func prepareOutbox() throws -> [(token: Int64, payload: [UInt8])] {
+        let schema = schema
+        try store.write { tx in
+            let prepared = try Self.number("prepared", tx)
+            let last = try HistoryLog.lastToken(tx)
+            guard last > prepared else { return }
+            let outbox = try tx.treeIfPresent(Self.outboxTree) ?? tx.createTree(Self.outboxTree)
+            for raw in try HistoryLog.readRaw(tx, after: prepared, through: last) where raw.author != Self.author {
+                var set = SyncChangeSet()
+                for change in raw.changes {
+                    guard let entity = schema.entity(named: change.entity) else { continue }
+                    switch change.kind {
+                    case .delete:
+                        guard let id = try Self.id(of: entity.name, row: change.row, tx) else { continue }
+                        set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity.name, id: id))
+                        try Self.markDeleted(id, entity: entity.name, row: change.row, tx)
+                    case .insert, .update:
+                        guard let tree = try tx.treeIfPresent(entity.recordTree),
+                            let record = try tx.get(RowKey.encode(change.row), in: tree)
+                        else { continue }  // deleted since: its delete follows
+                        var kind = SyncChangeSet.Kind.update
+                        var only: Set<String>? = Set(change.attributes)
+                        let id: SyncID
+                        if let known = try Self.id(of: entity.name, row: change.row, tx) {
+                            id = known
+                            if change.kind == .insert { only = nil }
+                        } else {
+                            // New to the zone: sent whole.
+                            id = SyncID.make()
+                            try Self.map(id, entity: entity.name, row: change.row, tx)
+                            kind = .insert
+                            only = nil
+                        }
+                        let fields = try Self.fields(of: record, entity: entity, row: change.row, only: only)
+                        if kind == .update && fields.isEmpty { continue }
+                        set.changes.append(SyncChangeSet.Change(kind: kind, entity: entity.name, id: id, fields: fields))
+                    }
+                }
+                if !set.changes.isEmpty { try tx.put(RowKey.encode(raw.token), set.encode(), in: outbox) }
+            }
+            try Self.setNumber("prepared", last, tx)
+        }
+        return try store.read { tx in
+            guard let outbox = try tx.treeIfPresent(Self.outboxTree) else { return [] }
+            var entries: [(token: Int64, payload: [UInt8])] = []
+            try tx.forEach(outbox) { key, value in
+                entries.append((try RowKey.decode(key), value))
+                return true
+            }
+            return entries
+        }
+    }
+
+    /// The attributes sync carries (every stored attribute but those kept
+    /// outside the record), `only` those named when given, as the record
+    /// holds them; an attribute the record lacks is sent as its default.
+    static func fields(of record: [UInt8], entity: Schema.Entity, row: Int64, only: Set<String>?) throws
+        -> [SyncChangeSet.Field]
+    {
+        var result: [SyncChangeSet.Field] = []
+        var present = Set<Int>()
+        try record.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+            for field in try reader.fields() {
+                guard field.field < entity.properties.count else { continue }
+                let property = entity.properties[field.field]
+                guard Self.carries(property, entity), only?.contains(property.name) ?? true else { continue }
+                present.insert(field.field)
+                result.append(
+                    SyncChangeSet.Field(
+                        name: property.name, wire: field.slot.wire,
+                        value: Array(raw[field.valueStart..<field.slot.end])))
+            }
+        }
+        for property in entity.properties
+        where !present.contains(property.field) && Self.carries(property, entity) && (only?.contains(property.name) ?? true) {
+            if let (wire, value) = try _RecordReader.defaultEncoding(of: property.field, entity: entity, row: row) {
+                result.append(SyncChangeSet.Field(name: property.name, wire: wire, value: value))
+            } else {
+                result.append(SyncChangeSet.Field(name: property.name, wire: RecordFormat.null, value: []))
+            }
+        }
+        return result
+    }
+
+    /// Whether sync carries `property`: stored attributes in the record.
+    /// Relationships and `.externalStorage` data are not carried yet.
+    static func carries(_ property: Schema.Property, _ entity: Schema.Entity) -> Bool {
+        property is Schema.Attribute && entity.externalTrees[property.field] == nil
+    }
+
+    /// Records that the server took local save `token` as change `seq`,
+    /// the zone's next change after everything applied here.
+    package func acknowledge(token: Int64, seq: Int64) throws {
+        try store.write { tx in
+            if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
+            try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+            try Self.setNumber("position", seq, tx)
+        }
+    }
+
+    // MARK: - Pull
+
+    /// A server change that this store cannot apply: its payload does not
+    /// decode, or names what the schema does not hold, or holds a value of
+    /// the wrong type. The store is unchanged.
+    package struct DamagedChange: Error, CustomStringConvertible {
+        package let seq: Int64
+        package let reason: String
+        package var description: String { "server change \(seq): \(reason)" }
+    }
+
+    /// What applying a server change did here.
+    package struct Applied: Sendable {
+        package var inserted: [PersistentIdentifier] = []
+        package var updated: [PersistentIdentifier] = []
+        package var deleted: [PersistentIdentifier] = []
+        package var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+        package init() {}
+    }
+
+    /// Applies server change `seq` (pushed by `device` as its save `token`)
+    /// as one save authored ``author``, and moves the position to `seq` in
+    /// the same transaction. This device's own change is an acknowledgment:
+    /// it is here already.
+    ///
+    /// Attributes that local saves not yet pushed changed keep their local
+    /// values: those saves come later in the zone's order, so every device
+    /// ends with them.
+    @discardableResult
+    package func apply(seq: Int64, device: SyncID, token: Int64, payload: [UInt8]) throws -> Applied {
+        let state = try store.read { tx in try Self.readMeta(tx) }
+        if device == state.device {
+            try acknowledge(token: token, seq: seq)
+            return Applied()
+        }
+        let set: SyncChangeSet
+        do {
+            set = try SyncChangeSet.decode(payload)
+        } catch {
+            throw DamagedChange(seq: seq, reason: error.description)
+        }
+        let context = ModelContext(container)
+        context.author = Self.author
+        let masks = try pendingMasks()
+        var applied = Applied()
+        var inserted: [(SyncID, any PersistentModel)] = []
+        var insertedByID: [SyncID: any PersistentModel] = [:]
+        var deletedIDs: [(SyncID, String, Int64?)] = []
+        for change in set.changes {
+            guard let entity = schema.entity(named: change.entity) else {
+                throw DamagedChange(seq: seq, reason: "entity \(change.entity) is not in this store's schema")
+            }
+            let place = try store.read { tx in try Self.place(of: change.id, tx) }
+            switch change.kind {
+            case .delete:
+                if case .row(let row) = place {
+                    let model = context.model(for: identifier(entity, row))
+                    if !(model is MissingModel), !model.isDeleted {
+                        context.delete(model)
+                        applied.deleted.append(model.persistentModelID)
+                    }
+                    deletedIDs.append((change.id, entity.name, row))
+                } else if place == nil {
+                    if let model = insertedByID[change.id] { context.delete(model) }
+                    deletedIDs.append((change.id, entity.name, nil))
+                }
+            case .insert, .update:
+                switch place {
+                case .deleted:
+                    continue  // a delete wins over every change after it
+                case .row(let row):
+                    let model = context.model(for: identifier(entity, row))
+                    guard !(model is MissingModel), !model.isDeleted else { continue }
+                    // Attributes local saves changed since the last push
+                    // keep their values (nil: the whole model).
+                    var fields = change.fields
+                    if let mask = masks[entity.name]?[row] {
+                        fields = mask.map { names in fields.filter { !names.contains($0.name) } } ?? []
+                    }
+                    if try assign(fields, to: model, entity: entity, seq: seq) { applied.updated.append(model.persistentModelID) }
+                case nil:
+                    if let model = insertedByID[change.id] {
+                        _ = try assign(change.fields, to: model, entity: entity, seq: seq)
+                        continue
+                    }
+                    let model = try make(entity, change.fields, seq: seq)
+                    context.insert(model)
+                    inserted.append((change.id, model))
+                    insertedByID[change.id] = model
+                }
+            }
+        }
+        let writeSyncState: (WriteTransaction) throws -> Void = { tx in
+            for (id, model) in inserted where !model.isDeleted {
+                try Self.map(id, entity: entity(of: model).name, row: model._strataState.rowID, tx)
+            }
+            for (id, entity, row) in deletedIDs { try Self.markDeleted(id, entity: entity, row: row, tx) }
+            try Self.setNumber("position", seq, tx)
+        }
+        if context.hasChanges {
+            context.beforeCommit = writeSyncState
+            try context.save()
+        } else {
+            try store.write { tx in try writeSyncState(tx) }
+        }
+        applied.inserted = inserted.filter { !$0.1.isDeleted }.map { $0.1.persistentModelID }
+        return applied
+
+        func entity(of model: any PersistentModel) -> Schema.Entity {
+            schema.entity(forType: type(of: model))!
+        }
+    }
+
+    /// Moves the position past a server change this store has nothing to
+    /// apply from.
+    package func advance(to seq: Int64) throws {
+        try store.write { tx in try Self.setNumber("position", seq, tx) }
+    }
+
+    private func identifier(_ entity: Schema.Entity, _ row: Int64) -> PersistentIdentifier {
+        PersistentIdentifier(storeIdentifier: store.identifier, entityName: entity.name, rowID: row)
+    }
+
+    /// The record of `fields` under this entity's field numbers; names the
+    /// entity does not have are left out.
+    private func record(_ fields: [SyncChangeSet.Field], entity: Schema.Entity) -> (bytes: [UInt8], fields: _FieldSet) {
+        var numbered: [(Int, SyncChangeSet.Field)] = []
+        for field in fields {
+            guard let property = entity.properties.first(where: { $0.name == field.name }), Self.carries(property, entity)
+            else { continue }
+            numbered.append((property.field, field))
+        }
+        numbered.sort { $0.0 < $1.0 }
+        var writer = _RecordWriter()
+        var previous = -1
+        for (number, field) in numbered where number != previous {
+            field.value.withUnsafeBytes { writer.appendCopy(field: number, wire: field.wire, value: $0) }
+            previous = number
+        }
+        return (writer.bytes, _FieldSet(numbered.map(\.0)))
+    }
+
+    /// Sets `fields` on a registered model as a program's assignment would
+    /// (observers told, the change saved); false when none applied.
+    private func assign(_ fields: [SyncChangeSet.Field], to model: any PersistentModel, entity: Schema.Entity, seq: Int64) throws
+        -> Bool
+    {
+        let (bytes, numbers) = record(fields, entity: entity)
+        guard !numbers.isEmpty else { return false }
+        do {
+            try _RecordReader.withReader(bytes, entity: entity, row: model._strataState.rowID) { reader in
+                try model._strataLoad(from: &reader, fields: numbers)
+            }
+        } catch {
+            throw DamagedChange(seq: seq, reason: "\(entity.name): \(error)")
+        }
+        for number in numbers.fields { markChanged(model, field: number) }
+        return true
+    }
+
+    private func markChanged<M: PersistentModel>(_ model: M, field: Int) {
+        model._strataState.didChange(model, field: field)
+    }
+
+    /// A new model of `entity` from `fields`.
+    private func make(_ entity: Schema.Entity, _ fields: [SyncChangeSet.Field], seq: Int64) throws -> any PersistentModel {
+        let (bytes, _) = record(fields, entity: entity)
+        do {
+            return try _RecordReader.withReader(bytes, entity: entity, row: 0) { reader in
+                try entity.type.init(_strataReader: &reader)
+            }
+        } catch {
+            throw DamagedChange(seq: seq, reason: "\(entity.name): \(error)")
+        }
+    }
+
+    /// What local saves not acknowledged yet changed: entity → row → the
+    /// names of the changed attributes, nil for every attribute (an insert
+    /// or a delete).
+    func pendingMasks() throws -> [String: [Int64: Set<String>?]] {
+        try store.read { tx in
+            let pushed = try Self.number("pushed", tx)
+            let last = try HistoryLog.lastToken(tx)
+            var masks: [String: [Int64: Set<String>?]] = [:]
+            guard last > pushed else { return masks }
+            for raw in try HistoryLog.readRaw(tx, after: pushed, through: last) where raw.author != Self.author {
+                for change in raw.changes {
+                    switch change.kind {
+                    case .insert, .delete:
+                        masks[change.entity, default: [:]][change.row] = .some(nil)
+                    case .update:
+                        let existing = masks[change.entity]?[change.row]
+                        if case .some(.none) = existing { continue }
+                        var names = (existing ?? nil) ?? []
+                        names.formUnion(change.attributes)
+                        masks[change.entity, default: [:]][change.row] = .some(names)
+                    }
+                }
+            }
+            return masks
+        }
+    }
+}

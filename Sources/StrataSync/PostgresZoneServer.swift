@@ -1,0 +1,268 @@
+#if Sync
+    import Foundation
+    import Logging
+    import NIOCore
+    import NIOPosix
+    import NIOSSL
+    import PostgresNIO
+
+    /// A zone server on PostgreSQL, in schema `strata_sync`:
+    ///
+    /// - `zones(zone, head)`: a zone's last sequence number. A push locks
+    ///   its zone's row, so a zone's changes are numbered without gaps in the
+    ///   order they commit.
+    /// - `changes(zone, seq, device, local_token, schema_hash, payload)`:
+    ///   one row per pushed save, unique per (zone, device, local_token), so
+    ///   that a retried push is recognized.
+    /// - `push(...)`: the push as one function call (one round trip), which
+    ///   also notifies channel `strata_sync` with the zone's name.
+    ///
+    /// Every statement takes the zone, device and payload as parameters:
+    /// none of them reaches SQL text.
+    final class PostgresZoneServer: ZoneServer {
+        let configuration: SyncConfiguration
+        private let logger: Logger
+        private let connection = ConnectionSlot()
+
+        init(configuration: SyncConfiguration) {
+            self.configuration = configuration
+            var logger = Logger(label: "strata.sync")
+            logger.logLevel = .critical
+            self.logger = logger
+        }
+
+        /// The connection requests use, opened on first use and again after
+        /// it broke.
+        private final class ConnectionSlot: @unchecked Sendable {
+            // Guarded by `lock`.
+            private var open: PostgresConnection?
+            private let lock = NSLock()
+
+            deinit {
+                // A connection must be closed before it goes: keep it until
+                // it is.
+                if let open { open.close().whenComplete { _ in withExtendedLifetime(open) {} } }
+            }
+
+            func get() -> PostgresConnection? { lock.withLock { open.flatMap { $0.isClosed ? nil : $0 } } }
+            func set(_ connection: PostgresConnection?) -> PostgresConnection? {
+                lock.withLock {
+                    let old = open
+                    open = connection
+                    return old
+                }
+            }
+        }
+
+        private func connect() async throws(SyncError) -> PostgresConnection {
+            let tls: PostgresConnection.Configuration.TLS
+            do {
+                switch configuration.tls {
+                case .disable: tls = .disable
+                case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
+            } catch {
+                throw SyncError(.configuration, "TLS cannot be set up: \(error)")
+            }
+            var postgres: PostgresConnection.Configuration
+            if let directory = configuration.socketDirectory {
+                postgres = .init(
+                    unixSocketPath: directory + "/.s.PGSQL.\(configuration.port)", username: configuration.user,
+                    password: configuration.password, database: configuration.database)
+            } else {
+                postgres = .init(
+                    host: configuration.host ?? "localhost", port: configuration.port, username: configuration.user,
+                    password: configuration.password, database: configuration.database, tls: tls)
+            }
+            postgres.options.connectTimeout = .seconds(10)
+            do {
+                return try await PostgresConnection.connect(configuration: postgres, id: 1, logger: logger)
+            } catch {
+                throw translate(error, while: "connecting")
+            }
+        }
+
+        private func requests() async throws(SyncError) -> PostgresConnection {
+            if let open = connection.get() { return open }
+            let made = try await connect()
+            if let old = connection.set(made) { try? await old.close() }
+            return made
+        }
+
+        /// Runs `body` on the request connection; a connection that broke is
+        /// dropped, so the next call opens a new one.
+        private func run<T>(_ what: String, _ body: (PostgresConnection) async throws -> T) async throws(SyncError) -> T {
+            let open = try await requests()
+            do {
+                return try await body(open)
+            } catch {
+                let translated = translate(error, while: what)
+                if translated.code == .unreachable, let old = connection.set(nil) { try? await old.close() }
+                throw translated
+            }
+        }
+
+        /// A sync error for `error`, with the server's message but never
+        /// the password or the statement's parameters.
+        func translate(_ error: any Error, while what: String) -> SyncError {
+            if let error = error as? SyncError { return error }
+            let server = configuration.serverDescription
+            guard let psql = error as? PSQLError else {
+                return SyncError(.unreachable, "\(what) at \(server): \(type(of: error))")
+            }
+            if let info = psql.serverInfo {
+                let state = info[.sqlState] ?? ""
+                let message = info[.message] ?? "no message"
+                if state.hasPrefix("28") {
+                    return SyncError(.authentication, "the server at \(server) refused the login: \(message)")
+                }
+                if state == "57P01" || state == "57P02" || state == "57P03" {
+                    return SyncError(.unreachable, "the server at \(server) is shutting down or starting: \(message)")
+                }
+                return SyncError(.server, "\(what) at \(server): \(message) (SQLSTATE \(state))")
+            }
+            switch psql.code {
+            case .authMechanismRequiresPassword, .unsupportedAuthMechanism, .saslError:
+                return SyncError(.authentication, "the server at \(server) refused the login (\(psql.code))")
+            default:
+                return SyncError(.unreachable, "\(what) at \(server): \(psql.code)")
+            }
+        }
+
+        func prepare() async throws(SyncError) {
+            try await run("creating the strata_sync schema") { connection in
+                _ = try await connection.withTransaction(logger: logger) { connection in
+                    // Devices starting at once create the tables one at a
+                    // time.
+                    try await connection.query("SELECT pg_advisory_xact_lock(7471203853)", logger: logger)
+                    for statement in Self.schema {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                }
+            }
+        }
+
+        static let schema = [
+            "CREATE SCHEMA IF NOT EXISTS strata_sync",
+            """
+            CREATE TABLE IF NOT EXISTS strata_sync.zones (
+                zone text PRIMARY KEY,
+                head bigint NOT NULL DEFAULT 0,
+                created_at timestamptz NOT NULL DEFAULT now())
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS strata_sync.changes (
+                zone text NOT NULL REFERENCES strata_sync.zones (zone),
+                seq bigint NOT NULL,
+                device uuid NOT NULL,
+                local_token bigint NOT NULL,
+                schema_hash text NOT NULL,
+                payload bytea NOT NULL,
+                pushed_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (zone, seq),
+                UNIQUE (zone, device, local_token))
+            """,
+            """
+            CREATE OR REPLACE FUNCTION strata_sync.push(
+                p_zone text, p_device uuid, p_token bigint, p_expected bigint, p_schema text, p_payload bytea,
+                OUT r_outcome text, OUT r_seq bigint)
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                v_head bigint;
+                v_seq bigint;
+            BEGIN
+                INSERT INTO strata_sync.zones AS z (zone) VALUES (p_zone) ON CONFLICT DO NOTHING;
+                SELECT z.head INTO v_head FROM strata_sync.zones AS z WHERE z.zone = p_zone FOR UPDATE;
+                SELECT c.seq INTO v_seq FROM strata_sync.changes AS c
+                    WHERE c.zone = p_zone AND c.device = p_device AND c.local_token = p_token;
+                IF FOUND THEN
+                    r_outcome := 'duplicate';
+                    r_seq := v_seq;
+                    RETURN;
+                END IF;
+                IF v_head <> p_expected THEN
+                    r_outcome := 'behind';
+                    r_seq := v_head;
+                    RETURN;
+                END IF;
+                v_seq := v_head + 1;
+                INSERT INTO strata_sync.changes AS c (zone, seq, device, local_token, schema_hash, payload)
+                    VALUES (p_zone, v_seq, p_device, p_token, p_schema, p_payload);
+                UPDATE strata_sync.zones AS z SET head = v_seq WHERE z.zone = p_zone;
+                PERFORM pg_notify('strata_sync', p_zone);
+                r_outcome := 'appended';
+                r_seq := v_seq;
+            END
+            $$
+            """,
+        ]
+
+        func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
+            async throws(SyncError) -> PushOutcome
+        {
+            let uuid = Self.uuid(device)
+            let data = Data(payload)
+            let rows = try await run("pushing a save") { connection in
+                var result: [(String, Int64)] = []
+                let stream = try await connection.query(
+                    "SELECT r_outcome, r_seq FROM strata_sync.push(\(zone), \(uuid), \(token), \(expected), \(schema), \(data))",
+                    logger: logger)
+                for try await (outcome, seq) in stream.decode((String, Int64).self) { result.append((outcome, seq)) }
+                return result
+            }
+            guard let (outcome, seq) = rows.first else { throw SyncError(.server, "the push returned no row") }
+            switch outcome {
+            case "appended": return .appended(seq: seq)
+            case "behind": return .behind(head: seq)
+            case "duplicate": return .duplicate(seq: seq)
+            default: throw SyncError(.server, "the push returned outcome \(outcome)")
+            }
+        }
+
+        func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
+            try await run("pulling changes") { connection in
+                var changes: [ServerChange] = []
+                let stream = try await connection.query(
+                    """
+                    SELECT seq, device, local_token, payload FROM strata_sync.changes
+                    WHERE zone = \(zone) AND seq > \(after) ORDER BY seq LIMIT \(Int64(limit))
+                    """, logger: logger)
+                for try await (seq, device, token, payload) in stream.decode((Int64, UUID, Int64, Data).self) {
+                    changes.append(
+                        ServerChange(
+                            seq: seq, device: withUnsafeBytes(of: device.uuid) { Array($0) }, token: token,
+                            payload: Array(payload)))
+                }
+                return changes
+            }
+        }
+
+        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
+            let listener = try await connect()
+            do {
+                try await listener.listen(on: "strata_sync") { notifications in
+                    wake()  // listening: whatever came before is pulled now
+                    for try await notification in notifications where notification.payload == zone { wake() }
+                }
+                try? await listener.close()
+            } catch {
+                try? await listener.close()
+                if Task.isCancelled { return }
+                throw translate(error, while: "listening for changes")
+            }
+        }
+
+        func close() async {
+            if let open = connection.set(nil) { try? await open.close() }
+        }
+
+        static func uuid(_ bytes: [UInt8]) -> UUID {
+            UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                    bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
+        }
+    }
+#endif

@@ -1,0 +1,115 @@
+import Foundation
+
+/// Where and how a container syncs: a PostgreSQL server and a zone on it.
+///
+/// A zone is one person's data set, the analog of a CloudKit container
+/// identifier: every store that syncs with a zone ends up holding the same
+/// models. One server holds many zones.
+///
+/// ```swift
+/// let sync = try SyncEngine(
+///     container: container,
+///     configuration: SyncConfiguration(
+///         server: "postgres://app@db.example.com:5432/sync", password: secret, zone: "alice"))
+/// sync.start()
+/// ```
+public struct SyncConfiguration: Sendable {
+    /// How the connection to the server is protected.
+    public enum TLSMode: String, Sendable {
+        /// No TLS (a Unix socket or a trusted network).
+        case disable
+        /// TLS when the server offers it.
+        case prefer
+        /// TLS or no connection.
+        case require
+    }
+
+    /// The server's host name or address; nil with ``socketDirectory``.
+    public var host: String?
+    /// The server's port (5432 by default).
+    public var port: Int
+    /// The directory of the server's Unix socket (`.s.PGSQL.<port>` in it),
+    /// used instead of ``host`` when set.
+    public var socketDirectory: String?
+    /// The role sync logs in as.
+    public var user: String
+    /// The role's password; never written to logs or errors.
+    public var password: String?
+    /// The database that holds the `strata_sync` schema.
+    public var database: String
+    /// How the connection is protected.
+    public var tls: TLSMode
+    /// The zone: one person's data set.
+    public var zone: String
+    /// How often sync asks the server for changes when no notification
+    /// arrives (notifications wake it at once; this is the fallback).
+    public var pollInterval: Duration
+
+    /// A configuration from a PostgreSQL URL
+    /// (`postgres://user@host:port/database?sslmode=require`, or
+    /// `postgres://user@/database?host=/run/postgresql` for a Unix socket).
+    /// The password is passed apart, so that the URL can be logged.
+    ///
+    /// - Throws: ``SyncError`` with code ``SyncError/Code/configuration``
+    ///   for a URL that is not a PostgreSQL URL, or an empty zone.
+    public init(
+        server url: String, password: String? = nil, zone: String, pollInterval: Duration = .seconds(30)
+    ) throws(SyncError) {
+        guard let components = URLComponents(string: url),
+            components.scheme == "postgres" || components.scheme == "postgresql"
+        else {
+            throw SyncError(.configuration, "the server must be a postgres:// URL")
+        }
+        let query = Dictionary(
+            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
+        var tls = TLSMode.prefer
+        if let mode = query["sslmode"] {
+            switch mode {
+            case "disable": tls = .disable
+            case "prefer", "allow": tls = .prefer
+            case "require", "verify-ca", "verify-full": tls = .require
+            default: throw SyncError(.configuration, "sslmode \(mode) is not one of disable, prefer, require")
+            }
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        try self.init(
+            host: components.host.flatMap { $0.isEmpty ? nil : $0 }, port: components.port ?? 5432,
+            socketDirectory: query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil },
+            user: components.user ?? "postgres", password: password ?? components.password,
+            database: database.isEmpty ? (components.user ?? "postgres") : database, tls: tls, zone: zone,
+            pollInterval: pollInterval)
+    }
+
+    /// A configuration from its parts.
+    ///
+    /// - Throws: ``SyncError`` with code ``SyncError/Code/configuration``
+    ///   when neither a host nor a socket directory is given, or the zone is
+    ///   empty or longer than 200 bytes.
+    public init(
+        host: String?, port: Int = 5432, socketDirectory: String? = nil, user: String, password: String? = nil,
+        database: String, tls: TLSMode = .prefer, zone: String, pollInterval: Duration = .seconds(30)
+    ) throws(SyncError) {
+        guard host != nil || socketDirectory != nil else {
+            throw SyncError(.configuration, "a server needs a host or a socket directory")
+        }
+        guard !zone.isEmpty, zone.utf8.count <= 200 else {
+            throw SyncError(.configuration, "a zone's name must have 1 to 200 bytes")
+        }
+        guard (1...65535).contains(port) else { throw SyncError(.configuration, "port \(port) is out of range") }
+        self.host = host
+        self.port = port
+        self.socketDirectory = socketDirectory
+        self.user = user
+        self.password = password
+        self.database = database
+        self.tls = tls
+        self.zone = zone
+        self.pollInterval = pollInterval
+    }
+
+    /// Where the server is, without credentials: for messages.
+    var serverDescription: String {
+        if let socketDirectory { return "\(user)@\(socketDirectory)/.s.PGSQL.\(port) database \(database)" }
+        return "\(user)@\(host ?? "?"):\(port) database \(database)"
+    }
+}

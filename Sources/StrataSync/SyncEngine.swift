@@ -1,0 +1,215 @@
+import Foundation
+import Observation
+import Strata
+import Synchronization
+
+/// Keeps a container's store in sync with a zone on a PostgreSQL server:
+/// the analog of SwiftData's CloudKit sync, for Linux and any server.
+///
+/// Saves never wait for the network: each save is recorded in the store's
+/// history, which is the outbox, and pushed as one server transaction when
+/// the server can be reached. Other devices' changes are applied as saves
+/// authored `"sync"` (visible in `fetchHistory`, never pushed back); every
+/// context of the container sees them on its next fetch, and
+/// ``didApplyRemoteChanges`` announces them.
+///
+/// Conflicts resolve the same way on every device: the server numbers the
+/// zone's changes, and every device applies them in that order, attribute
+/// by attribute (two devices that change different attributes of one model
+/// both keep their change; for one attribute the later change wins). A
+/// delete wins over every change after it.
+///
+/// ``status`` is observable (Observation) for an app to show.
+public final class SyncEngine: Observable, Sendable {
+    /// Posted after changes from other devices were applied; the object is
+    /// the container, and `userInfo` holds the identifiers under
+    /// `ModelContext.NotificationKey` raw values, as `didSave` does.
+    public static let didApplyRemoteChanges = Notification.Name("StrataSync.didApplyRemoteChanges")
+
+    /// The container being synced.
+    public let container: ModelContainer
+    /// Where it syncs.
+    public let configuration: SyncConfiguration
+
+    private let worker: Worker
+    private let registrar = ObservationRegistrar()
+    private let current = Mutex(SyncStatus())
+    private let running = Mutex<RunningState?>(nil)
+
+    private struct RunningState {
+        var loop: Task<Void, Never>
+        var listener: Task<Void, Never>
+        var saves: (any NSObjectProtocol)?
+        var wake: AsyncStream<Void>.Continuation
+    }
+
+    /// Sync for `container` with the server and zone of `configuration`.
+    /// Nothing is sent before ``start()`` or ``syncNow()``.
+    ///
+    /// - Throws: ``SyncError`` with code ``SyncError/Code/configuration``
+    ///   for a container with several stores, a store that records no
+    ///   history or allows no saves, or a store that syncs with another zone.
+    public convenience init(container: ModelContainer, configuration: SyncConfiguration) throws(SyncError) {
+        #if Sync
+            let server: any ZoneServer = PostgresZoneServer(configuration: configuration)
+        #else
+            let server: any ZoneServer = UnavailableServer()
+        #endif
+        try self.init(container: container, configuration: configuration, server: server)
+    }
+
+    init(container: ModelContainer, configuration: SyncConfiguration, server: any ZoneServer) throws(SyncError) {
+        self.container = container
+        self.configuration = configuration
+        do {
+            worker = try Worker(container: container, zone: configuration.zone, server: server)
+        } catch {
+            throw error
+        }
+        let state = try worker.localState()
+        current.withLock {
+            $0.pendingChanges = state.pendingSaves
+            $0.serverPosition = state.position
+        }
+    }
+
+    /// What sync is doing, the local saves not pushed yet, and the last
+    /// error.
+    public var status: SyncStatus {
+        registrar.access(self, keyPath: \.status)
+        return current.withLock { $0 }
+    }
+
+    private func update(_ change: (inout SyncStatus) -> Void) {
+        registrar.withMutation(of: self, keyPath: \.status) { current.withLock { change(&$0) } }
+    }
+
+    /// Starts syncing in the background: a round now, then one after each
+    /// local save, each notification from the server, and every
+    /// ``SyncConfiguration/pollInterval``. Calling it again does nothing.
+    public func start() {
+        let (stream, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let started: Bool = running.withLock { state in
+            guard state == nil else { return false }
+            let loop = Task { [weak self] in
+                var iterator = stream.makeAsyncIterator()
+                while !Task.isCancelled {
+                    guard let self else { return }
+                    let error = await self.round()
+                    // After an error, wait before trying again, however
+                    // many saves wake the loop.
+                    if error != nil { try? await Task.sleep(for: .seconds(1)) }
+                    guard await iterator.next() != nil else { return }
+                }
+            }
+            let poll = configuration.pollInterval
+            let listener = Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let self else { return }
+                    do {
+                        try await self.worker.server.listen(zone: self.configuration.zone) { wake.yield() }
+                    } catch {
+                        // Notifications are a shortcut; polling goes on.
+                    }
+                    try? await Task.sleep(for: poll)
+                    wake.yield()
+                }
+            }
+            let container = container
+            let saves = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: nil, queue: nil) {
+                note in
+                guard let context = note.object as? ModelContext, context.container === container,
+                    context.author != "sync"
+                else { return }
+                wake.yield()
+            }
+            state = RunningState(loop: loop, listener: listener, saves: saves, wake: wake)
+            return true
+        }
+        if started { wake.yield() }
+    }
+
+    /// Stops syncing; a round under way is finished first. Local saves go on
+    /// and wait in the outbox.
+    public func stop() async {
+        if let state = running.withLock({ state -> RunningState? in
+            defer { state = nil }
+            return state
+        }) {
+            if let saves = state.saves { NotificationCenter.default.removeObserver(saves) }
+            state.wake.finish()
+            state.listener.cancel()
+            await state.loop.value
+            await state.listener.value
+        }
+        await worker.close()
+        update { $0.activity = .stopped }
+    }
+
+    /// Pulls what other devices pushed, pushes every local save not pushed
+    /// yet, and returns when the server holds them.
+    ///
+    /// - Throws: ``SyncError``; the status's ``SyncStatus/lastError`` holds
+    ///   it too.
+    public func syncNow() async throws(SyncError) {
+        if let error = await round() { throw error }
+    }
+
+    /// One round; returns its error (also in the status).
+    @discardableResult
+    private func round() async -> SyncError? {
+        do {
+            let outcome = try await worker.round { [weak self] activity, state in
+                self?.update {
+                    if let activity { $0.activity = activity }
+                    $0.pendingChanges = state.pendingSaves
+                    $0.serverPosition = state.position
+                }
+            }
+            update {
+                $0.activity = running.withLock { $0 == nil } ? .stopped : .idle
+                $0.lastError = nil
+                $0.lastSync = Date()
+                $0.pendingChanges = outcome.state.pendingSaves
+                $0.serverPosition = outcome.state.position
+            }
+            if !outcome.applied.isEmpty {
+                NotificationCenter.default.post(
+                    name: Self.didApplyRemoteChanges, object: container,
+                    userInfo: [
+                        ModelContext.NotificationKey.insertedIdentifiers.rawValue: outcome.applied.inserted,
+                        ModelContext.NotificationKey.updatedIdentifiers.rawValue: outcome.applied.updated,
+                        ModelContext.NotificationKey.deletedIdentifiers.rawValue: outcome.applied.deleted,
+                    ])
+            }
+            return nil
+        } catch {
+            let state = try? worker.localState()
+            update {
+                $0.activity = error.code == .unreachable ? .offline : (running.withLock { $0 == nil } ? .stopped : .idle)
+                $0.lastError = error
+                if let state {
+                    $0.pendingChanges = state.pendingSaves
+                    $0.serverPosition = state.position
+                }
+            }
+            return error
+        }
+    }
+}
+
+#if !Sync
+    /// The server of a build without the `Sync` trait: every call fails.
+    struct UnavailableServer: ZoneServer {
+        private var error: SyncError {
+            SyncError(.configuration, "StrataSync was built without its Sync trait: no PostgreSQL transport")
+        }
+        func prepare() async throws(SyncError) { throw error }
+        func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
+            async throws(SyncError) -> PushOutcome
+        { throw error }
+        func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
+        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) { throw error }
+        func close() async {}
+    }
+#endif

@@ -1,0 +1,152 @@
+import Foundation
+import Strata
+
+/// The one place a ``SyncEngine``'s rounds run, one at a time: it owns the
+/// store's ``SyncReplica`` and talks to the server.
+actor Worker {
+    let server: any ZoneServer
+    let zone: String
+    private nonisolated let replica: ReplicaBox
+    private let schemaHash: String
+    private var prepared = false
+
+    /// How many server changes one pull asks for.
+    static let pullBatch = 256
+
+    /// The replica, used from the actor and, for reading the state, from the
+    /// engine; `SyncReplica` reads and writes through the store's own
+    /// transactions, which serialize.
+    final class ReplicaBox: @unchecked Sendable {
+        let replica: SyncReplica
+        // Guarded by `lock`: one call into the replica at a time.
+        private let lock = NSLock()
+        init(_ replica: SyncReplica) { self.replica = replica }
+        func with<R>(_ body: (SyncReplica) throws -> R) rethrows -> R { try lock.withLock { try body(replica) } }
+    }
+
+    init(container: ModelContainer, zone: String, server: any ZoneServer) throws(SyncError) {
+        self.server = server
+        self.zone = zone
+        do {
+            let replica = try SyncReplica(container: container)
+            _ = try replica.join(zone: zone)
+            self.replica = ReplicaBox(replica)
+        } catch let refusal as SyncReplica.Refusal {
+            throw SyncError(.configuration, refusal.description)
+        } catch {
+            throw SyncError(.store, "\(error)")
+        }
+        schemaHash = Self.hash(of: container.schema)
+    }
+
+    nonisolated func localState() throws(SyncError) -> SyncReplica.State {
+        do {
+            return try replica.with { try $0.state() }
+        } catch {
+            throw SyncError(.store, "\(error)")
+        }
+    }
+
+    struct Outcome: Sendable {
+        var state: SyncReplica.State
+        var applied = SyncReplica.Applied()
+    }
+
+    /// Pulls, pushes every outbox entry (pulling again whenever the zone
+    /// moved on), until the outbox is empty and the store holds the zone's
+    /// last change.
+    func round(report: @Sendable (SyncStatus.Activity?, SyncReplica.State) -> Void) async throws(SyncError) -> Outcome {
+        if !prepared {
+            try await server.prepare()
+            prepared = true
+        }
+        var outcome = Outcome(state: try localState())
+        let device = try localState().device?.bytes ?? []
+        while true {
+            report(.pulling, outcome.state)
+            try await pullAll(into: &outcome)
+            report(.pushing, outcome.state)
+            let outbox: [(token: Int64, payload: [UInt8])]
+            do {
+                outbox = try replica.with { try $0.prepareOutbox() }
+            } catch {
+                throw SyncError(.store, "preparing the outbox: \(error)")
+            }
+            var behind = false
+            for entry in outbox {
+                let position = try localState().position
+                let result = try await server.push(
+                    zone: zone, device: device, token: entry.token, expected: position, schema: schemaHash,
+                    payload: entry.payload)
+                switch result {
+                case .appended(let seq):
+                    do {
+                        try replica.with { try $0.acknowledge(token: entry.token, seq: seq) }
+                    } catch {
+                        throw SyncError(.store, "recording a push: \(error)")
+                    }
+                    outcome.state = try localState()
+                    report(nil, outcome.state)
+                case .behind, .duplicate:
+                    // The zone moved on (or holds this save already, after
+                    // a push whose reply was lost): pull first.
+                    behind = true
+                }
+                if behind { break }
+            }
+            if !behind {
+                outcome.state = try localState()
+                return outcome
+            }
+        }
+    }
+
+    private func pullAll(into outcome: inout Outcome) async throws(SyncError) {
+        while true {
+            let position = try localState().position
+            let changes = try await server.pull(zone: zone, after: position, limit: Self.pullBatch)
+            guard !changes.isEmpty else { return }
+            for change in changes {
+                guard change.seq == (try localState().position) + 1 else {
+                    throw SyncError(.damagedServerChange, "the zone's changes jump from \(position) to \(change.seq)")
+                }
+                guard change.device.count == 16 else {
+                    throw SyncError(.damagedServerChange, "server change \(change.seq): a device of \(change.device.count) bytes")
+                }
+                do {
+                    let applied = try replica.with {
+                        try $0.apply(
+                            seq: change.seq, device: SyncID(bytes: change.device), token: change.token, payload: change.payload)
+                    }
+                    outcome.applied.inserted += applied.inserted
+                    outcome.applied.updated += applied.updated
+                    outcome.applied.deleted += applied.deleted
+                } catch let damaged as SyncReplica.DamagedChange {
+                    throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
+                } catch {
+                    throw SyncError(.store, "applying server change \(change.seq): \(error)")
+                }
+            }
+            outcome.state = try localState()
+        }
+    }
+
+    func close() async { await server.close() }
+
+    /// A digest of the schema's entities and attributes, recorded with each
+    /// pushed save (FNV-1a, 64 bits, as hexadecimal).
+    static func hash(of schema: Schema) -> String {
+        var text = ""
+        for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
+            text += entity.name + "("
+            text += entity.properties.map { "\($0.name):\($0.valueType)" }.joined(separator: ",")
+            text += ")"
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// One change of a zone as the server holds it: a device's save.
+struct ServerChange: Sendable {
+    /// The zone's sequence number: the order every device applies changes in.
+    var seq: Int64
+    /// The device that pushed it (16 bytes).
+    var device: [UInt8]
+    /// The pushing device's history token of the save.
+    var token: Int64
+    /// The encoded ``SyncChangeSet``.
+    var payload: [UInt8]
+}
+
+/// What the server did with a pushed save.
+enum PushOutcome: Sendable, Equatable {
+    /// Appended as change `seq`, right after the position the device gave.
+    case appended(seq: Int64)
+    /// The zone moved past the device's position: pull, then push again.
+    case behind(head: Int64)
+    /// The save was appended before (a retry): as change `seq`.
+    case duplicate(seq: Int64)
+}
+
+/// The server side of a zone. Every call is one server transaction.
+protocol ZoneServer: Sendable {
+    /// Creates the server's tables when they are missing.
+    func prepare() async throws(SyncError)
+    /// Appends `payload` as the zone's next change if the zone's last change
+    /// is `expected`; a save pushed before (same device and token) is not
+    /// appended again.
+    func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
+        async throws(SyncError) -> PushOutcome
+    /// The zone's changes after `after`, in order, at most `limit`.
+    func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange]
+    /// Calls `wake` for every notification that the zone changed, until
+    /// the task is cancelled or the connection breaks (then it throws).
+    func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError)
+    /// Closes the connections.
+    func close() async
+}

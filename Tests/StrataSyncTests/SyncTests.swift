@@ -1,0 +1,391 @@
+#if Sync
+    import Foundation
+    import Strata
+    @testable import StrataSync
+    import StrataTesting
+    import XCTest
+
+    @Model
+    final class Note {
+        var title: String
+        var body: String = ""
+        var stars: Int = 0
+        var due: Date?
+
+        init(title: String, body: String = "", stars: Int = 0, due: Date? = nil) {
+            self.title = title
+            self.body = body
+            self.stars = stars
+            self.due = due
+        }
+    }
+
+    /// One server for the whole class; each test uses zones of its own.
+    final class SyncTests: XCTestCase {
+        nonisolated(unsafe) static var cluster: PostgresCluster?
+        var directory: TemporaryDirectory!
+        var engines: [SyncEngine] = []
+
+        override class func setUp() {
+            super.setUp()
+            do {
+                cluster = try PostgresCluster()
+            } catch {
+                // Recorded by every test: a sync test fails, never skips,
+                // without its server.
+                print("PostgreSQL did not start: \(error)")
+            }
+        }
+
+        override class func tearDown() {
+            cluster?.destroy()
+            cluster = nil
+            super.tearDown()
+        }
+
+        override func setUp() async throws {
+            directory = TemporaryDirectory(prefix: "strata-sync")
+        }
+
+        override func tearDown() async throws {
+            for engine in engines { await engine.stop() }
+            engines = []
+            try? FileManager.default.removeItem(atPath: directory.path)
+        }
+
+        func server() throws -> PostgresCluster {
+            guard let cluster = Self.cluster else {
+                XCTFail("the PostgreSQL test server did not start (see the log)")
+                throw PostgresCluster.Failure(description: "no server")
+            }
+            return cluster
+        }
+
+        /// A device: a store of its own and a sync engine for `zone`.
+        func device(_ name: String, zone: String, poll: Duration = .seconds(60)) throws -> (ModelContainer, SyncEngine) {
+            let cluster = try server()
+            let url = URL(fileURLWithPath: directory.file(name + ".store"))
+            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let configuration = try SyncConfiguration(
+                host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
+                database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
+            let engine = try SyncEngine(container: container, configuration: configuration)
+            engines.append(engine)
+            return (container, engine)
+        }
+
+        func notes(_ container: ModelContainer) throws -> [Note] {
+            try ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
+        }
+
+        func dump(_ container: ModelContainer) throws -> [String] {
+            try notes(container).map { "\($0.title)|\($0.body)|\($0.stars)|\($0.due?.timeIntervalSince1970 ?? -1)" }
+        }
+
+        func testSavesOnOneDeviceAppearOnAnother() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "one", body: "first", stars: 1, due: Date(timeIntervalSince1970: 1000)))
+            context.insert(Note(title: "two"))
+            try context.save()
+            context.insert(Note(title: "three", stars: 3))
+            try context.save()
+            XCTAssertEqual(syncA.status.pendingChanges, 0, "nothing is pending before the engine looks")
+            try await syncA.syncNow()
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            XCTAssertEqual(syncA.status.serverPosition, 2, "two saves, two server changes")
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b), try dump(a))
+            XCTAssertEqual(try dump(b).count, 3)
+
+            // B changes and deletes; A gets both.
+            let contextB = ModelContext(b)
+            let fetched = try contextB.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
+            fetched[0].body = "edited on b"
+            contextB.delete(fetched[2])
+            try contextB.save()
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            XCTAssertEqual(try dump(a), ["one|edited on b|1|1000.0", "three||3|-1.0"])
+            XCTAssertEqual(try dump(a), try dump(b))
+
+            // Pulled changes are saves authored "sync", in A's history.
+            let history = try ModelContext(a).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            XCTAssertEqual(history.map(\.author), [nil, nil, "sync"])
+            // And they are not pushed back.
+            try await syncA.syncNow()
+            XCTAssertEqual(syncA.status.serverPosition, 3)
+        }
+
+        func testChangesToDifferentAttributesBothSurvive() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "shared", body: "original", stars: 1))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+
+            let onA = try ModelContext(a)
+            try onA.fetch(FetchDescriptor<Note>())[0].body = "body from a"
+            try onA.save()
+            let onB = ModelContext(b)
+            try onB.fetch(FetchDescriptor<Note>())[0].stars = 5
+            try onB.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            XCTAssertEqual(try dump(a), ["shared|body from a|5|-1.0"])
+            XCTAssertEqual(try dump(b), try dump(a))
+        }
+
+        func testTheLaterChangeInServerOrderWinsOnEveryDevice() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "x"))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+
+            let onA = ModelContext(a)
+            try onA.fetch(FetchDescriptor<Note>())[0].body = "a's"
+            try onA.save()
+            let onB = ModelContext(b)
+            try onB.fetch(FetchDescriptor<Note>())[0].body = "b's"
+            try onB.save()
+            // A reaches the server first; B's change comes after it, so B's
+            // value wins, on A too. B keeps its own value while it pulls A's.
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b), ["x|b's|0|-1.0"])
+            try await syncA.syncNow()
+            XCTAssertEqual(try dump(a), ["x|b's|0|-1.0"])
+        }
+
+        func testADeleteWinsOverAConcurrentUpdate() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "doomed"))
+            context.insert(Note(title: "kept"))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+
+            let onA = ModelContext(a)
+            onA.delete(try onA.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "doomed" }))[0])
+            try onA.save()
+            let onB = ModelContext(b)
+            try onB.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "doomed" }))[0].body = "late edit"
+            try onB.save()
+            // Either order: the delete wins.
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(a), ["kept||0|-1.0"])
+            XCTAssertEqual(try dump(b), ["kept||0|-1.0"])
+        }
+
+        func testARetriedPushIsAppliedOnce() async throws {
+            let zone = "zone-\(UUID())"
+            let cluster = try server()
+            let (a, _) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            // A's engine over a server whose first push reply is lost after
+            // the server committed it.
+            let configuration = try SyncConfiguration(
+                host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
+                database: cluster.database, tls: .disable, zone: zone)
+            let lossy = LosingReplies(PostgresZoneServer(configuration: configuration))
+            let syncA = try SyncEngine(container: a, configuration: configuration, server: lossy)
+            engines.append(syncA)
+            let context = ModelContext(a)
+            context.insert(Note(title: "once", stars: 1))
+            try context.save()
+            do {
+                try await syncA.syncNow()
+                XCTFail("the lost reply should fail the round")
+            } catch {
+                XCTAssertEqual(error.code, .unreachable)
+            }
+            XCTAssertEqual(syncA.status.pendingChanges, 1, "not acknowledged: still pending")
+            XCTAssertEqual(syncA.status.activity, .offline)
+            XCTAssertEqual(syncA.status.lastError?.code, .unreachable)
+            try await syncA.syncNow()
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            XCTAssertNil(syncA.status.lastError)
+            XCTAssertEqual(try cluster.psql("SELECT count(*) FROM strata_sync.changes WHERE zone = '\(zone)'"), "1\n")
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b), ["once||1|-1.0"])
+            XCTAssertEqual(syncA.status.serverPosition, 1)
+        }
+
+        func testAnUnreachableServerLeavesSavesGoingOn() async throws {
+            let url = URL(fileURLWithPath: directory.file("offline.store"))
+            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            // A port nothing listens on: a cluster's port after it is gone.
+            let gone = try PostgresCluster()
+            let port = gone.port
+            gone.destroy()
+            let configuration = try SyncConfiguration(
+                server: "postgres://strata@127.0.0.1:\(port)/postgres?sslmode=disable", password: "hunter2-secret",
+                zone: "offline")
+            let engine = try SyncEngine(container: container, configuration: configuration)
+            engines.append(engine)
+            let context = ModelContext(container)
+            context.insert(Note(title: "offline"))
+            try context.save()
+            do {
+                try await engine.syncNow()
+                XCTFail("no server: the round fails")
+            } catch {
+                XCTAssertEqual(error.code, .unreachable)
+                XCTAssertFalse(error.message.contains("hunter2"))
+            }
+            XCTAssertEqual(engine.status.activity, .offline)
+            XCTAssertEqual(engine.status.pendingChanges, 1)
+            context.insert(Note(title: "still saving"))
+            try context.save()
+            XCTAssertEqual(try notes(container).count, 2)
+        }
+
+        func testARefusedLoginIsATypedErrorWithoutThePassword() async throws {
+            let cluster = try server()
+            let url = URL(fileURLWithPath: directory.file("login.store"))
+            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let configuration = try SyncConfiguration(server: cluster.url, password: "wrong-secret-123", zone: "login")
+            let engine = try SyncEngine(container: container, configuration: configuration)
+            engines.append(engine)
+            do {
+                try await engine.syncNow()
+                XCTFail("a wrong password is refused")
+            } catch {
+                XCTAssertEqual(error.code, .authentication, "\(error)")
+                XCTAssertFalse(error.description.contains("wrong-secret-123"))
+            }
+            // The right password over TCP works.
+            let right = try SyncConfiguration(server: cluster.url, password: cluster.password, zone: "login")
+            let container2 = try ModelContainer(
+                for: Note.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.file("login2.store"))))
+            let engine2 = try SyncEngine(container: container2, configuration: right)
+            engines.append(engine2)
+            try await engine2.syncNow()
+            XCTAssertNil(engine2.status.lastError)
+        }
+
+        func testADamagedServerChangeIsRejectedAndChangesNothing() async throws {
+            let zone = "zone-\(UUID())"
+            let cluster = try server()
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "good"))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            let before = try dump(b)
+            // A hostile row: a Note whose `stars` (an Int) holds text.
+            var set = SyncChangeSet()
+            set.changes.append(
+                SyncChangeSet.Change(
+                    kind: .insert, entity: "Note", id: SyncID.make(),
+                    fields: [
+                        SyncChangeSet.Field(name: "title", wire: 2, value: [3] + Array("bad".utf8)),
+                        SyncChangeSet.Field(name: "stars", wire: 2, value: [2] + Array("no".utf8)),
+                    ]))
+            let hex = set.encode().map { String(format: "%02x", $0) }.joined()
+            try cluster.psql(
+                """
+                INSERT INTO strata_sync.changes (zone, seq, device, local_token, schema_hash, payload)
+                VALUES ('\(zone)', 2, gen_random_uuid(), 1, 'x', '\\x\(hex)');
+                UPDATE strata_sync.zones SET head = 2 WHERE zone = '\(zone)';
+                """)
+            do {
+                try await syncB.syncNow()
+                XCTFail("a value of the wrong type is refused")
+            } catch {
+                XCTAssertEqual(error.code, .damagedServerChange)
+                XCTAssertTrue(error.message.contains("server change 2"), error.message)
+            }
+            XCTAssertEqual(try dump(b), before)
+            XCTAssertEqual(syncB.status.serverPosition, 1)
+
+            // Garbage bytes, and an entity the schema does not hold.
+            var unknown = SyncChangeSet()
+            unknown.changes.append(SyncChangeSet.Change(kind: .delete, entity: "Invoice", id: SyncID.make()))
+            for payload in [[1, 9, 9, 9] as [UInt8], unknown.encode()] {
+                let hex = payload.map { String(format: "%02x", $0) }.joined()
+                try cluster.psql("UPDATE strata_sync.changes SET payload = '\\x\(hex)' WHERE zone = '\(zone)' AND seq = 2")
+                do {
+                    try await syncB.syncNow()
+                    XCTFail("a damaged payload is refused")
+                } catch {
+                    XCTAssertEqual(error.code, .damagedServerChange)
+                    XCTAssertTrue(error.message.contains("server change 2"), error.message)
+                }
+                XCTAssertEqual(try dump(b), before)
+            }
+        }
+
+        func testANotificationWakesTheOtherDevice() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let arrived = expectation(description: "b applies a's save")
+            let observer = NotificationCenter.default.addObserver(
+                forName: SyncEngine.didApplyRemoteChanges, object: b, queue: nil
+            ) { note in
+                let inserted = note.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue]
+                if let inserted = inserted as? [PersistentIdentifier], inserted.count == 1 { arrived.fulfill() }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            // Polling every minute: only the notification can wake b in time.
+            syncA.start()
+            syncB.start()
+            try await Task.sleep(for: .milliseconds(300))
+            let context = ModelContext(a)
+            context.insert(Note(title: "live"))
+            try context.save()
+            await fulfillment(of: [arrived], timeout: 10)
+            XCTAssertEqual(try dump(b), ["live||0|-1.0"])
+        }
+    }
+
+    /// A server whose first push reply is lost: the push commits, then the
+    /// call fails as a broken connection would.
+    final class LosingReplies: ZoneServer, @unchecked Sendable {
+        let base: any ZoneServer
+        // Guarded by `lock`.
+        private var lost = false
+        private let lock = NSLock()
+
+        init(_ base: any ZoneServer) { self.base = base }
+
+        func prepare() async throws(SyncError) { try await base.prepare() }
+        func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
+            async throws(SyncError) -> PushOutcome
+        {
+            let outcome = try await base.push(
+                zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
+            let lose = lock.withLock {
+                defer { lost = true }
+                return !lost
+            }
+            if lose { throw SyncError(.unreachable, "the reply was lost") }
+            return outcome
+        }
+        func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
+            try await base.pull(zone: zone, after: after, limit: limit)
+        }
+        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
+            try await base.listen(zone: zone, wake: wake)
+        }
+        func close() async { await base.close() }
+    }
+#endif
