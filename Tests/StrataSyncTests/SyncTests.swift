@@ -20,26 +20,31 @@
         }
     }
 
-    /// One server for the whole class; each test uses zones of its own.
-    final class SyncTests: XCTestCase {
-        nonisolated(unsafe) static var cluster: PostgresCluster?
+    /// A test class with a PostgreSQL server of its own (made in the
+    /// class's setUp, removed in its tearDown); each test uses zones of its
+    /// own, and devices whose stores live in a directory of the test's.
+    class SyncTestCase: XCTestCase {
+        nonisolated(unsafe) static var clusters: [ObjectIdentifier: PostgresCluster] = [:]
+        nonisolated(unsafe) static var failures: [ObjectIdentifier: String] = [:]
         var directory: TemporaryDirectory!
         var engines: [SyncEngine] = []
+
+        /// The model types of the devices' containers.
+        class var models: [any PersistentModel.Type] { [] }
 
         override class func setUp() {
             super.setUp()
             do {
-                cluster = try PostgresCluster()
+                clusters[ObjectIdentifier(self)] = try PostgresCluster()
             } catch {
-                // Recorded by every test: a sync test fails, never skips,
+                // Reported by every test: a sync test fails, never skips,
                 // without its server.
-                print("PostgreSQL did not start: \(error)")
+                failures[ObjectIdentifier(self)] = "\(error)"
             }
         }
 
         override class func tearDown() {
-            cluster?.destroy()
-            cluster = nil
+            clusters.removeValue(forKey: ObjectIdentifier(self))?.destroy()
             super.tearDown()
         }
 
@@ -54,9 +59,10 @@
         }
 
         func server() throws -> PostgresCluster {
-            guard let cluster = Self.cluster else {
-                XCTFail("the PostgreSQL test server did not start (see the log)")
-                throw PostgresCluster.Failure(description: "no server")
+            guard let cluster = Self.clusters[ObjectIdentifier(type(of: self))] else {
+                let reason = Self.failures[ObjectIdentifier(type(of: self))] ?? "not started"
+                XCTFail("the PostgreSQL test server did not start: \(reason)")
+                throw PostgresCluster.Failure(description: reason)
             }
             return cluster
         }
@@ -65,7 +71,7 @@
         func device(_ name: String, zone: String, poll: Duration = .seconds(60)) throws -> (ModelContainer, SyncEngine) {
             let cluster = try server()
             let url = URL(fileURLWithPath: directory.file(name + ".store"))
-            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let container = try ModelContainer(for: Schema(Self.models), configurations: ModelConfiguration(url: url))
             let configuration = try SyncConfiguration(
                 host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
                 database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
@@ -73,6 +79,10 @@
             engines.append(engine)
             return (container, engine)
         }
+    }
+
+    final class SyncTests: SyncTestCase {
+        override class var models: [any PersistentModel.Type] { [Note.self] }
 
         func notes(_ container: ModelContainer) throws -> [Note] {
             try ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))

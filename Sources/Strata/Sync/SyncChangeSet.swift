@@ -10,7 +10,9 @@ import Foundation
 /// (0 insert, 1 update, 2 delete), entity name (varint length, UTF-8), the
 /// 16-byte global identifier, and for an insert or update the number of
 /// fields, each: name, wire type byte, the value's length and bytes (a
-/// length-delimited value keeps its own length prefix inside).
+/// length-delimited value keeps its own length prefix inside). A
+/// relationship is a field of wire type ``toOne`` (the target's identifier,
+/// or nothing for nil) or ``toMany`` (the targets' identifiers).
 ///
 /// The bytes come from a server and are untrusted: ``decode(_:)`` checks
 /// every count and length and throws ``SyncPayloadError``.
@@ -50,6 +52,13 @@ package struct SyncChangeSet: Equatable, Sendable {
     package var changes: [Change]
 
     package init(changes: [Change] = []) { self.changes = changes }
+
+    /// The wire type of a to-one relationship: the target's identifier, or
+    /// no bytes for nil.
+    package static let toOne: UInt8 = 0x10
+    /// The wire type of a to-many relationship: its targets' identifiers,
+    /// 16 bytes each.
+    package static let toMany: UInt8 = 0x11
 
     /// The largest payload accepted from a server, and the largest name.
     package static let maximumPayload = 256 << 20
@@ -128,6 +137,8 @@ private func isWellFormed(wire: UInt8, _ value: [UInt8]) -> Bool {
     switch wire {
     case 0: return varintEnd(value[...])?.end == value.count
     case 1: return value.count == 8
+    case SyncChangeSet.toOne: return value.isEmpty || value.count == 16
+    case SyncChangeSet.toMany: return value.count % 16 == 0
     case 3: return value.isEmpty
     case 5: return value.count == 4
     case 2:

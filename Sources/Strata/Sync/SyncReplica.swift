@@ -198,37 +198,16 @@ package final class SyncReplica {
             guard last > prepared else { return }
             let outbox = try tx.treeIfPresent(Self.outboxTree) ?? tx.createTree(Self.outboxTree)
             for raw in try HistoryLog.readRaw(tx, after: prepared, through: last) where raw.author != Self.author {
-                var set = SyncChangeSet()
+                var builder = ChangeSetBuilder(schema: schema, tx: tx)
                 for change in raw.changes {
                     guard let entity = schema.entity(named: change.entity) else { continue }
                     switch change.kind {
-                    case .delete:
-                        guard let id = try Self.id(of: entity.name, row: change.row, tx) else { continue }
-                        set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity.name, id: id))
-                        try Self.markDeleted(id, entity: entity.name, row: change.row, tx)
-                    case .insert, .update:
-                        guard let tree = try tx.treeIfPresent(entity.recordTree),
-                            let record = try tx.get(RowKey.encode(change.row), in: tree)
-                        else { continue }  // deleted since: its delete follows
-                        var kind = SyncChangeSet.Kind.update
-                        var only: Set<String>? = Set(change.attributes)
-                        let id: SyncID
-                        if let known = try Self.id(of: entity.name, row: change.row, tx) {
-                            id = known
-                            if change.kind == .insert { only = nil }
-                        } else {
-                            // New to the zone: sent whole.
-                            id = SyncID.make()
-                            try Self.map(id, entity: entity.name, row: change.row, tx)
-                            kind = .insert
-                            only = nil
-                        }
-                        let fields = try Self.fields(of: record, entity: entity, row: change.row, only: only)
-                        if kind == .update && fields.isEmpty { continue }
-                        set.changes.append(SyncChangeSet.Change(kind: kind, entity: entity.name, id: id, fields: fields))
+                    case .delete: try builder.delete(entity, row: change.row)
+                    case .insert: try builder.upsert(entity, row: change.row, only: nil)
+                    case .update: try builder.upsert(entity, row: change.row, only: Set(change.attributes))
                     }
                 }
-                if !set.changes.isEmpty { try tx.put(RowKey.encode(raw.token), set.encode(), in: outbox) }
+                if !builder.set.changes.isEmpty { try tx.put(RowKey.encode(raw.token), builder.set.encode(), in: outbox) }
             }
             try Self.setNumber("prepared", last, tx)
         }
@@ -243,40 +222,124 @@ package final class SyncReplica {
         }
     }
 
-    /// The attributes sync carries (every stored attribute but those kept
-    /// outside the record), `only` those named when given, as the record
-    /// holds them; an attribute the record lacks is sent as its default.
-    static func fields(of record: [UInt8], entity: Schema.Entity, row: Int64, only: Set<String>?) throws
-        -> [SyncChangeSet.Field]
-    {
-        var result: [SyncChangeSet.Field] = []
-        var present = Set<Int>()
-        try record.withUnsafeBytes { raw in
-            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
-            for field in try reader.fields() {
-                guard field.field < entity.properties.count else { continue }
-                let property = entity.properties[field.field]
-                guard Self.carries(property, entity), only?.contains(property.name) ?? true else { continue }
-                present.insert(field.field)
-                result.append(
-                    SyncChangeSet.Field(
-                        name: property.name, wire: field.slot.wire,
-                        value: Array(raw[field.valueStart..<field.slot.end])))
-            }
+    /// Builds one save's change set from the store's current records.
+    struct ChangeSetBuilder {
+        let schema: Schema
+        let tx: WriteTransaction
+        var set = SyncChangeSet()
+
+        /// A delete of a model the zone knows (one it never knew is left out).
+        mutating func delete(_ entity: Schema.Entity, row: Int64) throws {
+            guard let id = try SyncReplica.id(of: entity.name, row: row, tx) else { return }
+            set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity.name, id: id))
+            try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)
         }
-        for property in entity.properties
-        where !present.contains(property.field) && Self.carries(property, entity) && (only?.contains(property.name) ?? true) {
-            if let (wire, value) = try _RecordReader.defaultEncoding(of: property.field, entity: entity, row: row) {
-                result.append(SyncChangeSet.Field(name: property.name, wire: wire, value: value))
+
+        /// The model's attributes and relationships (`only` those named,
+        /// when given) as they are stored now. A model new to the zone gets
+        /// its identifier and is sent whole; one deleted since is left out
+        /// (its delete follows).
+        mutating func upsert(_ entity: Schema.Entity, row: Int64, only: Set<String>?) throws {
+            guard let tree = try tx.treeIfPresent(entity.recordTree), let record = try tx.get(RowKey.encode(row), in: tree)
+            else { return }
+            var only = only
+            var kind = SyncChangeSet.Kind.update
+            let id: SyncID
+            if let known = try SyncReplica.id(of: entity.name, row: row, tx) {
+                id = known
             } else {
-                result.append(SyncChangeSet.Field(name: property.name, wire: RecordFormat.null, value: []))
+                id = SyncID.make()
+                try SyncReplica.map(id, entity: entity.name, row: row, tx)
+                kind = .insert
+                only = nil
             }
+            let index = set.changes.count
+            set.changes.append(SyncChangeSet.Change(kind: kind, entity: entity.name, id: id))
+            let fields = try self.fields(of: record, entity: entity, row: row, only: only)
+            if kind == .update && fields.isEmpty {
+                set.changes.remove(at: index)
+                return
+            }
+            set.changes[index].fields = fields
         }
-        return result
+
+        /// The attributes and relationships sync carries, `only` those named
+        /// when given, as the record and the relationship trees hold them;
+        /// an attribute the record lacks is sent as its default.
+        mutating func fields(of record: [UInt8], entity: Schema.Entity, row: Int64, only: Set<String>?) throws
+            -> [SyncChangeSet.Field]
+        {
+            var result: [SyncChangeSet.Field] = []
+            var present = Set<Int>()
+            var toOnes: [(Schema.Property, Int64?)] = []
+            try record.withUnsafeBytes { raw in
+                var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+                for field in try reader.fields() {
+                    guard field.field < entity.properties.count else { continue }
+                    let property = entity.properties[field.field]
+                    guard SyncReplica.carries(property, entity), only?.contains(property.name) ?? true else { continue }
+                    present.insert(field.field)
+                    result.append(
+                        SyncChangeSet.Field(
+                            name: property.name, wire: field.slot.wire,
+                            value: Array(raw[field.valueStart..<field.slot.end])))
+                }
+                for property in entity.properties
+                where property is Schema.Relationship && (only?.contains(property.name) ?? true) {
+                    if case .toOne? = entity.relationshipStorage[property.field] {
+                        toOnes.append((property, try reader.toOneRow(field: property.field)))
+                    }
+                }
+            }
+            for property in entity.properties
+            where !present.contains(property.field) && SyncReplica.carries(property, entity)
+                && (only?.contains(property.name) ?? true)
+            {
+                if let (wire, value) = try _RecordReader.defaultEncoding(of: property.field, entity: entity, row: row) {
+                    result.append(SyncChangeSet.Field(name: property.name, wire: wire, value: value))
+                } else {
+                    result.append(SyncChangeSet.Field(name: property.name, wire: RecordFormat.null, value: []))
+                }
+            }
+            for (property, target) in toOnes {
+                guard let relationship = property as? Schema.Relationship else { continue }
+                let value = try target.map { try reference(relationship, row: $0).bytes } ?? []
+                result.append(SyncChangeSet.Field(name: property.name, wire: SyncChangeSet.toOne, value: value))
+            }
+            for property in entity.properties where only?.contains(property.name) ?? true {
+                guard let relationship = property as? Schema.Relationship else { continue }
+                let tree: String
+                switch entity.relationshipStorage[property.field] {
+                case .join(let join, _)?: tree = join
+                case .mirror(_, let mirror)?: tree = mirror
+                default: continue  // a to-one, or a to-many its inverse to-one holds
+                }
+                let rows = try tx.treeIfPresent(tree).map { try PairKey.rows(in: $0, of: row, tx: tx) } ?? []
+                var value: [UInt8] = []
+                for target in rows { value += try reference(relationship, row: target).bytes }
+                result.append(SyncChangeSet.Field(name: property.name, wire: SyncChangeSet.toMany, value: value))
+            }
+            return result
+        }
+
+        /// The identifier of `relationship`'s target `row`. A target the zone
+        /// does not know yet (saved later than the model that now refers to
+        /// it) is sent whole in this change set first.
+        mutating func reference(_ relationship: Schema.Relationship, row: Int64) throws -> SyncID {
+            guard let type = relationship.destinationType, let target = schema.entity(forType: type) else {
+                throw SwiftDataError(.unknownModelType, "relationship \(relationship.name): no entity for its target")
+            }
+            if let known = try SyncReplica.id(of: target.name, row: row, tx) { return known }
+            try upsert(target, row: row, only: nil)
+            guard let made = try SyncReplica.id(of: target.name, row: row, tx) else {
+                throw SwiftDataError(.corruptRecord, "\(target.name) row \(row) is referred to but not stored")
+            }
+            return made
+        }
     }
 
-    /// Whether sync carries `property`: stored attributes in the record.
-    /// Relationships and `.externalStorage` data are not carried yet.
+    /// Whether sync carries `property` as an attribute: stored attributes
+    /// in the record (`.externalStorage` data is not carried yet).
     static func carries(_ property: Schema.Property, _ entity: Schema.Entity) -> Bool {
         property is Schema.Attribute && entity.externalTrees[property.field] == nil
     }
@@ -339,6 +402,12 @@ package final class SyncReplica {
         var inserted: [(SyncID, any PersistentModel)] = []
         var insertedByID: [SyncID: any PersistentModel] = [:]
         var deletedIDs: [(SyncID, String, Int64?)] = []
+        // Relationships are set once every model of the change set exists.
+        var links: [(model: any PersistentModel, entity: Schema.Entity, fields: [SyncChangeSet.Field])] = []
+        func link(_ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [SyncChangeSet.Field]) {
+            let references = fields.filter { $0.wire == SyncChangeSet.toOne || $0.wire == SyncChangeSet.toMany }
+            if !references.isEmpty { links.append((model, entity, references)) }
+        }
         for change in set.changes {
             guard let entity = schema.entity(named: change.entity) else {
                 throw DamagedChange(seq: seq, reason: "entity \(change.entity) is not in this store's schema")
@@ -371,17 +440,23 @@ package final class SyncReplica {
                         fields = mask.map { names in fields.filter { !names.contains($0.name) } } ?? []
                     }
                     if try assign(fields, to: model, entity: entity, seq: seq) { applied.updated.append(model.persistentModelID) }
+                    link(model, entity, fields)
                 case nil:
                     if let model = insertedByID[change.id] {
                         _ = try assign(change.fields, to: model, entity: entity, seq: seq)
+                        link(model, entity, change.fields)
                         continue
                     }
                     let model = try make(entity, change.fields, seq: seq)
                     context.insert(model)
                     inserted.append((change.id, model))
                     insertedByID[change.id] = model
+                    link(model, entity, change.fields)
                 }
             }
+        }
+        for (model, entity, fields) in links where !model.isDeleted {
+            try setRelationships(fields, of: model, entity: entity, context: context, inserted: insertedByID, seq: seq)
         }
         let writeSyncState: (WriteTransaction) throws -> Void = { tx in
             for (id, model) in inserted where !model.isDeleted {
@@ -453,6 +528,56 @@ package final class SyncReplica {
 
     private func markChanged<M: PersistentModel>(_ model: M, field: Int) {
         model._strataState.didChange(model, field: field)
+    }
+
+    /// Points `model`'s relationships in `fields` at their targets. A
+    /// target deleted in the zone is left out; for a to-one whose inverse
+    /// deletes by cascade, the model goes with it, as if it had referred
+    /// to the target when it was deleted.
+    private func setRelationships(
+        _ fields: [SyncChangeSet.Field], of model: any PersistentModel, entity: Schema.Entity, context: ModelContext,
+        inserted: [SyncID: any PersistentModel], seq: Int64
+    ) throws {
+        func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
+            if let made = inserted[id] { return made }
+            guard let type = relationship.destinationType, let destination = schema.entity(forType: type) else { return nil }
+            switch try store.read({ tx in try Self.place(of: id, tx) }) {
+            case .row(let row):
+                let found = context.model(for: identifier(destination, row))
+                return found is MissingModel || found.isDeleted ? nil : found
+            case .deleted:
+                return nil
+            case nil:
+                throw DamagedChange(
+                    seq: seq, reason: "\(entity.name).\(relationship.name) refers to \(id), which the zone never held")
+            }
+        }
+        for field in fields {
+            guard let relationship = entity.properties.first(where: { $0.name == field.name }) as? Schema.Relationship
+            else { continue }
+            let ids = stride(from: 0, to: field.value.count, by: 16).map { SyncID(bytes: Array(field.value[$0..<$0 + 16])) }
+            if relationship.isToOneRelationship {
+                guard field.wire == SyncChangeSet.toOne else {
+                    throw DamagedChange(seq: seq, reason: "\(entity.name).\(relationship.name) is a to-one, sent as a list")
+                }
+                let value = try ids.first.flatMap { try target($0, of: relationship) }
+                if value == nil, !ids.isEmpty, let inverse = InverseGraph.inverse(of: entity.type, field: relationship.field),
+                    let side = schema.entity(forType: inverse.type)?.properties[inverse.field] as? Schema.Relationship,
+                    side.deleteRule == .cascade
+                {
+                    context.delete(model)
+                    return
+                }
+                model._strataSetRelationship(field: relationship.field, to: value)
+            } else {
+                guard field.wire == SyncChangeSet.toMany else {
+                    throw DamagedChange(seq: seq, reason: "\(entity.name).\(relationship.name) is a to-many, sent as one")
+                }
+                var targets: [any PersistentModel] = []
+                for id in ids { if let found = try target(id, of: relationship) { targets.append(found) } }
+                model._strataSetRelationship(field: relationship.field, to: targets)
+            }
+        }
     }
 
     /// A new model of `entity` from `fields`.
