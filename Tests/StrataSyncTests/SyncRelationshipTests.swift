@@ -177,3 +177,32 @@
         }
     }
 #endif
+#if Sync
+    extension SyncRelationshipTests {
+        func testAMemoMovedOutOfAFolderSurvivesTheFolderDeletedLater() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            let context = ModelContext(a)
+            let folder = Folder(name: "f22")
+            context.insert(folder)
+            context.insert(Memo(text: "m15", folder: folder))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncC.syncNow()
+            let onC = ModelContext(c)
+            let memo = try onC.fetch(FetchDescriptor<Memo>())[0]
+            memo.folder = nil
+            try onC.save()
+            let f22 = try onC.fetch(FetchDescriptor<Folder>())[0]
+            onC.insert(Memo(text: "m39", folder: f22))
+            try onC.save()
+            onC.delete(f22)
+            try onC.save()
+            try await syncC.syncNow()
+            try await syncA.syncNow()
+            XCTAssertEqual(try dump(c), ["memo m15 in - labels "])
+            XCTAssertEqual(try dump(a), ["memo m15 in - labels "])
+        }
+    }
+#endif

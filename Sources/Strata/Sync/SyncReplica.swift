@@ -149,6 +149,14 @@ package final class SyncReplica {
         case deleted
     }
 
+    /// The entity and row of a live identifier.
+    static func entry(of id: SyncID, _ tx: ReadTransaction) throws -> (entity: String, row: Int64)? {
+        guard let tree = try tx.treeIfPresent(idsTree), let value = try tx.get(id.bytes, in: tree), value.first == 1,
+            value.count >= 9
+        else { return nil }
+        return (String(decoding: value[9...], as: UTF8.self), try RowKey.decode(Array(value[1..<9])))
+    }
+
     static func place(of id: SyncID, _ tx: ReadTransaction) throws -> Place? {
         guard let tree = try tx.treeIfPresent(idsTree), let value = try tx.get(id.bytes, in: tree) else { return nil }
         switch value.first {
@@ -241,7 +249,15 @@ package final class SyncReplica {
         /// (its delete follows).
         mutating func upsert(_ entity: Schema.Entity, row: Int64, only: Set<String>?) throws {
             guard let tree = try tx.treeIfPresent(entity.recordTree), let record = try tx.get(RowKey.encode(row), in: tree)
-            else { return }
+            else {
+                // Gone since. A delete of this device's saves comes later
+                // and is sent then; a model that a delete rule took while
+                // this device applied the zone's changes (because of this
+                // save, not pushed yet) is deleted nowhere else: send the
+                // delete now.
+                try delete(entity, row: row)
+                return
+            }
             var only = only
             var kind = SyncChangeSet.Kind.update
             let id: SyncID
@@ -347,11 +363,14 @@ package final class SyncReplica {
     /// Records that the server took local save `token` as change `seq`,
     /// the zone's next change after everything applied here.
     package func acknowledge(token: Int64, seq: Int64) throws {
-        try store.write { tx in
-            if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
-            try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
-            try Self.setNumber("position", seq, tx)
+        guard let device = try state().device, let payload = try outboxEntry(token) else {
+            try store.write { tx in
+                try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+                try Self.setNumber("position", seq, tx)
+            }
+            return
         }
+        try apply(seq: seq, device: device, token: token, payload: payload)
     }
 
     // MARK: - Pull
@@ -377,36 +396,45 @@ package final class SyncReplica {
     /// Applies server change `seq` (pushed by `device` as its save `token`)
     /// as one save authored ``author``, and moves the position to `seq` in
     /// the same transaction. This device's own change is an acknowledgment:
-    /// it is here already.
+    /// its models and values are here already, and only what the zone's
+    /// order makes of it (the cascades below) is applied.
     ///
     /// Attributes that local saves not yet pushed changed keep their local
     /// values: those saves come later in the zone's order, so every device
     /// ends with them.
+    ///
+    /// Deletes cascade in the zone's order, not by what this store holds
+    /// now: a to-one whose inverse deletes by `.cascade` is remembered as the
+    /// zone last set it (`sync.links`), and a delete takes every model the
+    /// zone last put under it, even one a local save not pushed yet moved
+    /// away (a delete wins over later changes). A to-one the zone sets to a
+    /// model already deleted takes its model too.
     @discardableResult
     package func apply(seq: Int64, device: SyncID, token: Int64, payload: [UInt8]) throws -> Applied {
         let state = try store.read { tx in try Self.readMeta(tx) }
-        if device == state.device {
-            try acknowledge(token: token, seq: seq)
-            return Applied()
-        }
+        let own = device == state.device
         let set: SyncChangeSet
         do {
-            set = try SyncChangeSet.decode(payload)
-        } catch {
+            set = try SyncChangeSet.decode(own ? try outboxEntry(token) ?? payload : payload)
+        } catch let error as SyncPayloadError {
             throw DamagedChange(seq: seq, reason: error.description)
         }
         let context = ModelContext(container)
         context.author = Self.author
-        let masks = try pendingMasks()
+        let masks = own ? [:] : try pendingMasks()
         var applied = Applied()
         var inserted: [(SyncID, any PersistentModel)] = []
         var insertedByID: [SyncID: any PersistentModel] = [:]
-        var deletedIDs: [(SyncID, String, Int64?)] = []
+        var doomed: [SyncID: (entity: Schema.Entity, row: Int64?)] = [:]
+        var links = Links()
         // Relationships are set once every model of the change set exists.
-        var links: [(model: any PersistentModel, entity: Schema.Entity, fields: [SyncChangeSet.Field])] = []
+        var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [SyncChangeSet.Field])] = []
         func link(_ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [SyncChangeSet.Field]) {
             let references = fields.filter { $0.wire == SyncChangeSet.toOne || $0.wire == SyncChangeSet.toMany }
-            if !references.isEmpty { links.append((model, entity, references)) }
+            if !references.isEmpty { pendingLinks.append((model, entity, references)) }
+        }
+        func doom(_ id: SyncID, _ entity: Schema.Entity, _ row: Int64?) {
+            if doomed[id] == nil { doomed[id] = (entity, row) }
         }
         for change in set.changes {
             guard let entity = schema.entity(named: change.entity) else {
@@ -416,20 +444,24 @@ package final class SyncReplica {
             switch change.kind {
             case .delete:
                 if case .row(let row) = place {
-                    let model = context.model(for: identifier(entity, row))
-                    if !(model is MissingModel), !model.isDeleted {
-                        context.delete(model)
-                        applied.deleted.append(model.persistentModelID)
-                    }
-                    deletedIDs.append((change.id, entity.name, row))
-                } else if place == nil {
-                    if let model = insertedByID[change.id] { context.delete(model) }
-                    deletedIDs.append((change.id, entity.name, nil))
+                    doom(change.id, entity, row)
+                } else if place == nil || own {
+                    doom(change.id, entity, nil)
                 }
             case .insert, .update:
+                if place == .deleted { continue }  // a delete wins over every change after it
+                // The zone's value of each cascading to-one, masked or not.
+                for field in change.fields where field.wire == SyncChangeSet.toOne {
+                    guard let property = entity.properties.first(where: { $0.name == field.name }),
+                        Self.cascades(property, entity, schema)
+                    else { continue }
+                    try links.set(
+                        change.id, field.name, to: field.value.count == 16 ? SyncID(bytes: field.value) : nil, in: store)
+                }
+                if own { continue }
                 switch place {
                 case .deleted:
-                    continue  // a delete wins over every change after it
+                    continue
                 case .row(let row):
                     let model = context.model(for: identifier(entity, row))
                     guard !(model is MissingModel), !model.isDeleted else { continue }
@@ -455,14 +487,61 @@ package final class SyncReplica {
                 }
             }
         }
-        for (model, entity, fields) in links where !model.isDeleted {
+        for (model, entity, fields) in pendingLinks where !model.isDeleted {
             try setRelationships(fields, of: model, entity: entity, context: context, inserted: insertedByID, seq: seq)
         }
+        // The zone's cascades: from what this change deletes, and from
+        // to-ones it points at models deleted before.
+        func doomSource(_ source: SyncID) throws -> Bool {
+            guard doomed[source] == nil else { return false }
+            switch try store.read({ tx in try Self.place(of: source, tx) }) {
+            case .row(let row)?:
+                guard let (name, _) = try store.read({ tx in try Self.entry(of: source, tx) }),
+                    let entity = schema.entity(named: name)
+                else { return false }
+                doom(source, entity, row)
+            case nil:
+                guard let model = insertedByID[source], let entity = schema.entity(forType: type(of: model)) else {
+                    return false
+                }
+                doom(source, entity, nil)
+            case .deleted?:
+                return false
+            }
+            return true
+        }
+        var work = Array(doomed.keys)
+        for (source, fields) in links.changed {
+            for case let target? in fields.values
+            where try store.read({ tx in try Self.place(of: target, tx) }) == .deleted {
+                if try doomSource(source) { work.append(source) }
+            }
+        }
+        var seen = Set<SyncID>()
+        while let target = work.popLast() {
+            guard seen.insert(target).inserted else { continue }
+            for source in try links.sources(of: target, in: store) where try doomSource(source) { work.append(source) }
+        }
+        for (id, (entity, row)) in doomed {
+            let model: (any PersistentModel)? =
+                row.map { context.model(for: identifier(entity, $0)) } ?? insertedByID[id]
+            guard let model, !(model is MissingModel), !model.isDeleted else { continue }
+            context.delete(model)
+            if row != nil { applied.deleted.append(model.persistentModelID) }
+        }
         let writeSyncState: (WriteTransaction) throws -> Void = { tx in
-            for (id, model) in inserted where !model.isDeleted {
+            for (id, model) in inserted where !model.isDeleted && doomed[id] == nil {
                 try Self.map(id, entity: entity(of: model).name, row: model._strataState.rowID, tx)
             }
-            for (id, entity, row) in deletedIDs { try Self.markDeleted(id, entity: entity, row: row, tx) }
+            for (id, (entity, row)) in doomed {
+                try Self.markDeleted(id, entity: entity.name, row: row, tx)
+                try links.forget(id, tx)
+            }
+            try links.write(tx)
+            if own {
+                if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
+                try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+            }
             try Self.setNumber("position", seq, tx)
         }
         if context.hasChanges {
@@ -476,6 +555,99 @@ package final class SyncReplica {
 
         func entity(of model: any PersistentModel) -> Schema.Entity {
             schema.entity(forType: type(of: model))!
+        }
+    }
+
+    /// The outbox entry of local save `token`, if it is still there.
+    private func outboxEntry(_ token: Int64) throws -> [UInt8]? {
+        try store.read { tx in try tx.treeIfPresent(Self.outboxTree).flatMap { try tx.get(RowKey.encode(token), in: $0) } }
+    }
+
+    /// Whether `property` is a to-one whose target's delete takes the model
+    /// with it (the inverse to-many deletes by `.cascade`).
+    static func cascades(_ property: Schema.Property, _ entity: Schema.Entity, _ schema: Schema) -> Bool {
+        guard let relationship = property as? Schema.Relationship, relationship.isToOneRelationship,
+            let inverse = InverseGraph.inverse(of: entity.type, field: relationship.field),
+            let side = schema.entity(forType: inverse.type)?.properties[inverse.field] as? Schema.Relationship
+        else { return false }
+        return side.deleteRule == .cascade
+    }
+
+    /// The zone's values of cascading to-ones: `sync.links` holds
+    /// (target, source, field) → empty and `sync.linkOf` holds
+    /// (source, field) → target. Changes are gathered, then written with the
+    /// save that applies them.
+    struct Links {
+        static let byTarget = "sync.links"
+        static let bySource = "sync.linkOf"
+        /// Source → field → new target (nil: none).
+        var changed: [SyncID: [String: SyncID?]] = [:]
+
+        mutating func set(_ source: SyncID, _ field: String, to target: SyncID?, in store: Store) throws {
+            changed[source, default: [:]][field] = .some(target)
+        }
+
+        /// Models whose cascading to-one the zone last pointed at `target`.
+        func sources(of target: SyncID, in store: Store) throws -> [SyncID] {
+            var result: [SyncID] = []
+            for (source, fields) in changed where fields.values.contains(where: { $0 == target }) { result.append(source) }
+            try store.read { tx in
+                guard let tree = try tx.treeIfPresent(Self.byTarget) else { return }
+                let cursor = try tx.cursor(tree)
+                var more = try cursor.seek(target.bytes)
+                while more {
+                    let key = try cursor.key()
+                    guard key.count > 32, Array(key[0..<16]) == target.bytes else { break }
+                    let source = SyncID(bytes: Array(key[16..<32]))
+                    let field = String(decoding: key[32...], as: UTF8.self)
+                    // A field this change set moved elsewhere no longer counts.
+                    if let moved = changed[source]?[field], moved != target {
+                    } else if !result.contains(source) {
+                        result.append(source)
+                    }
+                    more = try cursor.next()
+                }
+            }
+            return result
+        }
+
+        func write(_ tx: WriteTransaction) throws {
+            guard !changed.isEmpty else { return }
+            let byTarget = try tx.treeIfPresent(Self.byTarget) ?? tx.createTree(Self.byTarget)
+            let bySource = try tx.treeIfPresent(Self.bySource) ?? tx.createTree(Self.bySource)
+            for (source, fields) in changed {
+                for (field, target) in fields {
+                    let sourceKey = source.bytes + Array(field.utf8)
+                    if let old = try tx.get(sourceKey, in: bySource) {
+                        try tx.delete(old + sourceKey, in: byTarget)
+                        try tx.delete(sourceKey, in: bySource)
+                    }
+                    if let target {
+                        try tx.put(sourceKey, target.bytes, in: bySource)
+                        try tx.put(target.bytes + sourceKey, [], in: byTarget)
+                    }
+                }
+            }
+        }
+
+        /// Drops a deleted model's own links (those pointing at it stay:
+        /// their models are deleted too, or were moved).
+        func forget(_ source: SyncID, _ tx: WriteTransaction) throws {
+            guard let bySource = try tx.treeIfPresent(Self.bySource), let byTarget = try tx.treeIfPresent(Self.byTarget)
+            else { return }
+            var keys: [([UInt8], [UInt8])] = []
+            let cursor = try tx.cursor(bySource)
+            var more = try cursor.seek(source.bytes)
+            while more {
+                let key = try cursor.key()
+                guard key.count >= 16, Array(key[0..<16]) == source.bytes else { break }
+                keys.append((key, try cursor.value()))
+                more = try cursor.next()
+            }
+            for (key, target) in keys {
+                try tx.delete(key, in: bySource)
+                try tx.delete(target + key, in: byTarget)
+            }
         }
     }
 
@@ -530,10 +702,8 @@ package final class SyncReplica {
         model._strataState.didChange(model, field: field)
     }
 
-    /// Points `model`'s relationships in `fields` at their targets. A
-    /// target deleted in the zone is left out; for a to-one whose inverse
-    /// deletes by cascade, the model goes with it, as if it had referred
-    /// to the target when it was deleted.
+    /// Points `model`'s relationships in `fields` at their targets; a target
+    /// deleted in the zone or here is left out.
     private func setRelationships(
         _ fields: [SyncChangeSet.Field], of model: any PersistentModel, entity: Schema.Entity, context: ModelContext,
         inserted: [SyncID: any PersistentModel], seq: Int64
@@ -560,14 +730,10 @@ package final class SyncReplica {
                 guard field.wire == SyncChangeSet.toOne else {
                     throw DamagedChange(seq: seq, reason: "\(entity.name).\(relationship.name) is a to-one, sent as a list")
                 }
+                // A target deleted here is nil for now; whether the model goes
+                // with it is the zone's cascade (see `apply`), decided by the
+                // zone's order, not by this store's unpushed deletes.
                 let value = try ids.first.flatMap { try target($0, of: relationship) }
-                if value == nil, !ids.isEmpty, let inverse = InverseGraph.inverse(of: entity.type, field: relationship.field),
-                    let side = schema.entity(forType: inverse.type)?.properties[inverse.field] as? Schema.Relationship,
-                    side.deleteRule == .cascade
-                {
-                    context.delete(model)
-                    return
-                }
                 model._strataSetRelationship(field: relationship.field, to: value)
             } else {
                 guard field.wire == SyncChangeSet.toMany else {

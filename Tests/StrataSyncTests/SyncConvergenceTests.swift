@@ -1,0 +1,139 @@
+#if Sync
+    import Foundation
+    import Strata
+    import StrataEngine
+    @testable import StrataSync
+    import StrataTesting
+    import XCTest
+
+    /// Three devices make random saves (inserts, attribute changes,
+    /// relationship changes, deletes with cascades) and sync at random
+    /// points, each one offline for stretches; once all of them sync, every
+    /// store holds the same models and passes its integrity check.
+    ///
+    /// The seed is printed; `STRATA_SYNC_SEED=<seed>` replays a run, and
+    /// `STRATA_SYNC_OPERATIONS` sets its length (1,200 by default).
+    final class SyncConvergenceTests: SyncTestCase {
+        override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
+
+        func testThreeDevicesConverge() async throws {
+            let environment = ProcessInfo.processInfo.environment
+            let seed = environment["STRATA_SYNC_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
+            let operations = environment["STRATA_SYNC_OPERATIONS"].flatMap(Int.init) ?? 1200
+            print("SyncConvergenceTests seed \(seed) (STRATA_SYNC_SEED=\(seed) replays it), \(operations) operations")
+            var random = SeededRandom(seed: seed)
+            let zone = "zone-\(UUID())"
+            var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
+            for name in ["a", "b", "c"] {
+                let (container, sync) = try device(name, zone: zone)
+                devices.append((container, sync, ModelContext(container)))
+            }
+            var counter = 0
+            func fresh(_ prefix: String) -> String {
+                counter += 1
+                return "\(prefix)\(counter)"
+            }
+            var counts = [String: Int]()
+            for _ in 0..<operations {
+                let index = Int.random(in: 0..<3, using: &random)
+                let context = devices[index].context
+                let folders = try context.fetch(FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)]))
+                let memos = try context.fetch(FetchDescriptor<Memo>(sortBy: [SortDescriptor(\.text)]))
+                let labels = try context.fetch(FetchDescriptor<Label>(sortBy: [SortDescriptor(\.name)]))
+                let roll = Int.random(in: 0..<100, using: &random)
+                var operation: String
+                switch roll {
+                case 0..<8:
+                    operation = "insert folder"
+                    context.insert(Folder(name: fresh("f")))
+                case 8..<24:
+                    operation = "insert memo"
+                    let memo = Memo(text: fresh("m"), folder: folders.randomElement(using: &random))
+                    context.insert(memo)
+                    if !labels.isEmpty, Bool.random(using: &random) {
+                        memo.labels = [labels.randomElement(using: &random)!]
+                    }
+                case 24..<30:
+                    operation = "insert label"
+                    context.insert(Label(name: fresh("l")))
+                case 30..<42:
+                    operation = "rename memo"
+                    memos.randomElement(using: &random)?.text = fresh("m")
+                case 42..<48:
+                    operation = "rename folder"
+                    folders.randomElement(using: &random)?.name = fresh("f")
+                case 48..<51:
+                    operation = "rename label"
+                    labels.randomElement(using: &random)?.name = fresh("l")
+                case 51..<60:
+                    operation = "move memo"
+                    memos.randomElement(using: &random)?.folder =
+                        Bool.random(using: &random) ? folders.randomElement(using: &random) : nil
+                case 60..<68:
+                    operation = "label memo"
+                    if let memo = memos.randomElement(using: &random), let label = labels.randomElement(using: &random) {
+                        if let at = memo.labels.firstIndex(where: { $0 === label }) {
+                            memo.labels.remove(at: at)
+                        } else {
+                            memo.labels.append(label)
+                        }
+                    }
+                case 68..<72:
+                    operation = "delete folder"
+                    if let folder = folders.randomElement(using: &random) { context.delete(folder) }
+                case 72..<78:
+                    operation = "delete memo"
+                    if let memo = memos.randomElement(using: &random) { context.delete(memo) }
+                case 78..<80:
+                    operation = "delete label"
+                    if let label = labels.randomElement(using: &random) { context.delete(label) }
+                default:
+                    operation = "sync"
+                    try await devices[index].sync.syncNow()
+                }
+                counts[operation, default: 0] += 1
+                if environment["STRATA_SYNC_TRACE"] != nil {
+                    let changed = (context.insertedModelsArray + context.changedModelsArray + context.deletedModelsArray).map {
+                        model -> String in
+                        if let memo = model as? Memo { return "memo \(memo.text) in \(memo.folder?.name ?? "-")" }
+                        if let folder = model as? Folder { return "folder \(folder.name)" }
+                        if let label = model as? Label { return "label \(label.name)" }
+                        return "?"
+                    }
+                    print("trace \(["a", "b", "c"][index]) \(operation) \(changed)")
+                }
+                if operation != "sync" { try context.save() }
+            }
+            print("SyncConvergenceTests operations: \(counts.sorted { $0.key < $1.key })")
+            // Everyone syncs: a, b, c, then a and b again for what c pushed.
+            for index in [0, 1, 2, 0, 1] { try await devices[index].sync.syncNow() }
+            let dumps = try devices.map { try dump($0.container) }
+            for (index, name) in [(1, "b"), (2, "c")] where dumps[index] != dumps[0] {
+                let onlyA = dumps[0].filter { !dumps[index].contains($0) }
+                let onlyOther = dumps[index].filter { !dumps[0].contains($0) }
+                XCTFail("a and \(name) differ (seed \(seed)): only on a \(onlyA), only on \(name) \(onlyOther)")
+            }
+            XCTAssertGreaterThan(dumps[0].count, operations / 100, "the run ends with models (seed \(seed))")
+            for (index, device) in devices.enumerated() {
+                XCTAssertEqual(try device.container.checkIntegrity(), [], "device \(index) (seed \(seed))")
+                XCTAssertEqual(device.sync.status.pendingChanges, 0)
+            }
+        }
+
+        func dump(_ container: ModelContainer) throws -> [String] {
+            let context = ModelContext(container)
+            var lines: [String] = []
+            for folder in try context.fetch(FetchDescriptor<Folder>()) {
+                lines.append("folder \(folder.name): " + folder.memos.map(\.text).sorted().joined(separator: ","))
+            }
+            for memo in try context.fetch(FetchDescriptor<Memo>()) {
+                let labels = memo.labels.map(\.name).sorted().joined(separator: ",")
+                lines.append("memo \(memo.text) in \(memo.folder?.name ?? "-") labels \(labels)")
+            }
+            for label in try context.fetch(FetchDescriptor<Label>()) {
+                lines.append("label \(label.name): " + label.memos.map(\.text).sorted().joined(separator: ","))
+            }
+            return lines.sorted()
+        }
+    }
+#endif
