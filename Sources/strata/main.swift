@@ -18,7 +18,8 @@ struct StrataTool: ParsableCommand {
         commandName: "strata",
         abstract: "Inspect, check and maintain a Strata store file.",
         subcommands: [
-            Check.self, Stats.self, Dump.self, SchemaCommand.self, History.self, Compact.self, Backup.self,
+            Check.self, Stats.self, Dump.self, SchemaCommand.self, History.self, SyncStatusCommand.self, Compact.self,
+            Backup.self,
         ])
 }
 
@@ -177,6 +178,30 @@ struct History: ParsableCommand {
             defer { try? database.close() }
             let lines = try database.read { try StoreInspector.historyText($0) }
             print(lines.isEmpty ? "no history" : lines.joined(separator: "\n"))
+        }
+    }
+}
+
+struct SyncStatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync-status", abstract: "The store's sync zone, server position and local saves not pushed yet.")
+
+    @Argument(help: "The store file.") var path: String
+
+    func run() throws {
+        try running {
+            let database = try openReadOnly(path)
+            defer { try? database.close() }
+            let state = try database.read { try SyncReplica.state(in: $0) }
+            guard let zone = state.zone else {
+                print("not synced (the store never joined a zone)")
+                return
+            }
+            print("zone: \(zone)")
+            print("device: \(state.device?.description ?? "none")")
+            print("server position: \(state.position)")
+            print("last pushed save: \(state.pushedThrough)")
+            print("pending local saves: \(state.pendingSaves)")
         }
     }
 }

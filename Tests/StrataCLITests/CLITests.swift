@@ -116,6 +116,29 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(history.out.contains("delete Ticket row 5"), history.out)
     }
 
+    func testSyncStatusNamesTheZoneAndCountsUnpushedSaves() throws {
+        let path = try makeStore()
+        let plain = try run("sync-status", path)
+        XCTAssertEqual(plain.status, 0, plain.err)
+        XCTAssertEqual(plain.out, "not synced (the store never joined a zone)\n")
+
+        let container = try ModelContainer(
+            for: Schema([Ticket.self, Holder.self]), configurations: [ModelConfiguration(url: URL(fileURLWithPath: path))])
+        let replica = try SyncReplica(container: container)
+        _ = try replica.join(zone: "box-office")
+        let context = ModelContext(container)
+        try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.code == "T1" }))[0].seats = 7
+        try context.save()
+        context.insert(Ticket(code: "T900", seats: 1))
+        try context.save()
+        let synced = try run("sync-status", path)
+        XCTAssertEqual(synced.status, 0, synced.err)
+        XCTAssertTrue(synced.out.contains("zone: box-office\n"), synced.out)
+        XCTAssertTrue(synced.out.contains("server position: 0\n"), synced.out)
+        // The saves before the store joined are not pushed as saves.
+        XCTAssertTrue(synced.out.contains("pending local saves: 2\n"), synced.out)
+    }
+
     func testDumpDecodesRecordsWithTheStoredSchema() throws {
         let path = try makeStore()
         let dump = try run("dump", path, "--entity", "Ticket", "--json")

@@ -129,6 +129,29 @@
             XCTAssertEqual(syncA.status.serverPosition, 3)
         }
 
+        func testDeletingHistoryKeepsTheSavesNotPushedYet() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "pushed"))
+            try context.save()
+            try await syncA.syncNow()
+            context.insert(Note(title: "waiting"))
+            try context.save()
+            try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            // The pushed save's history is gone; the waiting one's is kept.
+            let left = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            XCTAssertEqual(left.map(\.transactionIdentifier), [2])
+            XCTAssertEqual(syncA.status.pendingChanges, 0, "the status is from the last round")
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b), ["pushed||0|-1.0", "waiting||0|-1.0"])
+            // Pushed now: deleting history deletes it.
+            try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            XCTAssertEqual(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count, 0)
+        }
+
         func testChangesToDifferentAttributesBothSurvive() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

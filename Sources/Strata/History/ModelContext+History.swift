@@ -38,7 +38,8 @@ extension ModelContext {
 
     /// Deletes the history transactions `descriptor` selects. Later
     /// fetches with a token older than the newest deleted one throw
-    /// ``SwiftDataError/historyTokenExpired``.
+    /// ``SwiftDataError/historyTokenExpired``. A store that syncs (StrataSync)
+    /// keeps the saves not pushed yet: they are its outbox.
     public func deleteHistory<T: HistoryTransaction>(_ descriptor: HistoryDescriptor<T>) throws {
         guard parts.isEmpty else {
             // A read-only store keeps its history; the others delete theirs.
@@ -58,8 +59,11 @@ extension ModelContext {
                 try HistoryLog.read(tx, schema: container.schema, store: store.identifier), descriptor)
             guard !doomed.isEmpty else { return }
             var newest = try HistoryLog.deletedThrough(tx)
+            // A synced store keeps the saves sync has not pushed yet: they
+            // are its outbox.
+            let kept = try SyncReplica.unpushedAfter(tx)
             for transaction in doomed {
-                guard let value = (transaction as? DefaultHistoryTransaction)?.token.tokenValue else { continue }
+                guard let value = (transaction as? DefaultHistoryTransaction)?.token.tokenValue, value <= kept else { continue }
                 try tx.delete(RowKey.encode(value), in: tree)
                 newest = max(newest, value)
             }

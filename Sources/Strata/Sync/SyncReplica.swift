@@ -73,24 +73,37 @@ package final class SyncReplica {
 
     /// The store's sync state; a store that never synced has no zone.
     package func state() throws -> State {
-        try store.read { tx in
-            var state = try Self.readMeta(tx)
-            let prepared = try Self.number("prepared", tx)
-            let outbox = try tx.treeIfPresent(Self.outboxTree)
-            var pending = 0
-            if let outbox {
-                try tx.forEach(outbox) { _, _ in
-                    pending += 1
-                    return true
-                }
+        try store.read { tx in try Self.state(in: tx) }
+    }
+
+    /// The sync state of the store `tx` reads (`strata sync-status` reads
+    /// it without the app's models).
+    package static func state(in tx: ReadTransaction) throws -> State {
+        var state = try readMeta(tx)
+        let prepared = try number("prepared", tx)
+        var pending = 0
+        if let outbox = try tx.treeIfPresent(outboxTree) {
+            try tx.forEach(outbox) { _, _ in
+                pending += 1
+                return true
             }
-            let last = try HistoryLog.lastToken(tx)
-            if last > prepared {
-                pending += try HistoryLog.readRaw(tx, after: prepared, through: last).filter { $0.author != Self.author }.count
-            }
-            state.pendingSaves = pending
-            return state
         }
+        let last = try HistoryLog.lastToken(tx)
+        if state.zone != nil, last > prepared {
+            pending += try HistoryLog.readRaw(tx, after: prepared, through: last).filter { $0.author != author }.count
+        }
+        state.pendingSaves = pending
+        return state
+    }
+
+    /// The last history token `deleteHistory` may delete: every save after
+    /// it is waiting to be pushed (`Int64.max` for a store that never
+    /// synced).
+    static func unpushedAfter(_ tx: ReadTransaction) throws -> Int64 {
+        guard let meta = try tx.treeIfPresent(metaTree), try tx.get(Array("zone".utf8), in: meta) != nil else {
+            return .max
+        }
+        return try number("pushed", tx)
     }
 
     /// Joins `zone`: the first time, records the zone and makes the device's
