@@ -53,9 +53,16 @@
                     if !labels.isEmpty, Bool.random(using: &random) {
                         memo.labels = [labels.randomElement(using: &random)!]
                     }
-                case 24..<30:
+                case 24..<27:
                     operation = "insert label"
                     context.insert(Label(name: fresh("l")))
+                case 27..<30:
+                    // Names from a small pool: devices make the same label,
+                    // which merges into one (a unique constraint).
+                    operation = "insert pooled label"
+                    let label = Label(name: "p\(Int.random(in: 0..<6, using: &random))", color: fresh("c"))
+                    context.insert(label)
+                    if let memo = memos.randomElement(using: &random) { memo.labels.append(label) }
                 case 30..<42:
                     operation = "rename memo"
                     memos.randomElement(using: &random)?.text = fresh("m")
@@ -131,7 +138,8 @@
                 lines.append("memo \(memo.text) in \(memo.folder?.name ?? "-") labels \(labels)")
             }
             for label in try context.fetch(FetchDescriptor<Label>()) {
-                lines.append("label \(label.name): " + label.memos.map(\.text).sorted().joined(separator: ","))
+                lines.append(
+                    "label \(label.name) \(label.color): " + label.memos.map(\.text).sorted().joined(separator: ","))
             }
             return lines.sorted()
         }

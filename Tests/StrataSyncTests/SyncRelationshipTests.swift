@@ -27,10 +27,14 @@
 
     @Model
     final class Label {
-        var name: String
+        @Attribute(.unique) var name: String
+        var color = ""
         @Relationship(inverse: \Memo.labels) var memos: [Memo] = []
 
-        init(name: String) { self.name = name }
+        init(name: String, color: String = "") {
+            self.name = name
+            self.color = color
+        }
     }
 
     final class SyncRelationshipTests: SyncTestCase {
@@ -49,9 +53,43 @@
                 lines.append("memo \(memo.text) in \(memo.folder?.name ?? "-") labels \(labels)")
             }
             for label in try context.fetch(FetchDescriptor<Label>()) {
-                lines.append("label \(label.name): " + label.memos.map(\.text).sorted().joined(separator: ","))
+                let color = label.color.isEmpty ? "" : " (\(label.color))"
+                lines.append("label \(label.name)\(color): " + label.memos.map(\.text).sorted().joined(separator: ","))
             }
             return lines.sorted()
+        }
+
+        func testInsertsThatCollideOnAUniqueValueBecomeOneModel() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            // Three devices make the same label, each with a memo on it.
+            for (container, color, text) in [(a, "red", "from a"), (b, "blue", "from b"), (c, "green", "from c")] {
+                let context = ModelContext(container)
+                let label = Label(name: "urgent", color: color)
+                let memo = Memo(text: text)
+                context.insert(memo)
+                memo.labels = [label]
+                try context.save()
+            }
+            // b pushes first; a pushes after pulling b's; c pushed nothing
+            // before it pulls both.
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            try await syncC.syncNow()
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            // One label, holding every memo, with the color of the last
+            // save in the zone's order (c's).
+            let expected = [
+                "label urgent (green): from a,from b,from c", "memo from a in - labels urgent",
+                "memo from b in - labels urgent", "memo from c in - labels urgent",
+            ]
+            XCTAssertEqual(try dump(a), expected)
+            XCTAssertEqual(try dump(b), expected)
+            XCTAssertEqual(try dump(c), expected)
+            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
         }
 
         func testRelationshipsSyncByGlobalIdentity() async throws {

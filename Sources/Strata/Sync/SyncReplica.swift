@@ -439,6 +439,8 @@ package final class SyncReplica {
         var inserted: [(SyncID, any PersistentModel)] = []
         var insertedByID: [SyncID: any PersistentModel] = [:]
         var doomed: [SyncID: (entity: Schema.Entity, row: Int64?)] = [:]
+        var merged: [(SyncID, Schema.Entity, Int64)] = []
+        var mergedRows: [SyncID: Int64] = [:]
         var links = Links()
         // Relationships are set once every model of the change set exists.
         var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [SyncChangeSet.Field])] = []
@@ -488,11 +490,40 @@ package final class SyncReplica {
                     link(model, entity, fields)
                 case nil:
                     if let model = insertedByID[change.id] {
-                        _ = try assign(change.fields, to: model, entity: entity, seq: seq)
-                        link(model, entity, change.fields)
+                        // Made by this change set, or merged into a stored
+                        // model, whose unpushed attributes keep their values.
+                        var fields = change.fields
+                        if let row = mergedRows[change.id], let mask = masks[entity.name]?[row] {
+                            fields = mask.map { names in fields.filter { !names.contains($0.name) } } ?? []
+                        }
+                        _ = try assign(fields, to: model, entity: entity, seq: seq)
+                        link(model, entity, fields)
                         continue
                     }
                     let model = try make(entity, change.fields, seq: seq)
+                    // A model that matches one here on a unique constraint
+                    // merges into it (SwiftData's upsert), as an update: the
+                    // zone's first identifier keeps the row, this one points
+                    // at it too, and attributes of local saves not pushed yet
+                    // keep their values, as for any update.
+                    if let row = try existingRow(matching: model, entity),
+                        case let existing = context.model(for: identifier(entity, row)),
+                        !(existing is MissingModel), !existing.isDeleted
+                    {
+                        merged.append((change.id, entity, row))
+                        // Later references in this change set find it.
+                        insertedByID[change.id] = existing
+                        mergedRows[change.id] = row
+                        var fields = change.fields
+                        if let mask = masks[entity.name]?[row] {
+                            fields = mask.map { names in fields.filter { !names.contains($0.name) } } ?? []
+                        }
+                        if try assign(fields, to: existing, entity: entity, seq: seq) {
+                            applied.updated.append(existing.persistentModelID)
+                        }
+                        link(existing, entity, fields)
+                        continue
+                    }
                     context.insert(model)
                     inserted.append((change.id, model))
                     insertedByID[change.id] = model
@@ -546,6 +577,7 @@ package final class SyncReplica {
             for (id, model) in inserted where !model.isDeleted && doomed[id] == nil {
                 try Self.map(id, entity: entity(of: model).name, row: model._strataState.rowID, tx)
             }
+            for (id, entity, row) in merged where doomed[id] == nil { try Self.map(id, entity: entity.name, row: row, tx) }
             for (id, (entity, row)) in doomed {
                 try Self.markDeleted(id, entity: entity.name, row: row, tx)
                 try links.forget(id, tx)
@@ -568,6 +600,21 @@ package final class SyncReplica {
 
         func entity(of model: any PersistentModel) -> Schema.Entity {
             schema.entity(forType: type(of: model))!
+        }
+    }
+
+    /// The row of a stored model that `model` matches on one of its
+    /// entity's unique constraints.
+    private func existingRow(matching model: any PersistentModel, _ entity: Schema.Entity) throws -> Int64? {
+        guard !entity.uniqueGroups.isEmpty else { return nil }
+        return try store.read { tx in
+            for group in entity.uniqueGroups {
+                let key = group.key(group.values(of: model), row: 0)
+                if let tree = try tx.treeIfPresent(group.treeName), let bytes = try tx.get(key, in: tree) {
+                    return try RowKey.decode(bytes)
+                }
+            }
+            return nil
         }
     }
 
