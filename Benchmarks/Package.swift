@@ -10,6 +10,7 @@
 //     swift run -c release graph-bench [--count N]
 //     swift run -c release query-bench [--count N] [--only NAME] [--enumerate]
 //     swift run -c release migration-bench [--count N]
+//     swift run -c release sync-bench [--count N] [--batch B] [--samples S]
 import PackageDescription
 
 let package = Package(
@@ -51,6 +52,17 @@ let package = Package(
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // StrataSync against a throwaway PostgreSQL server (Debian's
+        // postgresql package).
+        .executableTarget(
+            name: "sync-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "StrataSync", package: "Strata"),
+                .product(name: "StrataTesting", package: "Strata"),
             ]
         ),
         .executableTarget(

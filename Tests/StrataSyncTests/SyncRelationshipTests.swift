@@ -137,7 +137,7 @@
             XCTAssertEqual(try dump(a), try dump(b))
         }
 
-        func testATargetSavedAfterTheModelThatNowRefersToItArrivesWithIt() async throws {
+        func testARelationshipToAModelOfALaterSaveArrivesWithThatSave() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)
             let (b, syncB) = try device("b", zone: zone)
@@ -146,7 +146,8 @@
             context.insert(memo)
             try context.save()
             // The first save is pushed after this one: it reads the memo as
-            // it is now, in a folder the zone does not know yet.
+            // it is now, in a folder the zone does not know yet, and leaves
+            // the folder to the second save, which made it.
             let folder = Folder(name: "late")
             context.insert(folder)
             memo.folder = folder

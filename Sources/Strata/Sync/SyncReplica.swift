@@ -220,6 +220,7 @@ package final class SyncReplica {
             let outbox = try tx.treeIfPresent(Self.outboxTree) ?? tx.createTree(Self.outboxTree)
             for raw in try HistoryLog.readRaw(tx, after: prepared, through: last) where raw.author != Self.author {
                 var builder = ChangeSetBuilder(schema: schema, tx: tx)
+                builder.insertedHere = Set(raw.changes.filter { $0.kind == .insert }.map { "\($0.entity)/\($0.row)" })
                 for change in raw.changes {
                     guard let entity = schema.entity(named: change.entity) else { continue }
                     switch change.kind {
@@ -248,6 +249,8 @@ package final class SyncReplica {
         let schema: Schema
         let tx: WriteTransaction
         var set = SyncChangeSet()
+        /// The models the save being built inserted, as "Entity/row".
+        var insertedHere: Set<String> = []
 
         /// A delete of a model the zone knows (one it never knew is left out).
         mutating func delete(_ entity: Schema.Entity, row: Int64) throws {
@@ -332,7 +335,12 @@ package final class SyncReplica {
             }
             for (property, target) in toOnes {
                 guard let relationship = property as? Schema.Relationship else { continue }
-                let value = try target.map { try reference(relationship, row: $0).bytes } ?? []
+                var value: [UInt8] = []
+                if let target {
+                    // A target of a later save: that save sends this field.
+                    guard let id = try reference(relationship, row: target) else { continue }
+                    value = id.bytes
+                }
                 result.append(SyncChangeSet.Field(name: property.name, wire: SyncChangeSet.toOne, value: value))
             }
             for property in entity.properties where only?.contains(property.name) ?? true {
@@ -345,25 +353,26 @@ package final class SyncReplica {
                 }
                 let rows = try tx.treeIfPresent(tree).map { try PairKey.rows(in: $0, of: row, tx: tx) } ?? []
                 var value: [UInt8] = []
-                for target in rows { value += try reference(relationship, row: target).bytes }
+                for target in rows { value += try reference(relationship, row: target)?.bytes ?? [] }
                 result.append(SyncChangeSet.Field(name: property.name, wire: SyncChangeSet.toMany, value: value))
             }
             return result
         }
 
-        /// The identifier of `relationship`'s target `row`. A target the zone
-        /// does not know yet (saved later than the model that now refers to
-        /// it) is sent whole in this change set first.
-        mutating func reference(_ relationship: Schema.Relationship, row: Int64) throws -> SyncID {
+        /// The identifier of `relationship`'s target `row`. A target this
+        /// save inserted gets its identifier now (its insert is in this
+        /// change set). A target the zone does not know that a later save
+        /// inserted is nil: the relationship changed after this save, and
+        /// the save that changed it sends it (sending it here would put the
+        /// target's insert before this device's saves between the two).
+        mutating func reference(_ relationship: Schema.Relationship, row: Int64) throws -> SyncID? {
             guard let type = relationship.destinationType, let target = schema.entity(forType: type) else {
                 throw SwiftDataError(.unknownModelType, "relationship \(relationship.name): no entity for its target")
             }
             if let known = try SyncReplica.id(of: target.name, row: row, tx) { return known }
+            guard insertedHere.contains("\(target.name)/\(row)") else { return nil }
             try upsert(target, row: row, only: nil)
-            guard let made = try SyncReplica.id(of: target.name, row: row, tx) else {
-                throw SwiftDataError(.corruptRecord, "\(target.name) row \(row) is referred to but not stored")
-            }
-            return made
+            return try SyncReplica.id(of: target.name, row: row, tx)
         }
     }
 
@@ -435,6 +444,15 @@ package final class SyncReplica {
         let context = ModelContext(container)
         context.author = Self.author
         let masks = own ? [:] : try pendingMasks()
+        // No local save waits: the history this save writes is the zone's,
+        // so the pushed and prepared marks move past it, and the next
+        // apply does not read it again.
+        let nothingPending = try store.read { tx in
+            let pushed = try Self.number("pushed", tx)
+            let last = try HistoryLog.lastToken(tx)
+            let prepared = try Self.number("prepared", tx)
+            return pushed == last && prepared == last
+        }
         var applied = Applied()
         var inserted: [(SyncID, any PersistentModel)] = []
         var insertedByID: [SyncID: any PersistentModel] = [:]
@@ -586,6 +604,11 @@ package final class SyncReplica {
             if own {
                 if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
                 try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+            }
+            if nothingPending, !own {
+                let last = try HistoryLog.lastToken(tx)
+                try Self.setNumber("pushed", last, tx)
+                try Self.setNumber("prepared", last, tx)
             }
             try Self.setNumber("position", seq, tx)
         }

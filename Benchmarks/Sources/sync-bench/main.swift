@@ -1,0 +1,107 @@
+// sync-bench: StrataSync's push and pull throughput and its save-to-visible
+// latency, against a throwaway PostgreSQL server (fsync on) over loopback.
+//
+//     swift run -c release sync-bench [--count N] [--batch B] [--samples S]
+//
+// Push: device A holds N small models saved in saves of B (not timed);
+// one `syncNow()` pushes them, one server transaction per save. Pull: a
+// new device B pulls them with one `syncNow()`. Latency: A and B run
+// (`start()`, polling every minute, so only LISTEN/NOTIFY wakes B); A
+// saves one model S times, and each sample is the time from A's `save()`
+// returning to B's `didApplyRemoteChanges` for it.
+import BenchSupport
+import Foundation
+import Strata
+import StrataSync
+import StrataTesting
+
+@Model
+final class Reading {
+    var sensor: String
+    var value: Double
+    var taken: Date
+
+    init(sensor: String, value: Double, taken: Date) {
+        self.sensor = sensor
+        self.value = value
+        self.taken = taken
+    }
+}
+
+let count = countArgument(default: 100_000)
+let batch = argument("--batch").flatMap(Int.init) ?? 1_000
+let samples = argument("--samples").flatMap(Int.init) ?? 200
+
+let cluster = try PostgresCluster(durable: true)
+let directory = TemporaryDirectory(prefix: "sync-bench")
+defer {
+    cluster.destroy()
+    try? FileManager.default.removeItem(atPath: directory.path)
+}
+
+func device(_ name: String, zone: String) throws -> (ModelContainer, SyncEngine) {
+    let url = URL(fileURLWithPath: directory.file(name + ".store"))
+    let container = try ModelContainer(for: Reading.self, configurations: ModelConfiguration(url: url))
+    let configuration = try SyncConfiguration(
+        server: cluster.url, password: cluster.password, zone: zone, pollInterval: .seconds(60))
+    return (container, try SyncEngine(container: container, configuration: configuration))
+}
+
+print("sync-bench: \(count) models in saves of \(batch); PostgreSQL over 127.0.0.1 with fsync on")
+let (a, syncA) = try device("a", zone: "bench")
+let context = ModelContext(a)
+let start = Date(timeIntervalSince1970: 1_700_000_000)
+var saved = 0
+while saved < count {
+    for index in saved..<min(count, saved + batch) {
+        context.insert(Reading(sensor: "s\(index % 97)", value: Double(index) * 0.5, taken: start + Double(index)))
+    }
+    try context.save()
+    saved = min(count, saved + batch)
+}
+var clock = ContinuousClock.now
+try await syncA.syncNow()
+let push = ContinuousClock.now - clock
+let pushSeconds = Double(push.components.seconds) + Double(push.components.attoseconds) / 1e18
+print(String(format: "push: %.2f s, %.0f models/s (%d server transactions)", pushSeconds, Double(count) / pushSeconds,
+             (count + batch - 1) / batch))
+
+let (b, syncB) = try device("b", zone: "bench")
+clock = ContinuousClock.now
+try await syncB.syncNow()
+let pull = ContinuousClock.now - clock
+let pullSeconds = Double(pull.components.seconds) + Double(pull.components.attoseconds) / 1e18
+let pulled = try ModelContext(b).fetchCount(FetchDescriptor<Reading>())
+print(String(format: "pull: %.2f s, %.0f models/s (%d models on b)", pullSeconds, Double(count) / pullSeconds, pulled))
+guard pulled == count else { fatalError("b holds \(pulled) models, not \(count)") }
+
+// Latency: each sample waits for b to announce the one model a saved.
+func latencies(context: ModelContext, a: SyncEngine, b: SyncEngine, bContainer: ModelContainer, samples: Int) async throws
+    -> [Double]
+{
+    let (arrivals, arrived) = AsyncStream<Date>.makeStream()
+    let observer = NotificationCenter.default.addObserver(
+        forName: SyncEngine.didApplyRemoteChanges, object: bContainer, queue: nil
+    ) { _ in arrived.yield(Date()) }
+    defer { NotificationCenter.default.removeObserver(observer) }
+    a.start()
+    b.start()
+    try await Task.sleep(for: .milliseconds(500))
+    var iterator = arrivals.makeAsyncIterator()
+    var result: [Double] = []
+    for index in 0..<samples {
+        context.insert(Reading(sensor: "live", value: Double(index), taken: Date()))
+        try context.save()
+        let saved = Date()
+        guard let seen = await iterator.next() else { break }
+        result.append(seen.timeIntervalSince(saved) * 1000)
+    }
+    await a.stop()
+    await b.stop()
+    return result.sorted()
+}
+
+let measured = try await latencies(context: context, a: syncA, b: syncB, bContainer: b, samples: samples)
+let p50 = measured[min(measured.count - 1, measured.count / 2)]
+let p99 = measured[min(measured.count - 1, measured.count * 99 / 100)]
+print(String(format: "save on a to visible on b: p50 %.1f ms, p99 %.1f ms (%d samples)", p50, p99, measured.count))
