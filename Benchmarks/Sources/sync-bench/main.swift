@@ -63,8 +63,10 @@ var clock = ContinuousClock.now
 try await syncA.syncNow()
 let push = ContinuousClock.now - clock
 let pushSeconds = Double(push.components.seconds) + Double(push.components.attoseconds) / 1e18
-print(String(format: "push: %.2f s, %.0f models/s (%d server transactions)", pushSeconds, Double(count) / pushSeconds,
-             (count + batch - 1) / batch))
+print(
+    String(
+        format: "push: %.2f s, %.0f models/s (%d server transactions)", pushSeconds, Double(count) / pushSeconds,
+        (count + batch - 1) / batch))
 
 let (b, syncB) = try device("b", zone: "bench")
 clock = ContinuousClock.now
