@@ -114,7 +114,7 @@
             print("SyncConvergenceTests operations: \(counts.sorted { $0.key < $1.key })")
             // Everyone syncs: a, b, c, then a and b again for what c pushed.
             for index in [0, 1, 2, 0, 1] { try await devices[index].sync.syncNow() }
-            let dumps = try devices.map { try dump($0.container) }
+            let dumps = try devices.map { try graphDump($0.container) }
             for (index, name) in [(1, "b"), (2, "c")] where dumps[index] != dumps[0] {
                 let onlyA = dumps[0].filter { !dumps[index].contains($0) }
                 let onlyOther = dumps[index].filter { !dumps[0].contains($0) }
@@ -125,23 +125,6 @@
                 XCTAssertEqual(try device.container.checkIntegrity(), [], "device \(index) (seed \(seed))")
                 XCTAssertEqual(device.sync.status.pendingChanges, 0)
             }
-        }
-
-        func dump(_ container: ModelContainer) throws -> [String] {
-            let context = ModelContext(container)
-            var lines: [String] = []
-            for folder in try context.fetch(FetchDescriptor<Folder>()) {
-                lines.append("folder \(folder.name): " + folder.memos.map(\.text).sorted().joined(separator: ","))
-            }
-            for memo in try context.fetch(FetchDescriptor<Memo>()) {
-                let labels = memo.labels.map(\.name).sorted().joined(separator: ",")
-                lines.append("memo \(memo.text) in \(memo.folder?.name ?? "-") labels \(labels)")
-            }
-            for label in try context.fetch(FetchDescriptor<Label>()) {
-                lines.append(
-                    "label \(label.name) \(label.color): " + label.memos.map(\.text).sorted().joined(separator: ","))
-            }
-            return lines.sorted()
         }
     }
 #endif

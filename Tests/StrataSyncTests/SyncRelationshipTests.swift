@@ -37,12 +37,10 @@
         }
     }
 
-    final class SyncRelationshipTests: SyncTestCase {
-        override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
-
-        /// Every model with its relationships, by names: the same on two
-        /// devices when they hold the same graph.
-        func dump(_ container: ModelContainer) throws -> [String] {
+    extension SyncTestCase {
+        /// Every folder, memo and label with its relationships, by names:
+        /// the same on two devices when they hold the same graph.
+        func graphDump(_ container: ModelContainer) throws -> [String] {
             let context = ModelContext(container)
             var lines: [String] = []
             for folder in try context.fetch(FetchDescriptor<Folder>()) {
@@ -58,6 +56,12 @@
             }
             return lines.sorted()
         }
+    }
+
+    final class SyncRelationshipTests: SyncTestCase {
+        override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
+
+        func dump(_ container: ModelContainer) throws -> [String] { try graphDump(container) }
 
         func testInsertsThatCollideOnAUniqueValueBecomeOneModel() async throws {
             let zone = "zone-\(UUID())"
