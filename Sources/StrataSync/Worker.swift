@@ -56,6 +56,11 @@ actor Worker {
     /// moved on), until the outbox is empty and the store holds the zone's
     /// last change.
     func round(report: @Sendable (SyncStatus.Activity?, SyncReplica.State) -> Void) async throws(SyncError) -> Outcome {
+        // One round at a time: the actor alone would let a second round in
+        // at every network wait (a `syncNow()` beside the background loop),
+        // and both would apply the same pulled change.
+        await enter()
+        defer { leave() }
         if !prepared {
             try await server.prepare()
             prepared = true
@@ -132,6 +137,27 @@ actor Worker {
     }
 
     func close() async { await server.close() }
+
+    /// Whether a round runs; the rounds waiting for it, in order.
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    private func enter() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Hands the turn to the next waiting round, if any.
+    private func leave() {
+        if waiting.isEmpty {
+            busy = false
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
 
     /// A digest of the schema's entities and attributes, recorded with each
     /// pushed save (FNV-1a, 64 bits, as hexadecimal).

@@ -152,6 +152,28 @@
             XCTAssertEqual(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count, 0)
         }
 
+        func testRoundsAtOnceRunOneAfterTheOther() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            for index in 0..<30 {
+                context.insert(Note(title: "n\(index)"))
+                try context.save()
+            }
+            try await syncA.syncNow()
+            // Three rounds at once, and the background loop's: each waits for
+            // the one before it, so none applies a change twice.
+            syncB.start()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<3 { group.addTask { try await syncB.syncNow() } }
+                try await group.waitForAll()
+            }
+            XCTAssertEqual(try dump(b).count, 30)
+            XCTAssertEqual(syncB.status.serverPosition, 30)
+            XCTAssertNil(syncB.status.lastError)
+        }
+
         func testChangesToDifferentAttributesBothSurvive() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)
