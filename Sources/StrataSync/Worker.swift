@@ -108,11 +108,12 @@ actor Worker {
 
     private func pullAll(into outcome: inout Outcome) async throws(SyncError) {
         while true {
-            let position = try localState().position
+            // Read once per batch: each apply moves the position by one.
+            var position = try localState().position
             let changes = try await server.pull(zone: zone, after: position, limit: Self.pullBatch)
             guard !changes.isEmpty else { return }
             for change in changes {
-                guard change.seq == (try localState().position) + 1 else {
+                guard change.seq == position + 1 else {
                     throw SyncError(.damagedServerChange, "the zone's changes jump from \(position) to \(change.seq)")
                 }
                 guard change.device.count == 16 else {
@@ -126,6 +127,7 @@ actor Worker {
                     outcome.applied.inserted += applied.inserted
                     outcome.applied.updated += applied.updated
                     outcome.applied.deleted += applied.deleted
+                    position = change.seq
                 } catch let damaged as SyncReplica.DamagedChange {
                     throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
                 } catch {

@@ -488,8 +488,7 @@ package final class SyncReplica {
                     guard let property = entity.properties.first(where: { $0.name == field.name }),
                         Self.cascades(property, entity, schema)
                     else { continue }
-                    try links.set(
-                        change.id, field.name, to: field.value.count == 16 ? SyncID(bytes: field.value) : nil, in: store)
+                    links.set(change.id, field.name, to: field.value.count == 16 ? SyncID(bytes: field.value) : nil)
                 }
                 if own { continue }
                 switch place {
@@ -666,7 +665,7 @@ package final class SyncReplica {
         /// Source → field → new target (nil: none).
         var changed: [SyncID: [String: SyncID?]] = [:]
 
-        mutating func set(_ source: SyncID, _ field: String, to target: SyncID?, in store: Store) throws {
+        mutating func set(_ source: SyncID, _ field: String, to target: SyncID?) {
             changed[source, default: [:]][field] = .some(target)
         }
 
@@ -684,10 +683,8 @@ package final class SyncReplica {
                     let source = SyncID(bytes: Array(key[16..<32]))
                     let field = String(decoding: key[32...], as: UTF8.self)
                     // A field this change set moved elsewhere no longer counts.
-                    if let moved = changed[source]?[field], moved != target {
-                    } else if !result.contains(source) {
-                        result.append(source)
-                    }
+                    let moved = changed[source]?[field].map { $0 != target } ?? false
+                    if !moved && !result.contains(source) { result.append(source) }
                     more = try cursor.next()
                 }
             }
@@ -732,12 +729,6 @@ package final class SyncReplica {
                 try tx.delete(target + key, in: byTarget)
             }
         }
-    }
-
-    /// Moves the position past a server change this store has nothing to
-    /// apply from.
-    package func advance(to seq: Int64) throws {
-        try store.write { tx in try Self.setNumber("position", seq, tx) }
     }
 
     private func identifier(_ entity: Schema.Entity, _ row: Int64) -> PersistentIdentifier {
