@@ -21,11 +21,22 @@
             let seed = environment["STRATA_SYNC_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
             let operations = environment["STRATA_SYNC_OPERATIONS"].flatMap(Int.init) ?? 1200
             print("SyncConvergenceTests seed \(seed) (STRATA_SYNC_SEED=\(seed) replays it), \(operations) operations")
+            try await converge(seed: seed, operations: operations)
+        }
+
+        /// Seeds that once diverged. 326: a change set sent the insert of a
+        /// model a later save made ahead of this device's saves in between.
+        func testSeedsThatOnceDivergedConverge() async throws {
+            try await converge(seed: 326, operations: 200, stores: "seed326-")
+        }
+
+        func converge(seed: UInt64, operations: Int, stores prefix: String = "") async throws {
+            let environment = ProcessInfo.processInfo.environment
             var random = SeededRandom(seed: seed)
             let zone = "zone-\(UUID())"
             var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
             for name in ["a", "b", "c"] {
-                let (container, sync) = try device(name, zone: zone)
+                let (container, sync) = try device(prefix + name, zone: zone)
                 devices.append((container, sync, ModelContext(container)))
             }
             var counter = 0

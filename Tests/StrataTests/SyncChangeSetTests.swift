@@ -1,0 +1,62 @@
+import Foundation
+import XCTest
+
+@testable import Strata
+
+/// The change-set payload that StrataSync reads from a server: untrusted
+/// bytes, refused with a reason, never trusted to fit.
+final class SyncChangeSetTests: XCTestCase {
+    func change(_ fields: [SyncChangeSet.Field]) -> [UInt8] {
+        SyncChangeSet(changes: [SyncChangeSet.Change(kind: .insert, entity: "Note", id: SyncID.make(), fields: fields)])
+            .encode()
+    }
+
+    func refused(_ bytes: [UInt8], _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
+        do {
+            _ = try SyncChangeSet.decode(bytes)
+            XCTFail("decoded", file: file, line: line)
+        } catch {
+            XCTAssertTrue(reason.isEmpty || error.description.contains(reason), error.description, file: file, line: line)
+        }
+    }
+
+    func testARoundTripKeepsEveryField() throws {
+        let set = SyncChangeSet(changes: [
+            SyncChangeSet.Change(
+                kind: .update, entity: "Note", id: SyncID.make(),
+                fields: [
+                    SyncChangeSet.Field(name: "title", wire: 2, value: [2, 0x68, 0x69]),
+                    SyncChangeSet.Field(name: "stars", wire: 0, value: [0x96, 0x01]),
+                    SyncChangeSet.Field(name: "due", wire: 3, value: []),
+                    SyncChangeSet.Field(name: "folder", wire: SyncChangeSet.toOne, value: SyncID.make().bytes),
+                ]),
+            SyncChangeSet.Change(kind: .delete, entity: "Note", id: SyncID.make()),
+        ])
+        XCTAssertEqual(try SyncChangeSet.decode(set.encode()), set)
+    }
+
+    func testValuesThatCouldSmuggleFieldsAreRefused() {
+        // A varint followed by more bytes would read as further fields once
+        // copied into a record.
+        refused(change([SyncChangeSet.Field(name: "stars", wire: 0, value: [0x01, 0x1A, 0x05])]), "not one of wire type 0")
+        refused(change([SyncChangeSet.Field(name: "title", wire: 2, value: [5, 0x61])]), "not one of wire type 2")
+        refused(change([SyncChangeSet.Field(name: "ratio", wire: 1, value: [0, 0, 0])]), "not one of wire type 1")
+        refused(change([SyncChangeSet.Field(name: "gone", wire: 3, value: [0])]), "not one of wire type 3")
+        refused(change([SyncChangeSet.Field(name: "odd", wire: 4, value: [])]), "not one of wire type 4")
+        refused(change([SyncChangeSet.Field(name: "folder", wire: SyncChangeSet.toOne, value: [1, 2, 3])]), "wire type 16")
+        refused(change([SyncChangeSet.Field(name: "tags", wire: SyncChangeSet.toMany, value: [1])]), "wire type 17")
+    }
+
+    func testOversizedAndTruncatedPayloadsAreRefused() {
+        refused([UInt8](repeating: 1, count: SyncChangeSet.maximumPayload + 1), "the limit is")
+        let long = String(repeating: "n", count: 2_000)
+        refused(change([SyncChangeSet.Field(name: long, wire: 3, value: [])]), "a name of 2000 bytes")
+        let whole = change([SyncChangeSet.Field(name: "title", wire: 2, value: [1, 0x61])])
+        for cut in [1, 2, 5, whole.count - 1] { refused(Array(whole.prefix(cut)), "") }
+        refused(whole + [0], "1 bytes after the changes")
+        refused([2, 0], "unknown payload format 2")
+        // A count larger than the bytes left is refused before anything is
+        // reserved for it.
+        refused([1, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], "past the end")
+    }
+}
