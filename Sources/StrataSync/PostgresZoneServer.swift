@@ -107,6 +107,11 @@
         /// the password or the statement's parameters.
         func translate(_ error: any Error, while what: String) -> SyncError {
             if let error = error as? SyncError { return error }
+            if let transaction = error as? PostgresTransactionError,
+                let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError
+            {
+                return translate(inner, while: what)
+            }
             let server = configuration.serverDescription
             guard let psql = error as? PSQLError else {
                 return SyncError(.unreachable, "\(what) at \(server): \(type(of: error))")
@@ -162,6 +167,14 @@
                 pushed_at timestamptz NOT NULL DEFAULT now(),
                 PRIMARY KEY (zone, seq),
                 UNIQUE (zone, device, local_token))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS strata_sync.schemas (
+                zone text NOT NULL REFERENCES strata_sync.zones (zone),
+                hash text NOT NULL,
+                description text NOT NULL,
+                registered_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (zone, hash))
             """,
             """
             CREATE OR REPLACE FUNCTION strata_sync.push(
@@ -220,19 +233,53 @@
             }
         }
 
+        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+            async throws(SyncError) -> [String]
+        {
+            try await run("recording the schema") { connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    // One device at a time: two incompatible schemas
+                    // registering at once cannot both get in.
+                    try await connection.query(
+                        "INSERT INTO strata_sync.zones (zone) VALUES (\(zone)) ON CONFLICT DO NOTHING", logger: logger)
+                    try await connection.query(
+                        "SELECT head FROM strata_sync.zones WHERE zone = \(zone) FOR UPDATE", logger: logger)
+                    var descriptions: [String] = []
+                    var known = false
+                    let stream = try await connection.query(
+                        "SELECT hash, description FROM strata_sync.schemas WHERE zone = \(zone) ORDER BY registered_at",
+                        logger: logger)
+                    for try await (stored, description) in stream.decode((String, String).self) {
+                        if stored == hash { known = true } else { descriptions.append(description) }
+                    }
+                    try accept(descriptions)
+                    if !known {
+                        try await connection.query(
+                            """
+                            INSERT INTO strata_sync.schemas (zone, hash, description)
+                            VALUES (\(zone), \(hash), \(description))
+                            """, logger: logger)
+                    }
+                    return descriptions
+                }
+            }
+        }
+
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             try await run("pulling changes") { connection in
                 var changes: [ServerChange] = []
                 let stream = try await connection.query(
                     """
-                    SELECT seq, device, local_token, payload FROM strata_sync.changes
+                    SELECT seq, device, local_token, payload, schema_hash FROM strata_sync.changes
                     WHERE zone = \(zone) AND seq > \(after) ORDER BY seq LIMIT \(Int64(limit))
                     """, logger: logger)
-                for try await (seq, device, token, payload) in stream.decode((Int64, UUID, Int64, Data).self) {
+                for try await (seq, device, token, payload, schema) in stream.decode(
+                    (Int64, UUID, Int64, Data, String).self)
+                {
                     changes.append(
                         ServerChange(
                             seq: seq, device: withUnsafeBytes(of: device.uuid) { Array($0) }, token: token,
-                            payload: Array(payload)))
+                            payload: Array(payload), schema: schema))
                 }
                 return changes
             }

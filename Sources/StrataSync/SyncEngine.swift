@@ -208,6 +208,9 @@ public final class SyncEngine: Observable, Sendable {
         func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
             async throws(SyncError) -> PushOutcome
         { throw error }
+        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+            async throws(SyncError) -> [String]
+        { throw error }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
         func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) { throw error }
         func close() async {}

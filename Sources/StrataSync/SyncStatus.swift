@@ -51,6 +51,11 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         /// decode, or names what this store's schema does not hold. The
         /// store is unchanged; sync stops at that change.
         case damagedServerChange
+        /// The zone holds changes of a schema this store's schema cannot
+        /// share a zone with (an attribute of another type, a required
+        /// attribute the other lacks). Found when sync starts, before
+        /// anything is sent or applied.
+        case incompatibleSchema
         /// The local store failed (an I/O error, a constraint of the
         /// schema).
         case store

@@ -7,7 +7,7 @@ actor Worker {
     let server: any ZoneServer
     let zone: String
     private nonisolated let replica: ReplicaBox
-    private let schemaHash: String
+    private let schema: SyncSchema
     private var prepared = false
 
     /// How many server changes one pull asks for.
@@ -36,7 +36,7 @@ actor Worker {
         } catch {
             throw SyncError(.store, "\(error)")
         }
-        schemaHash = Self.hash(of: container.schema)
+        schema = SyncSchema(container.schema)
     }
 
     nonisolated func localState() throws(SyncError) -> SyncReplica.State {
@@ -63,6 +63,7 @@ actor Worker {
         defer { leave() }
         if !prepared {
             try await server.prepare()
+            try await checkSchema()
             prepared = true
         }
         var outcome = Outcome(state: try localState())
@@ -81,7 +82,7 @@ actor Worker {
             for entry in outbox {
                 let position = try localState().position
                 let result = try await server.push(
-                    zone: zone, device: device, token: entry.token, expected: position, schema: schemaHash,
+                    zone: zone, device: device, token: entry.token, expected: position, schema: schema.hash,
                     payload: entry.payload)
                 switch result {
                 case .appended(let seq):
@@ -118,6 +119,12 @@ actor Worker {
                 }
                 guard change.device.count == 16 else {
                     throw SyncError(.damagedServerChange, "server change \(change.seq): a device of \(change.device.count) bytes")
+                }
+                if !knownSchemas.contains(change.schema) && !refreshedFor.contains(change.schema) {
+                    // A schema that registered after this device's round
+                    // began: read the zone's schemas again.
+                    refreshedFor.insert(change.schema)
+                    try await checkSchema()
                 }
                 do {
                     let applied = try replica.with {
@@ -161,20 +168,42 @@ actor Worker {
         }
     }
 
-    /// A digest of the schema's entities and attributes, recorded with each
-    /// pushed save (FNV-1a, 64 bits, as hexadecimal).
-    static func hash(of schema: Schema) -> String {
-        var text = ""
-        for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
-            text += entity.name + "("
-            text += entity.properties.map { "\($0.name):\($0.valueType)" }.joined(separator: ",")
-            text += ")"
+    /// Records this store's schema in the zone, after checking it can share
+    /// the zone with every schema there; hands the others to the replica.
+    private func checkSchema() async throws(SyncError) {
+        let schema = schema
+        let zone = zone
+        let others = try await server.register(zone: zone, hash: schema.hash, description: schema.text) { descriptions in
+            for description in descriptions {
+                let other: SyncSchema
+                do {
+                    other = try SyncSchema.parse(description)
+                } catch {
+                    throw SyncError(.damagedServerChange, "zone \(zone): a recorded schema: \(error)")
+                }
+                let conflicts = schema.conflicts(with: other)
+                if !conflicts.isEmpty {
+                    throw SyncError(
+                        .incompatibleSchema,
+                        "zone \(zone) is synced by a schema this one cannot share it with: "
+                            + conflicts.joined(separator: "; "))
+                }
+            }
         }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
+        var parsed: [SyncSchema] = []
+        for description in others {
+            do {
+                parsed.append(try SyncSchema.parse(description))
+            } catch {
+                throw SyncError(.damagedServerChange, "zone \(zone): a recorded schema: \(error)")
+            }
         }
-        return String(hash, radix: 16)
+        replica.with { $0.zoneSchemas = parsed }
+        knownSchemas = Set(parsed.map(\.hash) + [schema.hash])
     }
+
+    /// The digests of the zone's schemas as last read, this one's included.
+    private var knownSchemas: Set<String> = []
+    /// Digests of pulled changes the zone's schemas were read again for.
+    private var refreshedFor: Set<String> = []
 }

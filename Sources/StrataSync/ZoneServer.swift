@@ -10,6 +10,8 @@ struct ServerChange: Sendable {
     var token: Int64
     /// The encoded ``SyncChangeSet``.
     var payload: [UInt8]
+    /// The digest of the pushing device's schema (``SyncSchema/hash``).
+    var schema: String = ""
 }
 
 /// What the server did with a pushed save.
@@ -31,6 +33,13 @@ protocol ZoneServer: Sendable {
     /// appended again.
     func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
         async throws(SyncError) -> PushOutcome
+    /// Records the schema described by `description` (``SyncSchema/text``,
+    /// digest `hash`) among those that sync with `zone`, unless `accept`,
+    /// given the descriptions of the zone's other schemas, throws: then
+    /// nothing is recorded and its error is thrown. Returns those
+    /// descriptions.
+    func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+        async throws(SyncError) -> [String]
     /// The zone's changes after `after`, in order, at most `limit`.
     func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange]
     /// Calls `wake` for every notification that the zone changed, until

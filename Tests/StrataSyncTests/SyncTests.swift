@@ -68,16 +68,24 @@
         }
 
         /// A device: a store of its own and a sync engine for `zone`.
-        func device(_ name: String, zone: String, poll: Duration = .seconds(60)) throws -> (ModelContainer, SyncEngine) {
-            let cluster = try server()
+        /// `schema` replaces the class's ``models``.
+        func device(_ name: String, zone: String, poll: Duration = .seconds(60), schema: Schema? = nil) throws -> (
+            ModelContainer, SyncEngine
+        ) {
             let url = URL(fileURLWithPath: directory.file(name + ".store"))
-            let container = try ModelContainer(for: Schema(Self.models), configurations: ModelConfiguration(url: url))
-            let configuration = try SyncConfiguration(
-                host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
-                database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
-            let engine = try SyncEngine(container: container, configuration: configuration)
+            let container = try ModelContainer(
+                for: schema ?? Schema(Self.models), configurations: ModelConfiguration(url: url))
+            let engine = try SyncEngine(container: container, configuration: configuration(zone: zone, poll: poll))
             engines.append(engine)
             return (container, engine)
+        }
+
+        /// The test server's configuration for `zone`, over its Unix socket.
+        func configuration(zone: String, poll: Duration = .seconds(60)) throws -> SyncConfiguration {
+            let cluster = try server()
+            return try SyncConfiguration(
+                host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
+                database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
         }
     }
 
@@ -184,7 +192,7 @@
             try await syncA.syncNow()
             try await syncB.syncNow()
 
-            let onA = try ModelContext(a)
+            let onA = ModelContext(a)
             try onA.fetch(FetchDescriptor<Note>())[0].body = "body from a"
             try onA.save()
             let onB = ModelContext(b)
@@ -434,6 +442,11 @@
             }
             if lose { throw SyncError(.unreachable, "the reply was lost") }
             return outcome
+        }
+        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+            async throws(SyncError) -> [String]
+        {
+            try await base.register(zone: zone, hash: hash, description: description, accept: accept)
         }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             try await base.pull(zone: zone, after: after, limit: limit)

@@ -17,6 +17,9 @@ import StrataEngine
 ///   a later change to it is ignored).
 /// - `sync.rows`: entity name, 0, row (8 bytes) → global identifier.
 /// - `sync.outbox`: history token → the change set to push for that save.
+/// - `sync.kept`: server sequence number → the parts of that server change
+///   this schema does not know (entities and attributes of a newer schema
+///   version of the zone), applied once a migration brings them.
 ///
 /// The outbox is the local history: a save is in it from its commit until
 /// the server acknowledges it, across restarts. Saves authored
@@ -35,9 +38,13 @@ package final class SyncReplica {
     static let idsTree = "sync.ids"
     static let rowsTree = "sync.rows"
     static let outboxTree = "sync.outbox"
+    static let keptTree = "sync.kept"
 
-    /// The trees above: kept by a migration, cleared by nothing but sync.
-    package static let trees: Set<String> = [metaTree, idsTree, rowsTree, outboxTree]
+    /// The descriptions of the other schemas that sync with the zone (set by
+    /// StrataSync after it checked them): a pulled change may name the
+    /// entities and attributes they declare and this schema lacks, and those
+    /// parts are kept (`sync.kept`) for a later version of this schema.
+    package var zoneSchemas: [SyncSchema] = []
 
     package init(container: ModelContainer) throws(Refusal) {
         guard container.parts.isEmpty else {
@@ -124,9 +131,43 @@ package final class SyncReplica {
                 let last = try HistoryLog.lastToken(tx)
                 try tx.put(Array("pushed".utf8), RowKey.encode(last), in: meta)
                 try tx.put(Array("prepared".utf8), RowKey.encode(last), in: meta)
+                try tx.put(Array("schema".utf8), Array(SyncSchema(schema).hash.utf8), in: meta)
             }
         }
+        try adoptKept()
         return try state()
+    }
+
+    /// After a migration (the schema's description changed since the last
+    /// sync): applies the kept parts of server changes that the schema now
+    /// knows, in the zone's order, as saves authored ``author``.
+    func adoptKept() throws {
+        let hash = SyncSchema(schema).hash
+        let (stored, kept) = try store.read { tx -> (String?, [(Int64, [UInt8])]) in
+            let stored = try tx.treeIfPresent(Self.metaTree).flatMap { try tx.get(Array("schema".utf8), in: $0) }
+            var kept: [(Int64, [UInt8])] = []
+            if let tree = try tx.treeIfPresent(Self.keptTree) {
+                try tx.forEach(tree) { key, value in
+                    kept.append((try RowKey.decode(key), value))
+                    return true
+                }
+            }
+            return (stored.map { String(decoding: $0, as: UTF8.self) }, kept)
+        }
+        guard stored != hash else { return }
+        for (seq, payload) in kept {
+            let set: SyncChangeSet
+            do {
+                set = try SyncChangeSet.decode(payload)
+            } catch {
+                throw DamagedChange(seq: seq, reason: "the kept part: \(error)")
+            }
+            try apply(seq: seq, set: set, own: nil, replay: true)
+        }
+        try store.write { tx in
+            let meta = try tx.treeIfPresent(Self.metaTree) ?? tx.createTree(Self.metaTree)
+            try tx.put(Array("schema".utf8), Array(hash.utf8), in: meta)
+        }
     }
 
     private static func readMeta(_ tx: ReadTransaction) throws -> State {
@@ -431,6 +472,10 @@ package final class SyncReplica {
     /// zone last put under it, even one a local save not pushed yet moved
     /// away (a delete wins over later changes). A to-one the zone sets to a
     /// model already deleted takes its model too.
+    ///
+    /// Parts of the change that this schema lacks and another schema of the
+    /// zone (``zoneSchemas``) declares are kept in `sync.kept`; parts that no
+    /// schema of the zone declares make the change damaged.
     @discardableResult
     package func apply(seq: Int64, device: SyncID, token: Int64, payload: [UInt8]) throws -> Applied {
         let state = try store.read { tx in try Self.readMeta(tx) }
@@ -441,18 +486,31 @@ package final class SyncReplica {
         } catch let error as SyncPayloadError {
             throw DamagedChange(seq: seq, reason: error.description)
         }
+        return try apply(seq: seq, set: set, own: own ? token : nil, replay: false)
+    }
+
+    /// Applies `set`, server change `seq`. A replay applies the kept part of
+    /// a change applied before: the position stays, and what is still
+    /// unknown stays kept.
+    @discardableResult
+    /// `own` is this device's save token when the change is its own.
+    private func apply(seq: Int64, set: SyncChangeSet, own ownToken: Int64?, replay: Bool) throws -> Applied {
+        let own = ownToken != nil
         let context = ModelContext(container)
         context.author = Self.author
         let masks = own ? [:] : try pendingMasks()
+        var kept = SyncChangeSet()
         // No local save waits: the history this save writes is the zone's,
         // so the pushed and prepared marks move past it, and the next
         // apply does not read it again.
-        let nothingPending = try store.read { tx in
-            let pushed = try Self.number("pushed", tx)
-            let last = try HistoryLog.lastToken(tx)
-            let prepared = try Self.number("prepared", tx)
-            return pushed == last && prepared == last
-        }
+        let nothingPending =
+            try !replay
+            && store.read { tx in
+                let pushed = try Self.number("pushed", tx)
+                let last = try HistoryLog.lastToken(tx)
+                let prepared = try Self.number("prepared", tx)
+                return pushed == last && prepared == last
+            }
         var applied = Applied()
         var inserted: [(SyncID, any PersistentModel)] = []
         var insertedByID: [SyncID: any PersistentModel] = [:]
@@ -469,11 +527,25 @@ package final class SyncReplica {
         func doom(_ id: SyncID, _ entity: Schema.Entity, _ row: Int64?) {
             if doomed[id] == nil { doomed[id] = (entity, row) }
         }
-        for change in set.changes {
+        for var change in set.changes {
             guard let entity = schema.entity(named: change.entity) else {
-                throw DamagedChange(seq: seq, reason: "entity \(change.entity) is not in this store's schema")
+                // A kept part was checked when it was kept.
+                guard replay || zoneSchemas.contains(where: { $0.entities[change.entity] != nil }) else {
+                    throw DamagedChange(seq: seq, reason: "entity \(change.entity) is in no schema of the zone")
+                }
+                kept.changes.append(change)
+                continue
+            }
+            if change.kind != .delete {
+                let (known, unknown) = try split(change, entity, seq: seq, checked: replay)
+                change.fields = known
+                if !unknown.isEmpty {
+                    kept.changes.append(
+                        SyncChangeSet.Change(kind: .update, entity: change.entity, id: change.id, fields: unknown))
+                }
             }
             let place = try store.read { tx in try Self.place(of: change.id, tx) }
+            if replay && change.kind == .update && place == nil { continue }
             switch change.kind {
             case .delete:
                 if case .row(let row) = place {
@@ -600,7 +672,7 @@ package final class SyncReplica {
                 try links.forget(id, tx)
             }
             try links.write(tx)
-            if own {
+            if let token = ownToken {
                 if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
                 try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
             }
@@ -609,7 +681,13 @@ package final class SyncReplica {
                 try Self.setNumber("pushed", last, tx)
                 try Self.setNumber("prepared", last, tx)
             }
-            try Self.setNumber("position", seq, tx)
+            if !kept.changes.isEmpty {
+                let tree = try tx.treeIfPresent(Self.keptTree) ?? tx.createTree(Self.keptTree)
+                try tx.put(RowKey.encode(seq), kept.encode(), in: tree)
+            } else if replay, let tree = try tx.treeIfPresent(Self.keptTree) {
+                try tx.delete(RowKey.encode(seq), in: tree)
+            }
+            if !replay { try Self.setNumber("position", seq, tx) }
         }
         if context.hasChanges {
             context.beforeCommit = writeSyncState
@@ -623,6 +701,31 @@ package final class SyncReplica {
         func entity(of model: any PersistentModel) -> Schema.Entity {
             schema.entity(forType: type(of: model))!
         }
+    }
+
+    /// `change`'s fields that `entity` has, and those it lacks that another
+    /// schema of the zone declares for it; a field that no schema of the zone
+    /// declares makes the change damaged (unless `checked`: a kept part).
+    private func split(_ change: SyncChangeSet.Change, _ entity: Schema.Entity, seq: Int64, checked: Bool) throws
+        -> (known: [SyncChangeSet.Field], unknown: [SyncChangeSet.Field])
+    {
+        var known: [SyncChangeSet.Field] = []
+        var unknown: [SyncChangeSet.Field] = []
+        for field in change.fields {
+            if entity.properties.contains(where: { $0.name == field.name }) {
+                known.append(field)
+            } else if checked
+                || zoneSchemas.contains(where: {
+                    guard let other = $0.entities[entity.name] else { return false }
+                    return other.attributes[field.name] != nil || other.relationships[field.name] != nil
+                })
+            {
+                unknown.append(field)
+            } else {
+                throw DamagedChange(seq: seq, reason: "\(entity.name).\(field.name) is in no schema of the zone")
+            }
+        }
+        return (known, unknown)
     }
 
     /// The row of a stored model that `model` matches on one of its
