@@ -265,6 +265,16 @@
             }
         }
 
+        func head(zone: String) async throws(SyncError) -> Int64 {
+            try await run("reading the zone's head") { connection in
+                let stream = try await connection.query(
+                    "SELECT head FROM strata_sync.zones WHERE zone = \(zone)", logger: logger)
+                var head: Int64 = 0
+                for try await value in stream.decode(Int64.self) { head = value }
+                return head
+            }
+        }
+
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             try await run("pulling changes") { connection in
                 var changes: [ServerChange] = []

@@ -70,6 +70,7 @@ public final class SyncEngine: Observable, Sendable {
         current.withLock {
             $0.pendingChanges = state.pendingSaves
             $0.serverPosition = state.position
+            $0.serverHead = state.position
         }
     }
 
@@ -159,11 +160,12 @@ public final class SyncEngine: Observable, Sendable {
     @discardableResult
     private func round() async -> SyncError? {
         do {
-            let outcome = try await worker.round { [weak self] activity, state in
+            let outcome = try await worker.round { [weak self] activity, outcome in
                 self?.update {
                     if let activity { $0.activity = activity }
-                    $0.pendingChanges = state.pendingSaves
-                    $0.serverPosition = state.position
+                    $0.pendingChanges = outcome.state.pendingSaves
+                    $0.serverPosition = outcome.state.position
+                    $0.serverHead = max(outcome.head, outcome.state.position)
                 }
             }
             update {
@@ -172,6 +174,7 @@ public final class SyncEngine: Observable, Sendable {
                 $0.lastSync = Date()
                 $0.pendingChanges = outcome.state.pendingSaves
                 $0.serverPosition = outcome.state.position
+                $0.serverHead = max(outcome.head, outcome.state.position)
             }
             if !outcome.applied.isEmpty {
                 NotificationCenter.default.post(
@@ -211,6 +214,7 @@ public final class SyncEngine: Observable, Sendable {
         func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
             async throws(SyncError) -> [String]
         { throw error }
+        func head(zone: String) async throws(SyncError) -> Int64 { throw error }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
         func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) { throw error }
         func close() async {}

@@ -24,6 +24,11 @@ public struct SyncStatus: Sendable, Equatable {
     /// The zone's sequence number of the last server change this store
     /// holds.
     public var serverPosition: Int64 = 0
+    /// The zone's last sequence number when this store last looked. While
+    /// a device catches up (an initial sync), ``serverPosition`` out of
+    /// `serverHead` is how far it has come; an interrupted pull resumes
+    /// from ``serverPosition``.
+    public var serverHead: Int64 = 0
     /// The error of the last round that failed; nil after a round that
     /// succeeded.
     public var lastError: SyncError?

@@ -50,12 +50,14 @@ actor Worker {
     struct Outcome: Sendable {
         var state: SyncReplica.State
         var applied = SyncReplica.Applied()
+        /// The zone's last change as the round last saw it.
+        var head: Int64 = 0
     }
 
     /// Pulls, pushes every outbox entry (pulling again whenever the zone
     /// moved on), until the outbox is empty and the store holds the zone's
     /// last change.
-    func round(report: @Sendable (SyncStatus.Activity?, SyncReplica.State) -> Void) async throws(SyncError) -> Outcome {
+    func round(report: @Sendable (SyncStatus.Activity?, Outcome) -> Void) async throws(SyncError) -> Outcome {
         // One round at a time: the actor alone would let a second round in
         // at every network wait (a `syncNow()` beside the background loop),
         // and both would apply the same pulled change.
@@ -69,9 +71,9 @@ actor Worker {
         var outcome = Outcome(state: try localState())
         let device = try localState().device?.bytes ?? []
         while true {
-            report(.pulling, outcome.state)
-            try await pullAll(into: &outcome)
-            report(.pushing, outcome.state)
+            report(.pulling, outcome)
+            try await pullAll(into: &outcome, report: report)
+            report(.pushing, outcome)
             let outbox: [(token: Int64, payload: [UInt8])]
             do {
                 outbox = try replica.with { try $0.prepareOutbox() }
@@ -92,7 +94,8 @@ actor Worker {
                         throw SyncError(.store, "recording a push: \(error)")
                     }
                     outcome.state = try localState()
-                    report(nil, outcome.state)
+                    outcome.head = max(outcome.head, seq)
+                    report(nil, outcome)
                 case .behind, .duplicate:
                     // The zone moved on (or holds this save already, after
                     // a push whose reply was lost): pull first.
@@ -107,7 +110,15 @@ actor Worker {
         }
     }
 
-    private func pullAll(into outcome: inout Outcome) async throws(SyncError) {
+    /// Applies the zone's changes after the position, a batch at a time,
+    /// reporting each batch (an initial sync shows its progress as the
+    /// position against the head). The position moves with each change, so
+    /// an interrupted pull resumes where it stopped.
+    private func pullAll(into outcome: inout Outcome, report: @Sendable (SyncStatus.Activity?, Outcome) -> Void)
+        async throws(SyncError)
+    {
+        outcome.head = try await server.head(zone: zone)
+        report(.pulling, outcome)
         while true {
             // Read once per batch: each apply moves the position by one.
             var position = try localState().position
@@ -142,6 +153,8 @@ actor Worker {
                 }
             }
             outcome.state = try localState()
+            outcome.head = max(outcome.head, position)
+            report(.pulling, outcome)
         }
     }
 

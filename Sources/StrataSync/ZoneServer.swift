@@ -40,6 +40,8 @@ protocol ZoneServer: Sendable {
     /// descriptions.
     func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
         async throws(SyncError) -> [String]
+    /// The zone's last sequence number (0 for a zone with no change).
+    func head(zone: String) async throws(SyncError) -> Int64
     /// The zone's changes after `after`, in order, at most `limit`.
     func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange]
     /// Calls `wake` for every notification that the zone changed, until

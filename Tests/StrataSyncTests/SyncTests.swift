@@ -448,6 +448,7 @@
         {
             try await base.register(zone: zone, hash: hash, description: description, accept: accept)
         }
+        func head(zone: String) async throws(SyncError) -> Int64 { try await base.head(zone: zone) }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             try await base.pull(zone: zone, after: after, limit: limit)
         }

@@ -132,6 +132,7 @@ package final class SyncReplica {
                 try tx.put(Array("pushed".utf8), RowKey.encode(last), in: meta)
                 try tx.put(Array("prepared".utf8), RowKey.encode(last), in: meta)
                 try tx.put(Array("schema".utf8), Array(SyncSchema(schema).hash.utf8), in: meta)
+                try Self.prepareUpload(tx, schema: schema)
             }
         }
         try adoptKept()
@@ -281,9 +282,44 @@ package final class SyncReplica {
                 entries.append((try RowKey.decode(key), value))
                 return true
             }
-            return entries
+            // The upload at joining (negative tokens) goes first.
+            return entries.sorted { $0.token < $1.token }
         }
     }
+
+    /// The models a store holds when it joins a zone, as outbox entries of
+    /// at most ``uploadChunk`` inserts each, pushed before every later save:
+    /// their tokens are negative (-n through -1), below every save's.
+    static func prepareUpload(_ tx: WriteTransaction, schema: Schema) throws {
+        var chunks: [[UInt8]] = []
+        var builder = ChangeSetBuilder(schema: schema, tx: tx)
+        builder.uploadAll = true
+        for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
+            guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
+            var rows: [Int64] = []
+            try tx.forEach(tree) { key, _ in
+                rows.append(try RowKey.decode(key))
+                return true
+            }
+            for row in rows where try id(of: entity.name, row: row, tx) == nil {
+                // A model a reference already brought in has its identifier.
+                try builder.upsert(entity, row: row, only: nil)
+                if builder.set.changes.count >= uploadChunk {
+                    chunks.append(builder.set.encode())
+                    builder.set = SyncChangeSet()
+                }
+            }
+        }
+        if !builder.set.changes.isEmpty { chunks.append(builder.set.encode()) }
+        guard !chunks.isEmpty else { return }
+        let outbox = try tx.treeIfPresent(outboxTree) ?? tx.createTree(outboxTree)
+        for (index, chunk) in chunks.enumerated() {
+            try tx.put(RowKey.encode(Int64(index - chunks.count)), chunk, in: outbox)
+        }
+    }
+
+    /// How many models one outbox entry of the upload at joining holds.
+    package static let uploadChunk = 1000
 
     /// Builds one save's change set from the store's current records.
     struct ChangeSetBuilder {
@@ -292,6 +328,8 @@ package final class SyncReplica {
         var set = SyncChangeSet()
         /// The models the save being built inserted, as "Entity/row".
         var insertedHere: Set<String> = []
+        /// Every model is new to the zone (the upload at joining).
+        var uploadAll = false
 
         /// A delete of a model the zone knows (one it never knew is left out).
         mutating func delete(_ entity: Schema.Entity, row: Int64) throws {
@@ -411,7 +449,7 @@ package final class SyncReplica {
                 throw SwiftDataError(.unknownModelType, "relationship \(relationship.name): no entity for its target")
             }
             if let known = try SyncReplica.id(of: target.name, row: row, tx) { return known }
-            guard insertedHere.contains("\(target.name)/\(row)") else { return nil }
+            guard uploadAll || insertedHere.contains("\(target.name)/\(row)") else { return nil }
             try upsert(target, row: row, only: nil)
             return try SyncReplica.id(of: target.name, row: row, tx)
         }
@@ -498,7 +536,7 @@ package final class SyncReplica {
         let own = ownToken != nil
         let context = ModelContext(container)
         context.author = Self.author
-        let masks = own ? [:] : try pendingMasks()
+        let (masks, fixedMasks) = own ? ([:], [:]) : try pendingMasks()
         var kept = SyncChangeSet()
         // No local save waits: the history this save writes is the zone's,
         // so the pushed and prepared marks move past it, and the next
@@ -621,7 +659,8 @@ package final class SyncReplica {
             }
         }
         for (model, entity, fields) in pendingLinks where !model.isDeleted {
-            try setRelationships(fields, of: model, entity: entity, context: context, inserted: insertedByID, seq: seq)
+            try setRelationships(
+                fields, of: model, entity: entity, context: context, inserted: insertedByID, fixedMasks: fixedMasks, seq: seq)
         }
         // The zone's cascades: from what this change deletes, and from
         // to-ones it points at models deleted before.
@@ -883,7 +922,7 @@ package final class SyncReplica {
     /// deleted in the zone or here is left out.
     private func setRelationships(
         _ fields: [SyncChangeSet.Field], of model: any PersistentModel, entity: Schema.Entity, context: ModelContext,
-        inserted: [SyncID: any PersistentModel], seq: Int64
+        inserted: [SyncID: any PersistentModel], fixedMasks: Masks, seq: Int64
     ) throws {
         func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
             if let made = inserted[id] { return made }
@@ -918,6 +957,25 @@ package final class SyncReplica {
                 }
                 var targets: [any PersistentModel] = []
                 for id in ids { if let found = try target(id, of: relationship) { targets.append(found) } }
+                // A many-to-many is sent from both sides. A target whose own
+                // side has a local change in the outbox keeps its pairing
+                // with this model as it is here: that change comes later in
+                // the zone's order and sets the pairs on every device. (A
+                // save not prepared yet sends the pairs as they are after
+                // this change.)
+                if !fixedMasks.isEmpty, let type = relationship.destinationType,
+                    let destination = schema.entity(forType: type),
+                    let inverse = InverseGraph.inverse(of: entity.type, field: relationship.field),
+                    let side = destination.properties[inverse.field] as? Schema.Relationship,
+                    !side.isToOneRelationship, let rows = fixedMasks[destination.name]
+                {
+                    func isHeld(_ target: any PersistentModel) -> Bool {
+                        guard case let mask?? = Optional(rows[target._strataState.rowID]) else { return false }
+                        return mask.map { $0.contains(side.name) } ?? true
+                    }
+                    let current = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                    targets = targets.filter { !isHeld($0) } + current.filter(isHeld)
+                }
                 model._strataSetRelationship(field: relationship.field, to: targets)
             }
         }
@@ -938,27 +996,51 @@ package final class SyncReplica {
     /// What local saves not acknowledged yet changed: entity → row → the
     /// names of the changed attributes, nil for every attribute (an insert
     /// or a delete).
-    func pendingMasks() throws -> [String: [Int64: Set<String>?]] {
+    typealias Masks = [String: [Int64: Set<String>?]]
+
+    /// The masks of every local save not acknowledged yet, and of those
+    /// whose outbox entries are made already (`fixed`: their values are
+    /// sent as they were then, while a save not prepared yet sends what the
+    /// store holds when it is).
+    func pendingMasks() throws -> (all: Masks, fixed: Masks) {
         try store.read { tx in
             let pushed = try Self.number("pushed", tx)
+            let prepared = try Self.number("prepared", tx)
             let last = try HistoryLog.lastToken(tx)
-            var masks: [String: [Int64: Set<String>?]] = [:]
-            guard last > pushed else { return masks }
-            for raw in try HistoryLog.readRaw(tx, after: pushed, through: last) where raw.author != Self.author {
-                for change in raw.changes {
-                    switch change.kind {
-                    case .insert, .delete:
-                        masks[change.entity, default: [:]][change.row] = .some(nil)
-                    case .update:
-                        let existing = masks[change.entity]?[change.row]
+            var all: Masks = [:]
+            var fixed: Masks = [:]
+            func add(_ entity: String, _ row: Int64, _ names: Set<String>?, fixedToo: Bool) {
+                for index in fixedToo ? [0, 1] : [0] {
+                    var masks = index == 0 ? all : fixed
+                    if let names {
+                        let existing = masks[entity]?[row]
                         if case .some(.none) = existing { continue }
-                        var names = (existing ?? nil) ?? []
-                        names.formUnion(change.attributes)
-                        masks[change.entity, default: [:]][change.row] = .some(names)
+                        masks[entity, default: [:]][row] = .some(names.union((existing ?? nil) ?? []))
+                    } else {
+                        masks[entity, default: [:]][row] = .some(nil)
                     }
+                    if index == 0 { all = masks } else { fixed = masks }
                 }
             }
-            return masks
+            // The models of the upload at joining, until it is pushed: the
+            // zone's order puts the upload after the changes pulled first.
+            if let outbox = try tx.treeIfPresent(Self.outboxTree) {
+                try tx.forEach(outbox, from: RowKey.encode(Int64.min)) { key, value in
+                    guard try RowKey.decode(key) < 0 else { return true }
+                    for change in try SyncChangeSet.decode(value).changes {
+                        if let (entity, row) = try Self.entry(of: change.id, tx) { add(entity, row, nil, fixedToo: true) }
+                    }
+                    return true
+                }
+            }
+            guard last > pushed else { return (all, fixed) }
+            for raw in try HistoryLog.readRaw(tx, after: pushed, through: last) where raw.author != Self.author {
+                for change in raw.changes {
+                    let names: Set<String>? = change.kind == .update ? Set(change.attributes) : nil
+                    add(change.entity, change.row, names, fixedToo: raw.token <= prepared)
+                }
+            }
+            return (all, fixed)
         }
     }
 }
