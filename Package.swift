@@ -71,6 +71,9 @@ let package = Package(
         .executableTarget(name: "strata-stress-worker", dependencies: ["StrataEngine"], path: "Sources/StressWorker"),
         // A process of an app in the multi-process model-layer test.
         .executableTarget(name: "strata-model-worker", dependencies: ["Strata"], path: "Sources/ModelWorker"),
+        // A device of the sync fault tests, killed in the middle of a push
+        // and of a pull.
+        .executableTarget(name: "strata-sync-device", dependencies: ["Strata", "StrataSync"], path: "Sources/SyncDevice"),
         .executableTarget(name: "trips", dependencies: ["Strata"], path: "Examples/Trips"),
         // The command-line tool (module StrataCLI: a module named `strata`
         // would clash with `Strata` on case-insensitive file systems).
@@ -96,7 +99,8 @@ let package = Package(
             name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
-        .testTarget(name: "StrataSyncTests", dependencies: ["Strata", "StrataSync", "StrataTesting"]),
+        .testTarget(
+            name: "StrataSyncTests", dependencies: ["Strata", "StrataSync", "StrataTesting", "strata-sync-device"]),
         .testTarget(
             name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer", "strata-stress-worker"]),
     ]

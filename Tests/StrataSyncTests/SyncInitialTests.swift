@@ -119,8 +119,9 @@
         }
     }
 
-    /// A server whose pulls return at most `batch` changes and break after
-    /// `breakAfter` pulls (once); it counts the changes it handed out.
+    /// A server whose pulls return at most `batch` changes, each pull after
+    /// `delay`, and break after `breakAfter` pulls (once); it counts the
+    /// changes it handed out.
     final class CuttingPulls: ZoneServer, @unchecked Sendable {
         let base: any ZoneServer
         let batch: Int
@@ -129,12 +130,14 @@
         private var broke = false
         private var handed = 0
         private let breakAfter: Int
+        private let delay: Duration
         private let lock = NSLock()
 
-        init(_ base: any ZoneServer, batch: Int, breakAfter: Int) {
+        init(_ base: any ZoneServer, batch: Int, breakAfter: Int = .max, delay: Duration = .zero) {
             self.base = base
             self.batch = batch
             self.breakAfter = breakAfter
+            self.delay = delay
         }
 
         var pulled: Int { lock.withLock { handed } }
@@ -162,6 +165,7 @@
                 return false
             }
             if breaks { throw SyncError(.unreachable, "the connection broke") }
+            if delay > .zero { try? await Task.sleep(for: delay) }
             let changes = try await base.pull(zone: zone, after: after, limit: min(limit, batch))
             lock.withLock { handed += changes.count }
             return changes

@@ -1,0 +1,195 @@
+#if Sync
+    import Foundation
+    import Strata
+    @testable import StrataSync
+    import StrataTesting
+    import XCTest
+
+    /// Sync through faults: a device process killed (SIGKILL) in the middle
+    /// of a push and of a pull, the server restarted in the middle of a
+    /// push, and the connections cut in the middle of a pull. After each,
+    /// the devices converge with every save applied once.
+    final class SyncFaultTests: SyncTestCase {
+        override class var models: [any PersistentModel.Type] { [Note.self] }
+
+        /// Saves of each test: enough that a fault lands in the middle.
+        let saves = 1_500
+
+        func titles(_ container: ModelContainer) throws -> [String] {
+            try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.title).sorted()
+        }
+
+        var expectedTitles: [String] { (0..<saves).map { "p\($0)" }.sorted() }
+
+        /// Saves authored "sync" in `container`'s history: one per server
+        /// change applied.
+        func appliedChanges(_ container: ModelContainer) throws -> Int {
+            try ModelContext(container).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).filter {
+                $0.author == "sync"
+            }.count
+        }
+
+        /// The zone's head on the server.
+        func head(_ zone: String) throws -> Int {
+            let text = try server().psql("SELECT coalesce(max(head), 0) FROM strata_sync.zones WHERE zone = '\(zone)'")
+            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+
+        override func setUp() async throws {
+            try await super.setUp()
+            // The server's tables exist before the devices' first rounds.
+            let setup = PostgresZoneServer(configuration: try configuration(zone: "setup"))
+            try await setup.prepare()
+            await setup.close()
+        }
+
+        /// Waits (up to 60 s) until `condition` holds, checking every 10 ms.
+        func wait(_ what: String, _ condition: () throws -> Bool) throws {
+            let deadline = Date().addingTimeInterval(60)
+            while try !condition() {
+                guard Date() < deadline else { throw PostgresCluster.Failure(description: "timed out waiting: \(what)") }
+                usleep(10_000)
+            }
+        }
+
+        /// Runs the device executable; returns the process, its output file.
+        func spawn(_ role: String, store: String, zone: String, output: String) throws -> Process {
+            let cluster = try server()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try executableBesideTests("strata-sync-device"))
+            process.arguments = [
+                role, directory.file(store), zone, cluster.socketDirectory, "\(cluster.port)", cluster.user,
+                cluster.database, "\(saves)", directory.file(output),
+            ]
+            let errors = directory.file(output + ".err")
+            _ = FileManager.default.createFile(atPath: errors, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+            try process.run()
+            return process
+        }
+
+        func lines(_ output: String) -> [String] {
+            ((try? String(contentsOfFile: directory.file(output), encoding: .utf8)) ?? "").split(separator: "\n").map(
+                String.init)
+        }
+
+        /// Waits (up to 120 s) for `process` to exit, and checks it succeeded.
+        func finish(_ process: Process, _ output: String) {
+            let deadline = Date().addingTimeInterval(120)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning {
+                XCTFail("\(output): the device did not finish in 120 s: \(lines(output).suffix(3))")
+                kill(process.processIdentifier, SIGKILL)
+            }
+            process.waitUntilExit()
+            let errors = (try? String(contentsOfFile: directory.file(output + ".err"), encoding: .utf8)) ?? ""
+            XCTAssertEqual(process.terminationStatus, 0, "\(output): \(errors)")
+        }
+
+        func kill9(_ process: Process) {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+        }
+
+        func testADeviceKilledInTheMiddleOfAPushAndOfAPullRecovers() async throws {
+            let zone = "zone-\(UUID())"
+            // A joins and saves, then pushes; it is killed mid-push.
+            finish(try spawn("fill", store: "a.store", zone: zone, output: "fill.out"), "fill.out")
+            let pushing = try spawn("sync", store: "a.store", zone: zone, output: "push1.out")
+            try wait("A's first pushes") { try head(zone) >= 100 }
+            kill9(pushing)
+            let reached = try head(zone)
+            XCTAssertLessThan(reached, saves, "the kill came after the push ended: nothing was tested")
+            // Started again, it pushes the rest, each save once.
+            let again = try spawn("sync", store: "a.store", zone: zone, output: "push2.out")
+            finish(again, "push2.out")
+            XCTAssertEqual(lines("push2.out").last, "done \(saves)")
+            XCTAssertEqual(try head(zone), saves)
+            XCTAssertEqual(
+                try server().psql("SELECT count(DISTINCT local_token) FROM strata_sync.changes WHERE zone = '\(zone)'"),
+                "\(saves)\n")
+
+            // C, a new device, is killed mid-pull, then pulls the rest.
+            let pulling = try spawn("sync", store: "c.store", zone: zone, output: "pull1.out")
+            var killedAt = 0
+            try wait("C's first pulls") {
+                guard let last = lines("pull1.out").last, last.hasPrefix("position ") else { return false }
+                killedAt = Int(last.split(separator: " ")[1]) ?? 0
+                return killedAt >= 100
+            }
+            kill9(pulling)
+            XCTAssertLessThan(killedAt, saves, "the kill came after the pull ended: nothing was tested")
+            finish(try spawn("sync", store: "c.store", zone: zone, output: "pull2.out"), "pull2.out")
+            XCTAssertEqual(lines("pull2.out").last, "done \(saves)")
+
+            // Every store holds every save once; C applied each change once.
+            let (a, syncA) = try device("a", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            XCTAssertEqual(syncC.status.serverPosition, Int64(saves))
+            XCTAssertEqual(try titles(a), expectedTitles)
+            XCTAssertEqual(try titles(c), expectedTitles)
+            XCTAssertEqual(try appliedChanges(c), saves, "no change applied twice, none skipped")
+            XCTAssertEqual(try a.checkIntegrity(), [])
+            XCTAssertEqual(try c.checkIntegrity(), [])
+        }
+
+        func testAServerRestartAndCutConnectionsInTheMiddleOfSync() async throws {
+            let zone = "zone-\(UUID())"
+            let cluster = try server()
+            let (a, syncA) = try device("a", zone: zone)
+            let context = ModelContext(a)
+            for index in 0..<saves {
+                context.insert(Note(title: "p\(index)", stars: index % 5))
+                try context.save()
+            }
+            // The server stops while A pushes, and starts again.
+            let push = Task { try await syncA.syncNow() }
+            try wait("A's first pushes") { try head(zone) >= 100 }
+            try cluster.stop()
+            switch await push.result {
+            case .success: XCTFail("the push ended before the server stopped: nothing was tested")
+            case .failure(let error): XCTAssertEqual((error as? SyncError)?.code, .unreachable, "\(error)")
+            }
+            XCTAssertEqual(syncA.status.activity, .offline)
+            XCTAssertGreaterThan(syncA.status.pendingChanges, 0)
+            try cluster.start()
+            try await syncA.syncNow()
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            XCTAssertEqual(try head(zone), saves)
+
+            // B's connections are cut while it pulls (paced: 20 changes a
+            // pull, one pull each 20 ms, so that the cut lands mid-pull).
+            let url = URL(fileURLWithPath: directory.file("b.store"))
+            let b = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let paced = CuttingPulls(
+                PostgresZoneServer(configuration: try configuration(zone: zone)), batch: 20, delay: .milliseconds(20))
+            let syncB = try SyncEngine(container: b, configuration: try configuration(zone: zone), server: paced)
+            engines.append(syncB)
+            let pull = Task { try await syncB.syncNow() }
+            try wait("B's first pulls") { syncB.status.serverPosition >= 100 }
+            let cut = try cluster.psql(
+                """
+                SELECT count(*) FROM (
+                    SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity
+                    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()) AS cut
+                WHERE done
+                """)
+            let cutAt = syncB.status.serverPosition
+            XCTAssertNotEqual(cut, "0\n", "no connection was cut")
+            XCTAssertLessThan(cutAt, Int64(saves), "the cut came after the pull ended: nothing was tested")
+            // A connection cut between two requests is opened again; one cut
+            // under a request fails the round, and the next one resumes.
+            if case .failure(let error) = await pull.result {
+                XCTAssertTrue([.unreachable, .server].contains((error as? SyncError)?.code), "\(error)")
+                try await syncB.syncNow()
+            }
+            XCTAssertEqual(syncB.status.serverPosition, Int64(saves))
+            XCTAssertEqual(try titles(b), expectedTitles)
+            XCTAssertEqual(try appliedChanges(b), saves, "no change applied twice, none skipped")
+            XCTAssertEqual(paced.pulled, saves)
+            XCTAssertEqual(try b.checkIntegrity(), [])
+        }
+    }
+#endif
