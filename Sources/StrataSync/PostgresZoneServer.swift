@@ -168,6 +168,15 @@
                 PRIMARY KEY (zone, seq),
                 UNIQUE (zone, device, local_token))
             """,
+            "ALTER TABLE strata_sync.zones ADD COLUMN IF NOT EXISTS trimmed bigint NOT NULL DEFAULT 0",
+            """
+            CREATE TABLE IF NOT EXISTS strata_sync.snapshots (
+                zone text NOT NULL REFERENCES strata_sync.zones (zone),
+                through bigint NOT NULL,
+                part integer NOT NULL,
+                payload bytea NOT NULL,
+                PRIMARY KEY (zone, through, part))
+            """,
             """
             CREATE TABLE IF NOT EXISTS strata_sync.schemas (
                 zone text NOT NULL REFERENCES strata_sync.zones (zone),
@@ -265,13 +274,57 @@
             }
         }
 
-        func head(zone: String) async throws(SyncError) -> Int64 {
+        func head(zone: String) async throws(SyncError) -> ZoneHead {
             try await run("reading the zone's head") { connection in
                 let stream = try await connection.query(
-                    "SELECT head FROM strata_sync.zones WHERE zone = \(zone)", logger: logger)
-                var head: Int64 = 0
-                for try await value in stream.decode(Int64.self) { head = value }
+                    "SELECT head, trimmed FROM strata_sync.zones WHERE zone = \(zone)", logger: logger)
+                var head = ZoneHead(head: 0, trimmed: 0)
+                for try await (last, trimmed) in stream.decode((Int64, Int64).self) {
+                    head = ZoneHead(head: last, trimmed: trimmed)
+                }
                 return head
+            }
+        }
+
+        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
+            try await run("reading the zone's snapshot") { connection in
+                let stream = try await connection.query(
+                    """
+                    SELECT payload FROM strata_sync.snapshots
+                    WHERE zone = \(zone) AND through = \(through) AND part = \(Int32(clamping: part))
+                    """, logger: logger)
+                var payload: [UInt8]?
+                for try await value in stream.decode(Data.self) { payload = Array(value) }
+                return payload
+            }
+        }
+
+        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
+            try await run("trimming the zone's changes") { connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    let stream = try await connection.query(
+                        "SELECT head, trimmed FROM strata_sync.zones WHERE zone = \(zone) FOR UPDATE", logger: logger)
+                    var current: (Int64, Int64)?
+                    for try await row in stream.decode((Int64, Int64).self) { current = row }
+                    guard let (head, trimmed) = current, through <= head, through > trimmed else { return false }
+                    try await connection.query("DELETE FROM strata_sync.snapshots WHERE zone = \(zone)", logger: logger)
+                    for (index, part) in parts.enumerated() {
+                        let data = Data(part)
+                        try await connection.query(
+                            """
+                            INSERT INTO strata_sync.snapshots (zone, through, part, payload)
+                            VALUES (\(zone), \(through), \(Int32(index)), \(data))
+                            """, logger: logger)
+                    }
+                    try await connection.query(
+                        """
+                        UPDATE strata_sync.changes SET payload = '\\x'::bytea
+                        WHERE zone = \(zone) AND seq <= \(through) AND seq > \(trimmed)
+                        """, logger: logger)
+                    try await connection.query(
+                        "UPDATE strata_sync.zones SET trimmed = \(through) WHERE zone = \(zone)", logger: logger)
+                    return true
+                }
             }
         }
 

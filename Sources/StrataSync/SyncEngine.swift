@@ -156,6 +156,28 @@ public final class SyncEngine: Observable, Sendable {
         if let error = await round() { throw error }
     }
 
+    /// Replaces the zone's changes through this store's position on the
+    /// server by a snapshot of the zone's models (the server's history
+    /// stops growing without bound). A round runs first. Devices behind the
+    /// trimmed changes, and new devices, download the snapshot on their next
+    /// round, then pull the changes after it.
+    ///
+    /// - Returns: the last change the snapshot stands for.
+    /// - Throws: ``SyncError``; code ``SyncError/Code/configuration`` when
+    ///   this store's schema lacks parts of the zone that a newer schema
+    ///   writes (it does not hold the zone's whole state).
+    @discardableResult
+    public func trimServerHistory() async throws(SyncError) -> Int64 {
+        try await worker.trim { [weak self] activity, outcome in
+            self?.update {
+                if let activity { $0.activity = activity }
+                $0.pendingChanges = outcome.state.pendingSaves
+                $0.serverPosition = outcome.state.position
+                $0.serverHead = max(outcome.head, outcome.state.position)
+            }
+        }
+    }
+
     /// One round; returns its error (also in the status).
     @discardableResult
     private func round() async -> SyncError? {
@@ -214,7 +236,9 @@ public final class SyncEngine: Observable, Sendable {
         func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
             async throws(SyncError) -> [String]
         { throw error }
-        func head(zone: String) async throws(SyncError) -> Int64 { throw error }
+        func head(zone: String) async throws(SyncError) -> ZoneHead { throw error }
+        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? { throw error }
+        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool { throw error }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
         func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) { throw error }
         func close() async {}

@@ -96,6 +96,14 @@ actor Worker {
                     outcome.state = try localState()
                     outcome.head = max(outcome.head, seq)
                     report(nil, outcome)
+                case .duplicate(let seq) where seq <= position:
+                    // A save whose reply was lost, then trimmed into a
+                    // snapshot this store restored: it is here already.
+                    do {
+                        try replica.with { try $0.forgetPushed(token: entry.token) }
+                    } catch {
+                        throw SyncError(.store, "recording a push: \(error)")
+                    }
                 case .behind, .duplicate:
                     // The zone moved on (or holds this save already, after
                     // a push whose reply was lost): pull first.
@@ -117,14 +125,27 @@ actor Worker {
     private func pullAll(into outcome: inout Outcome, report: @Sendable (SyncStatus.Activity?, Outcome) -> Void)
         async throws(SyncError)
     {
-        outcome.head = try await server.head(zone: zone)
+        var zoneHead = try await server.head(zone: zone)
+        outcome.head = zoneHead.head
         report(.pulling, outcome)
         while true {
+            if try localState().position < zoneHead.trimmed {
+                try await restore(through: zoneHead.trimmed, into: &outcome)
+                report(.pulling, outcome)
+            }
             // Read once per batch: each apply moves the position by one.
             var position = try localState().position
             let changes = try await server.pull(zone: zone, after: position, limit: Self.pullBatch)
             guard !changes.isEmpty else { return }
-            for change in changes {
+            if changes[0].payload.isEmpty {
+                // Trimmed since the head was read: the snapshot stands for it.
+                zoneHead = try await server.head(zone: zone)
+                guard zoneHead.trimmed > position else {
+                    throw SyncError(.damagedServerChange, "zone \(zone): server change \(changes[0].seq) has no payload")
+                }
+                continue
+            }
+            for change in changes where !change.payload.isEmpty {
                 guard change.seq == position + 1 else {
                     throw SyncError(.damagedServerChange, "the zone's changes jump from \(position) to \(change.seq)")
                 }
@@ -156,6 +177,71 @@ actor Worker {
             outcome.head = max(outcome.head, position)
             report(.pulling, outcome)
         }
+    }
+
+    /// Catches up on a zone trimmed past this store's position: downloads
+    /// the snapshot part by part (the parts downloaded stay, so that an
+    /// interrupted download resumes), then applies it as one save.
+    private func restore(through: Int64, into outcome: inout Outcome) async throws(SyncError) {
+        var part: Int
+        do {
+            part = try replica.with { try $0.downloadedParts(through: through) }
+        } catch {
+            throw SyncError(.store, "reading the snapshot's parts: \(error)")
+        }
+        while let payload = try await server.snapshotPart(zone: zone, through: through, part: part) {
+            do {
+                try replica.with { try $0.keepPart(through: through, part: part, payload: payload) }
+            } catch let damaged as SyncReplica.DamagedChange {
+                throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
+            } catch {
+                throw SyncError(.store, "keeping a snapshot part: \(error)")
+            }
+            part += 1
+        }
+        guard part > 0 else {
+            // Trimmed again since: the next round reads the new snapshot.
+            throw SyncError(.server, "zone \(zone): the snapshot at change \(through) was replaced; try again")
+        }
+        do {
+            let applied = try replica.with { try $0.restore(through: through) }
+            outcome.applied.inserted += applied.inserted
+            outcome.applied.updated += applied.updated
+            outcome.applied.deleted += applied.deleted
+        } catch let damaged as SyncReplica.DamagedChange {
+            throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
+        } catch {
+            throw SyncError(.store, "applying the zone's snapshot: \(error)")
+        }
+        outcome.state = try localState()
+    }
+
+    /// Replaces the zone's changes through this store's position by a
+    /// snapshot of its models; a round runs first, so that the store holds
+    /// the zone's state. Returns the change trimmed through.
+    func trim(report: @Sendable (SyncStatus.Activity?, Outcome) -> Void) async throws(SyncError) -> Int64 {
+        for _ in 0..<5 {
+            _ = try await round(report: report)
+            await enter()
+            defer { leave() }
+            let snapshot: (through: Int64, parts: [[UInt8]])
+            do {
+                snapshot = try replica.with { try $0.snapshot() }
+            } catch SyncReplica.SnapshotRefusal.pending {
+                continue  // a save came in since the round: another round
+            } catch let refusal as SyncReplica.SnapshotRefusal {
+                throw SyncError(.configuration, "this store cannot trim zone \(zone): \(refusal.description)")
+            } catch {
+                throw SyncError(.store, "making the snapshot: \(error)")
+            }
+            guard snapshot.through > 0 else { return 0 }
+            if try await server.trim(zone: zone, through: snapshot.through, parts: snapshot.parts) {
+                return snapshot.through
+            }
+            let head = try await server.head(zone: zone)
+            if head.trimmed >= snapshot.through { return head.trimmed }
+        }
+        throw SyncError(.server, "zone \(zone) kept changing while trimming; try again")
     }
 
     func close() async { await server.close() }

@@ -14,6 +14,14 @@ struct ServerChange: Sendable {
     var schema: String = ""
 }
 
+/// Where a zone stands.
+struct ZoneHead: Sendable, Equatable {
+    /// The last change's sequence number.
+    var head: Int64
+    /// The last change the snapshot stands for (0: never trimmed).
+    var trimmed: Int64
+}
+
 /// What the server did with a pushed save.
 enum PushOutcome: Sendable, Equatable {
     /// Appended as change `seq`, right after the position the device gave.
@@ -40,8 +48,20 @@ protocol ZoneServer: Sendable {
     /// descriptions.
     func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
         async throws(SyncError) -> [String]
-    /// The zone's last sequence number (0 for a zone with no change).
-    func head(zone: String) async throws(SyncError) -> Int64
+    /// The zone's last sequence number (0 for a zone with no change), and
+    /// the last one trimmed: changes through it are gone, and the zone's
+    /// snapshot at it stands for them.
+    func head(zone: String) async throws(SyncError) -> ZoneHead
+    /// Part `part` of the zone's snapshot at change `through` (an encoded
+    /// ``SyncChangeSet``); nil past the last part, or when the zone holds
+    /// no snapshot at `through` any more.
+    func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]?
+    /// Replaces the zone's changes through `through` by a snapshot of the
+    /// zone's models at it (`parts`), in one transaction; false when the
+    /// zone holds no change `through` or is trimmed there already. The
+    /// changes keep their device and token, so that a retried push is still
+    /// recognized, and lose their payload.
+    func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool
     /// The zone's changes after `after`, in order, at most `limit`.
     func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange]
     /// Calls `wake` for every notification that the zone changed, until

@@ -21,18 +21,25 @@
             let seed = environment["STRATA_SYNC_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
             let operations = environment["STRATA_SYNC_OPERATIONS"].flatMap(Int.init) ?? 1200
             print("SyncConvergenceTests seed \(seed) (STRATA_SYNC_SEED=\(seed) replays it), \(operations) operations")
-            try await converge(seed: seed, operations: operations)
+            try await converge(seed: seed, operations: operations, trims: true)
         }
 
         /// Seeds that once diverged. 326: a change set sent the insert of a
         /// model a later save made ahead of this device's saves in between.
+        /// 2, with trims: restoring a snapshot kept a model the zone had
+        /// deleted, because a local update of it waited to be pushed.
         func testSeedsThatOnceDivergedConverge() async throws {
             try await converge(seed: 326, operations: 200, stores: "seed326-")
+            try await converge(seed: 2, operations: 400, stores: "seed2-", trims: true)
         }
 
-        func converge(seed: UInt64, operations: Int, stores prefix: String = "") async throws {
+        /// `trims`: one sync in ten, from a stream of its own (so that a
+        /// seed's other operations stay as they were), trims the zone's
+        /// history, and the devices behind restore its snapshot.
+        func converge(seed: UInt64, operations: Int, stores prefix: String = "", trims: Bool = false) async throws {
             let environment = ProcessInfo.processInfo.environment
             var random = SeededRandom(seed: seed)
+            var trimming = SeededRandom(seed: seed ^ 0x5bd1_e995)
             let zone = "zone-\(UUID())"
             var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
             for name in ["a", "b", "c"] {
@@ -106,8 +113,13 @@
                     operation = "delete label"
                     if let label = labels.randomElement(using: &random) { context.delete(label) }
                 default:
-                    operation = "sync"
-                    try await devices[index].sync.syncNow()
+                    if trims && Int.random(in: 0..<10, using: &trimming) == 0 {
+                        operation = "trim"
+                        try await devices[index].sync.trimServerHistory()
+                    } else {
+                        operation = "sync"
+                        try await devices[index].sync.syncNow()
+                    }
                 }
                 counts[operation, default: 0] += 1
                 if environment["STRATA_SYNC_TRACE"] != nil {
@@ -120,7 +132,7 @@
                     }
                     print("trace \(["a", "b", "c"][index]) \(operation) \(changed)")
                 }
-                if operation != "sync" { try context.save() }
+                if operation != "sync" && operation != "trim" { try context.save() }
             }
             print("SyncConvergenceTests operations: \(counts.sorted { $0.key < $1.key })")
             // Everyone syncs: a, b, c, then a and b again for what c pushed.

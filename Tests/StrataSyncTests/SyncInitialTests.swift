@@ -64,6 +64,160 @@
         }
     }
 
+    /// Zones whose server history was trimmed into a snapshot.
+    final class SyncTrimTests: SyncTestCase {
+        override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
+
+        func testDevicesBehindATrimAndNewDevicesRestoreTheSnapshot() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let onA = ModelContext(a)
+            let work = Folder(name: "work")
+            let home = Folder(name: "home")
+            let urgent = Label(name: "urgent")
+            for model in [work, home] { onA.insert(model) }
+            onA.insert(urgent)
+            for text in ["w1", "w2", "w3"] {
+                let memo = Memo(text: text, folder: work)
+                onA.insert(memo)
+                if text != "w3" { memo.labels = [urgent] }
+            }
+            onA.insert(Memo(text: "h1", folder: home))
+            try onA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+
+            // While B is away, A renames, deletes, moves, adds; then trims.
+            let memos = try onA.fetch(FetchDescriptor<Memo>(sortBy: [SortDescriptor(\.text)]))
+            memos.first { $0.text == "w1" }?.text = "w1 renamed"
+            onA.delete(memos.first { $0.text == "w2" }!)
+            onA.delete(home)  // takes h1 with it (cascade)
+            onA.insert(Memo(text: "w4", folder: work))
+            try onA.save()
+            let through = try await syncA.trimServerHistory()
+            XCTAssertEqual(through, 2)
+            XCTAssertEqual(
+                try server().psql(
+                    "SELECT count(*) FROM strata_sync.changes WHERE zone = '\(zone)' AND length(payload) > 0"), "0\n")
+
+            // B changed a memo meanwhile and made a label; it restores the
+            // snapshot, keeps its change, and pushes it.
+            let onB = ModelContext(b)
+            try onB.fetch(FetchDescriptor<Memo>()).first { $0.text == "w3" }?.labels = [Label(name: "later")]
+            try onB.save()
+            try await syncB.syncNow()
+            XCTAssertEqual(syncB.status.serverPosition, 3)
+            try await syncA.syncNow()
+            let expected = [
+                "folder work: w1 renamed,w3,w4", "label later: w3", "label urgent: w1 renamed",
+                "memo w1 renamed in work labels urgent", "memo w3 in work labels later", "memo w4 in work labels ",
+            ]
+            XCTAssertEqual(try graphDump(a), expected)
+            XCTAssertEqual(try graphDump(b), expected)
+
+            // A new device: the snapshot, then the change after it.
+            let (c, syncC) = try device("c", zone: zone)
+            try await syncC.syncNow()
+            XCTAssertEqual(syncC.status.serverPosition, 3)
+            XCTAssertEqual(try graphDump(c), expected)
+            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+
+            // A trim where the zone is trimmed already does nothing; after
+            // a later change it trims further.
+            let again = try await syncB.trimServerHistory()
+            XCTAssertEqual(again, 3)
+            let onC = ModelContext(c)
+            onC.insert(Memo(text: "c1"))
+            try onC.save()
+            let further = try await syncC.trimServerHistory()
+            XCTAssertEqual(further, 4)
+            try await syncA.syncNow()
+            XCTAssertEqual(try graphDump(a), try graphDump(c))
+        }
+    }
+
+    extension SyncTrimTests {
+        func testAModelWithTwoIdentifiersSurvivesARestore() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, _) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            // B pushes its label between A's prepare and A's push: A pulls
+            // it behind its own prepared insert, so each device's label
+            // has both identifiers, its own first.
+            let hooked = FirstPushHook(PostgresZoneServer(configuration: try configuration(zone: zone))) {
+                try? await syncB.syncNow()
+            }
+            let syncA = try SyncEngine(container: a, configuration: try configuration(zone: zone), server: hooked)
+            engines.append(syncA)
+            for container in [a, b] {
+                let context = ModelContext(container)
+                context.insert(Label(name: "dup", color: container === a ? "red" : "blue"))
+                try context.save()
+            }
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            XCTAssertEqual(try graphDump(a), ["label dup (red): "])
+            XCTAssertEqual(try graphDump(b), try graphDump(a))
+
+            // A trims past B's position; B restores A's snapshot, which
+            // names the label by A's first identifier.
+            let onA = ModelContext(a)
+            onA.insert(Memo(text: "after"))
+            try onA.save()
+            _ = try await syncA.trimServerHistory()
+            try await syncB.syncNow()
+            XCTAssertEqual(try graphDump(b), ["label dup (red): ", "memo after in - labels "])
+            XCTAssertEqual(try b.checkIntegrity(), [])
+        }
+    }
+
+    /// A server that runs `hook` once, before the first push it passes on.
+    final class FirstPushHook: ZoneServer, @unchecked Sendable {
+        let base: any ZoneServer
+        let hook: @Sendable () async -> Void
+        // Guarded by `lock`.
+        private var ran = false
+        private let lock = NSLock()
+
+        init(_ base: any ZoneServer, hook: @escaping @Sendable () async -> Void) {
+            self.base = base
+            self.hook = hook
+        }
+
+        func prepare() async throws(SyncError) { try await base.prepare() }
+        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+            async throws(SyncError) -> [String]
+        {
+            try await base.register(zone: zone, hash: hash, description: description, accept: accept)
+        }
+        func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
+            async throws(SyncError) -> PushOutcome
+        {
+            let first = lock.withLock {
+                defer { ran = true }
+                return !ran
+            }
+            if first { await hook() }
+            return try await base.push(
+                zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
+        }
+        func head(zone: String) async throws(SyncError) -> ZoneHead { try await base.head(zone: zone) }
+        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
+            try await base.snapshotPart(zone: zone, through: through, part: part)
+        }
+        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
+            try await base.trim(zone: zone, through: through, parts: parts)
+        }
+        func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
+            try await base.pull(zone: zone, after: after, limit: limit)
+        }
+        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
+            try await base.listen(zone: zone, wake: wake)
+        }
+        func close() async { await base.close() }
+    }
+
     /// A new device catching up on a large zone.
     final class SyncInitialSyncTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Note.self] }
@@ -115,6 +269,33 @@
                 try onB.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.stars == 3 })),
                 (0..<count).filter { $0 % 5 == 3 }.count)
             try b.checkIntegrity()
+
+            // A trims the zone: a new device restores the snapshot (100
+            // parts), its download broken after 40 parts and resumed.
+            let through = try await syncA.trimServerHistory()
+            XCTAssertEqual(through, chunks)
+            let (d, _) = try device("d", zone: zone)
+            let parts = CuttingPulls(
+                PostgresZoneServer(configuration: try configuration(zone: zone)), batch: 256, partsBreakAfter: 40)
+            let syncD = try SyncEngine(container: d, configuration: try configuration(zone: zone), server: parts)
+            engines.append(syncD)
+            do {
+                try await syncD.syncNow()
+                XCTFail("the download should break")
+            } catch {
+                XCTAssertEqual(error.code, .unreachable)
+            }
+            XCTAssertEqual(syncD.status.serverPosition, 0, "nothing applied before the whole snapshot is here")
+            XCTAssertEqual(try ModelContext(d).fetchCount(FetchDescriptor<Note>()), 0)
+            try await syncD.syncNow()
+            XCTAssertEqual(parts.partsPulled, Int(chunks), "every part downloaded once")
+            XCTAssertEqual(parts.pulled, 0, "no trimmed change pulled")
+            XCTAssertEqual(syncD.status.serverPosition, chunks)
+            XCTAssertEqual(try ModelContext(d).fetchCount(FetchDescriptor<Note>()), count)
+            XCTAssertEqual(
+                try ModelContext(d).fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.stars == 3 })),
+                (0..<count).filter { $0 % 5 == 3 }.count)
+            try d.checkIntegrity()
             _ = a
         }
     }
@@ -129,18 +310,24 @@
         private var calls = 0
         private var broke = false
         private var handed = 0
+        private var partCalls = 0
+        private var partsHanded = 0
         private let breakAfter: Int
+        private let partsBreakAfter: Int
         private let delay: Duration
         private let lock = NSLock()
 
-        init(_ base: any ZoneServer, batch: Int, breakAfter: Int = .max, delay: Duration = .zero) {
+        /// `partsBreakAfter`: snapshot parts handed out before one breaks.
+        init(_ base: any ZoneServer, batch: Int, breakAfter: Int = .max, partsBreakAfter: Int = .max, delay: Duration = .zero) {
             self.base = base
             self.batch = batch
             self.breakAfter = breakAfter
+            self.partsBreakAfter = partsBreakAfter
             self.delay = delay
         }
 
         var pulled: Int { lock.withLock { handed } }
+        var partsPulled: Int { lock.withLock { partsHanded } }
 
         func prepare() async throws(SyncError) { try await base.prepare() }
         func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
@@ -154,7 +341,20 @@
             try await base.push(
                 zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
         }
-        func head(zone: String) async throws(SyncError) -> Int64 { try await base.head(zone: zone) }
+        func head(zone: String) async throws(SyncError) -> ZoneHead { try await base.head(zone: zone) }
+        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
+            let breaks = lock.withLock {
+                partCalls += 1
+                return partCalls == partsBreakAfter + 1
+            }
+            if breaks { throw SyncError(.unreachable, "the connection broke") }
+            let payload = try await base.snapshotPart(zone: zone, through: through, part: part)
+            if payload != nil { lock.withLock { partsHanded += 1 } }
+            return payload
+        }
+        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
+            try await base.trim(zone: zone, through: through, parts: parts)
+        }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             let breaks = lock.withLock {
                 calls += 1

@@ -448,7 +448,13 @@
         {
             try await base.register(zone: zone, hash: hash, description: description, accept: accept)
         }
-        func head(zone: String) async throws(SyncError) -> Int64 { try await base.head(zone: zone) }
+        func head(zone: String) async throws(SyncError) -> ZoneHead { try await base.head(zone: zone) }
+        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
+            try await base.snapshotPart(zone: zone, through: through, part: part)
+        }
+        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
+            try await base.trim(zone: zone, through: through, parts: parts)
+        }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             try await base.pull(zone: zone, after: after, limit: limit)
         }

@@ -17,6 +17,9 @@ import StrataEngine
 ///   a later change to it is ignored).
 /// - `sync.rows`: entity name, 0, row (8 bytes) → global identifier.
 /// - `sync.outbox`: history token → the change set to push for that save.
+/// - `sync.restore`: the parts of a zone snapshot downloaded so far
+///   (through, part) → change set, while a device catches up on a trimmed
+///   zone.
 /// - `sync.kept`: server sequence number → the parts of that server change
 ///   this schema does not know (entities and attributes of a newer schema
 ///   version of the zone), applied once a migration brings them.
@@ -39,6 +42,7 @@ package final class SyncReplica {
     static let rowsTree = "sync.rows"
     static let outboxTree = "sync.outbox"
     static let keptTree = "sync.kept"
+    static let restoreTree = "sync.restore"
 
     /// The descriptions of the other schemas that sync with the zone (set by
     /// StrataSync after it checked them): a pulled change may name the
@@ -461,6 +465,187 @@ package final class SyncReplica {
         property is Schema.Attribute && entity.externalTrees[property.field] == nil
     }
 
+    // MARK: - Snapshots
+
+    /// Why the store cannot give a snapshot of the zone now.
+    package enum SnapshotRefusal: Error, CustomStringConvertible {
+        /// Local saves wait to be pushed: the store is not the zone's state.
+        case pending
+        /// The store lacks parts of the zone a newer schema wrote.
+        case olderSchema
+        package var description: String {
+            switch self {
+            case .pending: "local saves wait to be pushed"
+            case .olderSchema: "this store's schema lacks entities or attributes that other devices of the zone sync"
+            }
+        }
+    }
+
+    /// The zone's models as this store holds them at its position, as
+    /// change sets of at most ``uploadChunk`` inserts each: the snapshot
+    /// that stands for the zone's changes through the position when the
+    /// server trims them. Only a store with nothing to push, that keeps no
+    /// parts of a newer schema, holds the zone's state.
+    package func snapshot() throws -> (through: Int64, parts: [[UInt8]]) {
+        let schema = schema
+        return try store.write { tx in
+            let prepared = try Self.number("prepared", tx)
+            let last = try HistoryLog.lastToken(tx)
+            var waiting = false
+            if let outbox = try tx.treeIfPresent(Self.outboxTree) {
+                try tx.forEach(outbox) { _, _ in
+                    waiting = true
+                    return false
+                }
+            }
+            guard !waiting,
+                try HistoryLog.readRaw(tx, after: prepared, through: last).allSatisfy({ $0.author == Self.author })
+            else { throw SnapshotRefusal.pending }
+            if let kept = try tx.treeIfPresent(Self.keptTree) {
+                var any = false
+                try tx.forEach(kept) { _, _ in
+                    any = true
+                    return false
+                }
+                if any { throw SnapshotRefusal.olderSchema }
+            }
+            var parts: [[UInt8]] = []
+            var builder = ChangeSetBuilder(schema: schema, tx: tx)
+            for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
+                guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
+                var records: [(Int64, [UInt8])] = []
+                try tx.forEach(tree) { key, value in
+                    records.append((try RowKey.decode(key), value))
+                    return true
+                }
+                for (row, record) in records {
+                    guard let id = try Self.id(of: entity.name, row: row, tx) else { throw SnapshotRefusal.pending }
+                    let fields = try builder.fields(of: record, entity: entity, row: row, only: nil)
+                    builder.set.changes.append(SyncChangeSet.Change(kind: .insert, entity: entity.name, id: id, fields: fields))
+                    if builder.set.changes.count >= Self.uploadChunk {
+                        parts.append(builder.set.encode())
+                        builder.set = SyncChangeSet()
+                    }
+                }
+            }
+            if !builder.set.changes.isEmpty || parts.isEmpty { parts.append(builder.set.encode()) }
+            return (try Self.number("position", tx), parts)
+        }
+    }
+
+    /// How many parts of the snapshot at `through` are downloaded; the
+    /// parts of other snapshots are dropped.
+    package func downloadedParts(through: Int64) throws -> Int {
+        try store.write { tx in
+            guard let tree = try tx.treeIfPresent(Self.restoreTree) else { return 0 }
+            var count = 0
+            var stale: [[UInt8]] = []
+            try tx.forEach(tree) { key, _ in
+                if Array(key.prefix(8)) == RowKey.encode(through) { count += 1 } else { stale.append(key) }
+                return true
+            }
+            for key in stale { try tx.delete(key, in: tree) }
+            return count
+        }
+    }
+
+    /// Keeps part `part` of the snapshot at `through` until the whole
+    /// snapshot is here.
+    package func keepPart(through: Int64, part: Int, payload: [UInt8]) throws {
+        do {
+            _ = try SyncChangeSet.decode(payload)
+        } catch {
+            throw DamagedChange(seq: through, reason: "snapshot part \(part): \(error)")
+        }
+        try store.write { tx in
+            let tree = try tx.treeIfPresent(Self.restoreTree) ?? tx.createTree(Self.restoreTree)
+            try tx.put(RowKey.encode(through) + RowKey.encode(Int64(part)), payload, in: tree)
+        }
+    }
+
+    /// Makes the store the zone's state at `through` from the downloaded
+    /// snapshot, as one save authored ``author`` that moves the position to
+    /// `through`: every model of the snapshot inserted or updated (local
+    /// saves not pushed yet keep their values, as for any pulled change),
+    /// and every model the zone knew that the snapshot lacks deleted.
+    @discardableResult
+    package func restore(through: Int64) throws -> Applied {
+        var set = SyncChangeSet()
+        var present = Set<SyncID>()
+        var live: [(id: SyncID, entity: String, row: Int64)] = []
+        try store.read { tx in
+            if let tree = try tx.treeIfPresent(Self.restoreTree) {
+                var failure: (any Error)?
+                try tx.forEach(tree, from: RowKey.encode(through)) { key, value in
+                    guard Array(key.prefix(8)) == RowKey.encode(through) else { return false }
+                    do {
+                        set.changes += try SyncChangeSet.decode(value).changes
+                    } catch {
+                        failure = DamagedChange(seq: through, reason: "snapshot: \(error)")
+                        return false
+                    }
+                    return true
+                }
+                if let failure { throw failure }
+            }
+            if let ids = try tx.treeIfPresent(Self.idsTree) {
+                try tx.forEach(ids) { key, value in
+                    if value.first == 1, value.count >= 9, key.count == 16 {
+                        live.append(
+                            (
+                                SyncID(bytes: key), String(decoding: value[9...], as: UTF8.self),
+                                try RowKey.decode(Array(value[1..<9]))
+                            ))
+                    }
+                    return true
+                }
+            }
+        }
+        for change in set.changes {
+            guard change.kind == .insert else {
+                throw DamagedChange(seq: through, reason: "a snapshot holds inserts only")
+            }
+            present.insert(change.id)
+        }
+        // The models the zone still holds: those of the snapshot's
+        // identifiers (a model merged on a unique value has several), and
+        // those of local inserts not pushed yet. Every other model the zone
+        // knew is deleted, a local change not pushed yet or not (a delete
+        // wins over every change after it).
+        let (reached, unpushed) = try store.read { tx -> (Set<String>, Set<SyncID>) in
+            var reached = Set<String>()
+            for id in present {
+                if let (entity, row) = try Self.entry(of: id, tx) { reached.insert("\(entity)/\(row)") }
+            }
+            var unpushed = Set<SyncID>()
+            if let outbox = try tx.treeIfPresent(Self.outboxTree) {
+                try tx.forEach(outbox) { _, value in
+                    for change in try SyncChangeSet.decode(value).changes where change.kind == .insert {
+                        unpushed.insert(change.id)
+                    }
+                    return true
+                }
+            }
+            return (reached, unpushed)
+        }
+        for (id, entity, row) in live where !reached.contains("\(entity)/\(row)") && !unpushed.contains(id) {
+            set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity, id: id))
+        }
+        let applied = try apply(seq: through, set: set, own: nil, replay: false)
+        try store.write { tx in if try tx.treeIfPresent(Self.restoreTree) != nil { try tx.dropTree(Self.restoreTree) } }
+        return applied
+    }
+
+    /// Records that the server holds local save `token` as a change this
+    /// store is past already (a retried push of a save whose change was
+    /// trimmed into a snapshot this store restored).
+    package func forgetPushed(token: Int64) throws {
+        try store.write { tx in
+            if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
+            try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+        }
+    }
+
     /// Records that the server took local save `token` as change `seq`,
     /// the zone's next change after everything applied here.
     package func acknowledge(token: Int64, seq: Int64) throws {
@@ -660,7 +845,7 @@ package final class SyncReplica {
         }
         for (model, entity, fields) in pendingLinks where !model.isDeleted {
             try setRelationships(
-                fields, of: model, entity: entity, context: context, inserted: insertedByID, fixedMasks: fixedMasks, seq: seq)
+                fields, of: model, entity: entity, context: context, inserted: insertedByID, masks: (masks, fixedMasks), seq: seq)
         }
         // The zone's cascades: from what this change deletes, and from
         // to-ones it points at models deleted before.
@@ -922,7 +1107,7 @@ package final class SyncReplica {
     /// deleted in the zone or here is left out.
     private func setRelationships(
         _ fields: [SyncChangeSet.Field], of model: any PersistentModel, entity: Schema.Entity, context: ModelContext,
-        inserted: [SyncID: any PersistentModel], fixedMasks: Masks, seq: Int64
+        inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64
     ) throws {
         func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
             if let made = inserted[id] { return made }
@@ -960,21 +1145,24 @@ package final class SyncReplica {
                 // A many-to-many is sent from both sides. A target whose own
                 // side has a local change in the outbox keeps its pairing
                 // with this model as it is here: that change comes later in
-                // the zone's order and sets the pairs on every device. (A
-                // save not prepared yet sends the pairs as they are after
-                // this change.)
-                if !fixedMasks.isEmpty, let type = relationship.destinationType,
+                // the zone's order and sets the pairs on every device. A
+                // save not prepared yet sends the pairs as they are when it
+                // is: its pairs stay, and pulled ones join them.
+                if !masks.all.isEmpty, let type = relationship.destinationType,
                     let destination = schema.entity(forType: type),
                     let inverse = InverseGraph.inverse(of: entity.type, field: relationship.field),
                     let side = destination.properties[inverse.field] as? Schema.Relationship,
-                    !side.isToOneRelationship, let rows = fixedMasks[destination.name]
+                    !side.isToOneRelationship, masks.all[destination.name] != nil
                 {
-                    func isHeld(_ target: any PersistentModel) -> Bool {
-                        guard case let mask?? = Optional(rows[target._strataState.rowID]) else { return false }
+                    func isHeld(_ target: any PersistentModel, _ masks: Masks) -> Bool {
+                        guard case let mask? = masks[destination.name]?[target._strataState.rowID] else { return false }
                         return mask.map { $0.contains(side.name) } ?? true
                     }
                     let current = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
-                    targets = targets.filter { !isHeld($0) } + current.filter(isHeld)
+                    let fixed = current.filter { isHeld($0, masks.fixed) }
+                    let kept = current.filter { isHeld($0, masks.all) && !isHeld($0, masks.fixed) }
+                    targets = targets.filter { !isHeld($0, masks.fixed) }
+                    for target in fixed + kept where !targets.contains(where: { $0 === target }) { targets.append(target) }
                 }
                 model._strataSetRelationship(field: relationship.field, to: targets)
             }
