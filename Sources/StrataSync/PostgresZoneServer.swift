@@ -57,10 +57,17 @@
         private func connect() async throws(SyncError) -> PostgresConnection {
             let tls: PostgresConnection.Configuration.TLS
             do {
+                var settings = TLSConfiguration.makeClientConfiguration()
+                switch configuration.tls {
+                case .disable, .prefer, .require: settings.certificateVerification = .none
+                case .verifyCA: settings.certificateVerification = .noHostnameVerification
+                case .verifyFull: settings.certificateVerification = .fullVerification
+                }
+                if let root = configuration.rootCertificate { settings.trustRoots = .file(root) }
                 switch configuration.tls {
                 case .disable: tls = .disable
-                case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-                case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                case .prefer: tls = .prefer(try NIOSSLContext(configuration: settings))
+                case .require, .verifyCA, .verifyFull: tls = .require(try NIOSSLContext(configuration: settings))
                 }
             } catch {
                 throw SyncError(.configuration, "TLS cannot be set up: \(error)")
@@ -131,6 +138,10 @@
             case .authMechanismRequiresPassword, .unsupportedAuthMechanism, .saslError:
                 return SyncError(.authentication, "the server at \(server) refused the login (\(psql.code))")
             default:
+                // A TLS refusal (an untrusted certificate) is under it.
+                if let tls = psql.underlying as? NIOSSLError {
+                    return SyncError(.unreachable, "\(what) at \(server): TLS failed: \(tls)")
+                }
                 return SyncError(.unreachable, "\(what) at \(server): \(psql.code)")
             }
         }

@@ -14,14 +14,21 @@ import Foundation
 /// sync.start()
 /// ```
 public struct SyncConfiguration: Sendable {
-    /// How the connection to the server is protected.
+    /// How the connection to the server is protected: libpq's `sslmode`
+    /// values, with their meaning.
     public enum TLSMode: String, Sendable {
         /// No TLS (a Unix socket or a trusted network).
         case disable
-        /// TLS when the server offers it.
+        /// TLS when the server offers it, without checking its certificate.
         case prefer
-        /// TLS or no connection.
+        /// TLS or no connection, without checking the server's certificate
+        /// (encryption only, as libpq's `require`).
         case require
+        /// TLS, with a certificate signed by a trusted authority
+        /// (``SyncConfiguration/rootCertificate``, or the system's).
+        case verifyCA = "verify-ca"
+        /// As ``verifyCA``, and the certificate names the host.
+        case verifyFull = "verify-full"
     }
 
     /// The server's host name or address; nil with ``socketDirectory``.
@@ -39,6 +46,9 @@ public struct SyncConfiguration: Sendable {
     public var database: String
     /// How the connection is protected.
     public var tls: TLSMode
+    /// A PEM file of the authorities trusted to sign the server's
+    /// certificate (libpq's `sslrootcert`); nil for the system's.
+    public var rootCertificate: String?
     /// The zone: one person's data set.
     public var zone: String
     /// How often sync asks the server for changes when no notification
@@ -46,7 +56,7 @@ public struct SyncConfiguration: Sendable {
     public var pollInterval: Duration
 
     /// A configuration from a PostgreSQL URL
-    /// (`postgres://user@host:port/database?sslmode=require`, or
+    /// (`postgres://user@host:port/database?sslmode=verify-full&sslrootcert=/etc/ca.pem`, or
     /// `postgres://user@/database?host=/run/postgresql` for a Unix socket).
     /// The password is passed apart, so that the URL can be logged.
     ///
@@ -65,10 +75,13 @@ public struct SyncConfiguration: Sendable {
         var tls = TLSMode.prefer
         if let mode = query["sslmode"] {
             switch mode {
-            case "disable": tls = .disable
-            case "prefer", "allow": tls = .prefer
-            case "require", "verify-ca", "verify-full": tls = .require
-            default: throw SyncError(.configuration, "sslmode \(mode) is not one of disable, prefer, require")
+            case "allow": tls = .prefer
+            default:
+                guard let known = TLSMode(rawValue: mode) else {
+                    throw SyncError(
+                        .configuration, "sslmode \(mode) is not one of disable, prefer, require, verify-ca, verify-full")
+                }
+                tls = known
             }
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
@@ -76,8 +89,8 @@ public struct SyncConfiguration: Sendable {
             host: components.host.flatMap { $0.isEmpty ? nil : $0 }, port: components.port ?? 5432,
             socketDirectory: query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil },
             user: components.user ?? "postgres", password: password ?? components.password,
-            database: database.isEmpty ? (components.user ?? "postgres") : database, tls: tls, zone: zone,
-            pollInterval: pollInterval)
+            database: database.isEmpty ? (components.user ?? "postgres") : database, tls: tls,
+            rootCertificate: query["sslrootcert"], zone: zone, pollInterval: pollInterval)
     }
 
     /// A configuration from its parts.
@@ -87,7 +100,8 @@ public struct SyncConfiguration: Sendable {
     ///   empty or longer than 200 bytes.
     public init(
         host: String?, port: Int = 5432, socketDirectory: String? = nil, user: String, password: String? = nil,
-        database: String, tls: TLSMode = .prefer, zone: String, pollInterval: Duration = .seconds(30)
+        database: String, tls: TLSMode = .prefer, rootCertificate: String? = nil, zone: String,
+        pollInterval: Duration = .seconds(30)
     ) throws(SyncError) {
         guard host != nil || socketDirectory != nil else {
             throw SyncError(.configuration, "a server needs a host or a socket directory")
@@ -103,6 +117,7 @@ public struct SyncConfiguration: Sendable {
         self.password = password
         self.database = database
         self.tls = tls
+        self.rootCertificate = rootCertificate
         self.zone = zone
         self.pollInterval = pollInterval
     }

@@ -37,9 +37,15 @@ public final class PostgresCluster: @unchecked Sendable {
         public init(description: String) { self.description = description }
     }
 
+    /// The authority that signed the server's certificate (PEM), for a
+    /// cluster made with `tls`.
+    public var rootCertificate: String { directory + "/ca.pem" }
+
     /// Makes and starts a cluster. `durable` keeps PostgreSQL's fsync on
-    /// (benchmarks); tests run without it.
-    public init(durable: Bool = false) throws {
+    /// (benchmarks); tests run without it. With `tls`, the server has a
+    /// certificate for `localhost` and 127.0.0.1 signed by a throwaway
+    /// authority (``rootCertificate``), and takes TCP logins over TLS only.
+    public init(durable: Bool = false, tls: Bool = false) throws {
         bin = try Self.binaries()
         asNobody = geteuid() == 0
         let made = TemporaryDirectory(prefix: "strata-pg")
@@ -58,6 +64,10 @@ public final class PostgresCluster: @unchecked Sendable {
 
             """
         if !durable { settings += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n" }
+        if tls {
+            try makeCertificates()
+            settings += "ssl = on\nssl_cert_file = '\(directory)/server.crt'\nssl_key_file = '\(directory)/server.key'\n"
+        }
         let conf = directory + "/data/postgresql.conf"
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: conf))
         handle.seekToEndOfFile()
@@ -65,7 +75,7 @@ public final class PostgresCluster: @unchecked Sendable {
         try handle.close()
         try """
         local all all trust
-        host all all 127.0.0.1/32 scram-sha-256
+        \(tls ? "hostssl" : "host") all all 127.0.0.1/32 scram-sha-256
 
         """.write(toFile: directory + "/data/pg_hba.conf", atomically: true, encoding: .utf8)
         if asNobody { try Self.run("/bin/chown", ["-R", "65534:65534", directory]) }
@@ -74,6 +84,34 @@ public final class PostgresCluster: @unchecked Sendable {
     }
 
     deinit { destroy() }
+
+    /// A throwaway authority and the server's key and certificate, signed
+    /// by it, in the cluster's directory.
+    private func makeCertificates() throws {
+        let openssl = "/usr/bin/openssl"
+        let dir = directory
+        try Self.run(
+            openssl,
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Strata test authority",
+                "-keyout", dir + "/ca.key", "-out", dir + "/ca.pem",
+            ])
+        try Self.run(
+            openssl,
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", dir + "/server.key", "-out",
+                dir + "/server.csr",
+            ])
+        try "subjectAltName = DNS:localhost, IP:127.0.0.1\n".write(
+            toFile: dir + "/server.ext", atomically: true, encoding: .utf8)
+        try Self.run(
+            openssl,
+            [
+                "x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", dir + "/server.ext", "-out", dir + "/server.crt",
+            ])
+        try Self.run("/bin/chmod", ["600", dir + "/server.key"])
+    }
 
     /// Starts the server (after ``stop()``); returns once it takes
     /// connections.

@@ -135,8 +135,9 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(synced.status, 0, synced.err)
         XCTAssertTrue(synced.out.contains("zone: box-office\n"), synced.out)
         XCTAssertTrue(synced.out.contains("server position: 0\n"), synced.out)
-        // The saves before the store joined are not pushed as saves.
-        XCTAssertTrue(synced.out.contains("pending local saves: 2\n"), synced.out)
+        // The models the store held when it joined are one upload (not its
+        // saves before), then the two saves after.
+        XCTAssertTrue(synced.out.contains("pending local saves: 3\n"), synced.out)
     }
 
     func testDumpDecodesRecordsWithTheStoredSchema() throws {

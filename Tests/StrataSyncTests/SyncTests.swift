@@ -31,11 +31,13 @@
 
         /// The model types of the devices' containers.
         class var models: [any PersistentModel.Type] { [] }
+        /// Whether the class's server takes TCP logins over TLS only.
+        class var tls: Bool { false }
 
         override class func setUp() {
             super.setUp()
             do {
-                clusters[ObjectIdentifier(self)] = try PostgresCluster()
+                clusters[ObjectIdentifier(self)] = try PostgresCluster(tls: tls)
             } catch {
                 // Reported by every test: a sync test fails, never skips,
                 // without its server.
