@@ -173,27 +173,20 @@
     }
 
     /// A server that runs `hook` once, before the first push it passes on.
-    final class FirstPushHook: ZoneServer, @unchecked Sendable {
-        let base: any ZoneServer
+    final class FirstPushHook: ForwardingServer, @unchecked Sendable {
         let hook: @Sendable () async -> Void
         // Guarded by `lock`.
         private var ran = false
         private let lock = NSLock()
 
         init(_ base: any ZoneServer, hook: @escaping @Sendable () async -> Void) {
-            self.base = base
             self.hook = hook
+            super.init(base)
         }
 
-        func prepare() async throws(SyncError) { try await base.prepare() }
-        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
-            async throws(SyncError) -> [String]
-        {
-            try await base.register(zone: zone, hash: hash, description: description, accept: accept)
-        }
-        func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
-            async throws(SyncError) -> PushOutcome
-        {
+        override func push(
+            zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8]
+        ) async throws(SyncError) -> PushOutcome {
             let first = lock.withLock {
                 defer { ran = true }
                 return !ran
@@ -202,20 +195,6 @@
             return try await base.push(
                 zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
         }
-        func head(zone: String) async throws(SyncError) -> ZoneHead { try await base.head(zone: zone) }
-        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
-            try await base.snapshotPart(zone: zone, through: through, part: part)
-        }
-        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
-            try await base.trim(zone: zone, through: through, parts: parts)
-        }
-        func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
-            try await base.pull(zone: zone, after: after, limit: limit)
-        }
-        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
-            try await base.listen(zone: zone, wake: wake)
-        }
-        func close() async { await base.close() }
     }
 
     /// A new device catching up on a large zone.
@@ -303,8 +282,7 @@
     /// A server whose pulls return at most `batch` changes, each pull after
     /// `delay`, and break after `breakAfter` pulls (once); it counts the
     /// changes it handed out.
-    final class CuttingPulls: ZoneServer, @unchecked Sendable {
-        let base: any ZoneServer
+    final class CuttingPulls: ForwardingServer, @unchecked Sendable {
         let batch: Int
         // Guarded by `lock`.
         private var calls = 0
@@ -319,43 +297,27 @@
 
         /// `partsBreakAfter`: snapshot parts handed out before one breaks.
         init(_ base: any ZoneServer, batch: Int, breakAfter: Int = .max, partsBreakAfter: Int = .max, delay: Duration = .zero) {
-            self.base = base
             self.batch = batch
             self.breakAfter = breakAfter
             self.partsBreakAfter = partsBreakAfter
             self.delay = delay
+            super.init(base)
         }
 
         var pulled: Int { lock.withLock { handed } }
         var partsPulled: Int { lock.withLock { partsHanded } }
 
-        func prepare() async throws(SyncError) { try await base.prepare() }
-        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
-            async throws(SyncError) -> [String]
-        {
-            try await base.register(zone: zone, hash: hash, description: description, accept: accept)
-        }
-        func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
-            async throws(SyncError) -> PushOutcome
-        {
-            try await base.push(
-                zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
-        }
-        func head(zone: String) async throws(SyncError) -> ZoneHead { try await base.head(zone: zone) }
-        func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
+        override func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
             let breaks = lock.withLock {
                 partCalls += 1
-                return partCalls == partsBreakAfter + 1
+                return partCalls - 1 == partsBreakAfter
             }
             if breaks { throw SyncError(.unreachable, "the connection broke") }
             let payload = try await base.snapshotPart(zone: zone, through: through, part: part)
             if payload != nil { lock.withLock { partsHanded += 1 } }
             return payload
         }
-        func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
-            try await base.trim(zone: zone, through: through, parts: parts)
-        }
-        func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
+        override func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             let breaks = lock.withLock {
                 calls += 1
                 if calls > breakAfter && !broke {
@@ -370,9 +332,5 @@
             lock.withLock { handed += changes.count }
             return changes
         }
-        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
-            try await base.listen(zone: zone, wake: wake)
-        }
-        func close() async { await base.close() }
     }
 #endif

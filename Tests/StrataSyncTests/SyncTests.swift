@@ -422,13 +422,10 @@
         }
     }
 
-    /// A server whose first push reply is lost: the push commits, then the
-    /// call fails as a broken connection would.
-    final class LosingReplies: ZoneServer, @unchecked Sendable {
+    /// A server that passes every call on to `base`; the tests' faulty
+    /// servers override the calls they break.
+    class ForwardingServer: ZoneServer, @unchecked Sendable {
         let base: any ZoneServer
-        // Guarded by `lock`.
-        private var lost = false
-        private let lock = NSLock()
 
         init(_ base: any ZoneServer) { self.base = base }
 
@@ -436,14 +433,7 @@
         func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
             async throws(SyncError) -> PushOutcome
         {
-            let outcome = try await base.push(
-                zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
-            let lose = lock.withLock {
-                defer { lost = true }
-                return !lost
-            }
-            if lose { throw SyncError(.unreachable, "the reply was lost") }
-            return outcome
+            try await base.push(zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
         }
         func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
             async throws(SyncError) -> [String]
@@ -464,5 +454,26 @@
             try await base.listen(zone: zone, wake: wake)
         }
         func close() async { await base.close() }
+    }
+
+    /// A server whose first push reply is lost: the push commits, then the
+    /// call fails as a broken connection would.
+    final class LosingReplies: ForwardingServer, @unchecked Sendable {
+        // Guarded by `lock`.
+        private var lost = false
+        private let lock = NSLock()
+
+        override func push(
+            zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8]
+        ) async throws(SyncError) -> PushOutcome {
+            let outcome = try await base.push(
+                zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
+            let lose = lock.withLock {
+                defer { lost = true }
+                return !lost
+            }
+            if lose { throw SyncError(.unreachable, "the reply was lost") }
+            return outcome
+        }
     }
 #endif
