@@ -68,8 +68,20 @@ actor Worker {
             try await checkSchema()
             prepared = true
         }
+        if try localState().zone == nil {
+            // `deleteAllData()` emptied the store, its sync state with it:
+            // it joins again as a new device, and the zone's models come
+            // back (as they do from CloudKit after a store is deleted).
+            do {
+                _ = try replica.with { try $0.join(zone: zone) }
+            } catch {
+                throw SyncError(.store, "joining the zone again: \(error)")
+            }
+        }
         var outcome = Outcome(state: try localState())
-        let device = try localState().device?.bytes ?? []
+        guard let device = outcome.state.device?.bytes else {
+            throw SyncError(.store, "the store's sync state names no device")
+        }
         while true {
             report(.pulling, outcome)
             try await pullAll(into: &outcome, report: report)

@@ -398,6 +398,29 @@
             }
         }
 
+        func testDeletingAllDataJoinsAgainAndTheZoneComesBack() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let context = ModelContext(a)
+            context.insert(Note(title: "kept"))
+            try context.save()
+            try await syncA.syncNow()
+            // The store forgets its models and its sync state; a save after
+            // it goes to the zone from a new device, and the zone's models
+            // come back, as from CloudKit after a store is deleted.
+            try a.deleteAllData()
+            XCTAssertEqual(try dump(a), [])
+            let after = ModelContext(a)
+            after.insert(Note(title: "after"))
+            try after.save()
+            try await syncA.syncNow()
+            XCTAssertEqual(try dump(a), ["after||0|-1.0", "kept||0|-1.0"])
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b), try dump(a))
+            XCTAssertEqual(syncB.status.serverPosition, 2)
+        }
+
         func testANotificationWakesTheOtherDevice() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)
