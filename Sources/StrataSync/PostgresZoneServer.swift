@@ -99,14 +99,77 @@
 
         /// Runs `body` on the request connection; a connection that broke is
         /// dropped, so the next call opens a new one.
-        private func run<T>(_ what: String, _ body: (PostgresConnection) async throws -> T) async throws(SyncError) -> T {
+        private func run<T: Sendable>(
+            _ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        ) async throws(SyncError) -> T {
             let open = try await requests()
-            do {
-                return try await body(open)
-            } catch {
+            // A request that gets no answer within the limit fails, and its
+            // connection is closed: a connection the server dropped in a way
+            // postgres-nio misses must not hang sync.
+            let limit = configuration.requestTimeout
+            let outcome = Outcome<T>()
+            let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+                outcome.continuation = continuation
+                let work = Task {
+                    do { outcome.finish(.success(try await body(open))) } catch { outcome.finish(.failure(error)) }
+                }
+                let timer = Task {
+                    try? await Task.sleep(for: limit)
+                    outcome.finish(
+                        .failure(SyncError(.unreachable, "\(what) at \(configuration.serverDescription): no answer in \(limit)")))
+                }
+                outcome.tasks = (work, timer)
+            }
+            outcome.tasks?.1.cancel()
+            switch result {
+            case .success(let value):
+                return value
+            case .failure(let error):
                 let translated = translate(error, while: what)
                 if translated.code == .unreachable, let old = connection.set(nil) { try? await old.close() }
                 throw translated
+            }
+        }
+
+        /// The first of a request's answer and its time limit.
+        private final class Outcome<T: Sendable>: @unchecked Sendable {
+            // Guarded by `lock`.
+            private var done = false
+            private var pending: Result<T, any Error>?
+            private var waiting: CheckedContinuation<Result<T, any Error>, Never>?
+            var tasks: (Task<Void, Never>, Task<Void, Never>)? {
+                get { lock.withLock { storedTasks } }
+                set { lock.withLock { storedTasks = newValue } }
+            }
+            private var storedTasks: (Task<Void, Never>, Task<Void, Never>)?
+            private let lock = NSLock()
+
+            var continuation: CheckedContinuation<Result<T, any Error>, Never>? {
+                get { lock.withLock { waiting } }
+                set {
+                    let ready: Result<T, any Error>? = lock.withLock {
+                        waiting = newValue
+                        return pending
+                    }
+                    if let ready, let newValue {
+                        lock.withLock { waiting = nil }
+                        newValue.resume(returning: ready)
+                    }
+                }
+            }
+
+            func finish(_ result: Result<T, any Error>) {
+                let resume: CheckedContinuation<Result<T, any Error>, Never>? = lock.withLock {
+                    guard !done else { return nil }
+                    done = true
+                    if let waiting {
+                        self.waiting = nil
+                        return waiting
+                    }
+                    pending = result
+                    return nil
+                }
+                resume?.resume(returning: result)
             }
         }
 
@@ -147,7 +210,7 @@
         }
 
         func prepare() async throws(SyncError) {
-            try await run("creating the strata_sync schema") { connection in
+            try await run("creating the strata_sync schema") { [logger] connection in
                 _ = try await connection.withTransaction(logger: logger) { connection in
                     // Devices starting at once create the tables one at a
                     // time.
@@ -236,7 +299,7 @@
         {
             let uuid = Self.uuid(device)
             let data = Data(payload)
-            let rows = try await run("pushing a save") { connection in
+            let rows = try await run("pushing a save") { [logger] connection in
                 var result: [(String, Int64)] = []
                 let stream = try await connection.query(
                     "SELECT r_outcome, r_seq FROM strata_sync.push(\(zone), \(uuid), \(token), \(expected), \(schema), \(data))",
@@ -253,10 +316,10 @@
             }
         }
 
-        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+        func register(zone: String, hash: String, description: String, accept: @escaping @Sendable ([String]) throws -> Void)
             async throws(SyncError) -> [String]
         {
-            try await run("recording the schema") { connection in
+            try await run("recording the schema") { [logger] connection in
                 try await connection.withTransaction(logger: logger) { connection in
                     // One device at a time: two incompatible schemas
                     // registering at once cannot both get in.
@@ -286,7 +349,7 @@
         }
 
         func head(zone: String) async throws(SyncError) -> ZoneHead {
-            try await run("reading the zone's head") { connection in
+            try await run("reading the zone's head") { [logger] connection in
                 let stream = try await connection.query(
                     "SELECT head, trimmed FROM strata_sync.zones WHERE zone = \(zone)", logger: logger)
                 var head = ZoneHead(head: 0, trimmed: 0)
@@ -298,7 +361,7 @@
         }
 
         func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
-            try await run("reading the zone's snapshot") { connection in
+            try await run("reading the zone's snapshot") { [logger] connection in
                 let stream = try await connection.query(
                     """
                     SELECT payload FROM strata_sync.snapshots
@@ -311,7 +374,7 @@
         }
 
         func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
-            try await run("trimming the zone's changes") { connection in
+            try await run("trimming the zone's changes") { [logger] connection in
                 try await connection.withTransaction(logger: logger) { connection in
                     let stream = try await connection.query(
                         "SELECT head, trimmed FROM strata_sync.zones WHERE zone = \(zone) FOR UPDATE", logger: logger)
@@ -340,7 +403,7 @@
         }
 
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
-            try await run("pulling changes") { connection in
+            try await run("pulling changes") { [logger] connection in
                 var changes: [ServerChange] = []
                 let stream = try await connection.query(
                     """

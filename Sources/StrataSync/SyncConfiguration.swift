@@ -54,6 +54,10 @@ public struct SyncConfiguration: Sendable {
     /// How often sync asks the server for changes when no notification
     /// arrives (notifications wake it at once; this is the fallback).
     public var pollInterval: Duration
+    /// How long one server request may go without an answer before the
+    /// round fails as ``SyncError/Code/unreachable`` and the connection is
+    /// closed (a server that vanished without closing the connection).
+    public var requestTimeout: Duration = .seconds(60)
 
     /// A configuration from a PostgreSQL URL
     /// (`postgres://user@host:port/database?sslmode=verify-full&sslrootcert=/etc/ca.pem`, or

@@ -233,7 +233,7 @@ public final class SyncEngine: Observable, Sendable {
         func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
             async throws(SyncError) -> PushOutcome
         { throw error }
-        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+        func register(zone: String, hash: String, description: String, accept: @escaping @Sendable ([String]) throws -> Void)
             async throws(SyncError) -> [String]
         { throw error }
         func head(zone: String) async throws(SyncError) -> ZoneHead { throw error }

@@ -46,7 +46,7 @@ protocol ZoneServer: Sendable {
     /// given the descriptions of the zone's other schemas, throws: then
     /// nothing is recorded and its error is thrown. Returns those
     /// descriptions.
-    func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+    func register(zone: String, hash: String, description: String, accept: @escaping @Sendable ([String]) throws -> Void)
         async throws(SyncError) -> [String]
     /// The zone's last sequence number (0 for a zone with no change), and
     /// the last one trimmed: changes through it are gone, and the zone's

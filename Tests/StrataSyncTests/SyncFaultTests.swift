@@ -135,6 +135,50 @@
             XCTAssertEqual(try c.checkIntegrity(), [])
         }
 
+        func testARequestWithNoAnswerTimesOutAndIsAppliedOnce() async throws {
+            let zone = "zone-\(UUID())"
+            let cluster = try server()
+            let url = URL(fileURLWithPath: directory.file("a.store"))
+            let a = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            var configuration = try configuration(zone: zone)
+            configuration.requestTimeout = .seconds(1)
+            let syncA = try SyncEngine(container: a, configuration: configuration)
+            engines.append(syncA)
+            let context = ModelContext(a)
+            context.insert(Note(title: "p0"))
+            try context.save()
+            try await syncA.syncNow()
+            context.insert(Note(title: "p1"))
+            try context.save()
+            // Another session holds the zone's row for 4 s: the push waits
+            // for it, past the limit.
+            let holder = Thread {
+                _ = try? cluster.psql(
+                    "BEGIN; SELECT head FROM strata_sync.zones WHERE zone = '\(zone)' FOR UPDATE; SELECT pg_sleep(4); COMMIT;")
+            }
+            holder.start()
+            try wait("the row lock") {
+                try cluster.psql(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(4)%' AND pid <> pg_backend_pid()")
+                    != "0\n"
+            }
+            let started = Date()
+            do {
+                try await syncA.syncNow()
+                XCTFail("the push should time out")
+            } catch {
+                XCTAssertEqual(error.code, .unreachable)
+                XCTAssertTrue(error.message.contains("no answer"), error.message)
+            }
+            XCTAssertLessThan(Date().timeIntervalSince(started), 3.5)
+            // Once the lock is gone, the push the server went on with is
+            // recognized: the save is in the zone once.
+            try wait("the lock's end") { try head(zone) == 2 }
+            try await syncA.syncNow()
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            XCTAssertEqual(try head(zone), 2)
+        }
+
         func testAServerRestartAndCutConnectionsInTheMiddleOfSync() async throws {
             let zone = "zone-\(UUID())"
             let cluster = try server()

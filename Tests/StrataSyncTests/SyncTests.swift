@@ -83,11 +83,15 @@
         }
 
         /// The test server's configuration for `zone`, over its Unix socket.
+        /// Requests time out after 20 s: a round that hangs fails the test
+        /// instead of holding the run.
         func configuration(zone: String, poll: Duration = .seconds(60)) throws -> SyncConfiguration {
             let cluster = try server()
-            return try SyncConfiguration(
+            var configuration = try SyncConfiguration(
                 host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
                 database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
+            configuration.requestTimeout = .seconds(20)
+            return configuration
         }
     }
 
@@ -458,7 +462,7 @@
         {
             try await base.push(zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
         }
-        func register(zone: String, hash: String, description: String, accept: @Sendable ([String]) throws -> Void)
+        func register(zone: String, hash: String, description: String, accept: @escaping @Sendable ([String]) throws -> Void)
             async throws(SyncError) -> [String]
         {
             try await base.register(zone: zone, hash: hash, description: description, accept: accept)
