@@ -1,6 +1,15 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import CompilerPluginSupport
 import PackageDescription
+
+/// What Xcode 26 sets for a new app target: the main actor as the default
+/// isolation and "approachable concurrency", with member import visibility.
+let xcode26AppSettings: [SwiftSetting] = [
+    .defaultIsolation(MainActor.self),
+    .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+    .enableUpcomingFeature("InferIsolatedConformances"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
 
 let package = Package(
     name: "Strata",
@@ -92,12 +101,21 @@ let package = Package(
             ]
         ),
         // SwiftData-style model files compiled with only `import Strata`,
-        // in both language modes.
+        // in the four settings apps use: Swift 6, Swift 5, and each with
+        // Xcode 26's new-app settings (default MainActor isolation and
+        // approachable concurrency). The three other folders hold links to
+        // FidelityTests' files, made by Tests/link-fidelity.sh.
         .target(name: "FidelitySupport", dependencies: ["Strata", "StrataTesting"], path: "Tests/FidelitySupport"),
         .testTarget(name: "FidelityTests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"]),
         .testTarget(
             name: "FidelitySwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(
+            name: "FidelityMainActorTests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
+            swiftSettings: xcode26AppSettings),
+        .testTarget(
+            name: "FidelityMainActorSwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)] + xcode26AppSettings),
         .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
         .testTarget(
             name: "StrataSyncTests", dependencies: ["Strata", "StrataSync", "StrataTesting", "strata-sync-device"]),

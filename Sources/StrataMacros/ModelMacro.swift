@@ -77,7 +77,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             // and leave attributes alone.
             if !property.isLet {
                 relationshipCases.append(
-                    "case \(field): self.\(name) = Strata._relationshipValue(value, like: \(storage))")
+                    "case \(field):\nlet __value = Strata._relationshipValue(value, like: \(storage))\n"
+                        + PersistedPropertyMacro.setterBody(name: name, field: field, newValue: "__value"))
             }
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
@@ -88,51 +89,51 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let pub = access ? "public " : ""
 
         return [
-            "@Transient \(raw: pub)let _strataState = Strata._ModelState()",
-            "\(raw: pub)static var _strataEntityName: String { \(literal: typeName) }",
+            "@Transient \(raw: pub)nonisolated let _strataState = Strata._ModelState()",
+            "\(raw: pub)nonisolated static var _strataEntityName: String { \(literal: typeName) }",
             """
-            \(raw: pub)static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+            \(raw: pub)nonisolated static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                 [
                     \(raw: metadata.joined(separator: ",\n"))
                 ]
             }
             """,
             """
-            \(raw: pub)static var _strataUniqueness: [[AnyKeyPath]] {
+            \(raw: pub)nonisolated static var _strataUniqueness: [[AnyKeyPath]] {
                 let groups: [[PartialKeyPath<\(raw: typeName)>]] = [\(raw: unique.joined(separator: ", "))]
                 return groups
             }
             """,
             """
-            \(raw: pub)static var _strataIndexes: [[AnyKeyPath]] {
+            \(raw: pub)nonisolated static var _strataIndexes: [[AnyKeyPath]] {
                 let groups: [[PartialKeyPath<\(raw: typeName)>]] = [\(raw: indexes.joined(separator: ", "))]
                 return groups
             }
             """,
             """
-            \(raw: pub)required init(_strataReader reader: inout Strata._RecordReader) throws {
+            \(raw: pub)nonisolated required init(_strataReader reader: inout Strata._RecordReader) throws {
                 \(raw: reads.joined(separator: "\n"))
             }
             """,
             """
-            \(raw: pub)func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
+            \(raw: pub)nonisolated func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
                 \(raw: (loads + assignments).joined(separator: "\n"))
             }
             """,
             """
-            \(raw: pub)func _strataWrite(to writer: inout Strata._RecordWriter) {
+            \(raw: pub)nonisolated func _strataWrite(to writer: inout Strata._RecordWriter) {
                 \(raw: writes.joined(separator: "\n"))
             }
             """,
             """
-            \(raw: pub)func _strataSetRelationship(field: Int, to value: Any?) {
+            \(raw: pub)nonisolated func _strataSetRelationship(field: Int, to value: Any?) {
                 switch field {
                 \(raw: (relationshipCases + ["default: break"]).joined(separator: "\n"))
                 }
             }
             """,
             """
-            \(raw: pub)func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
+            \(raw: pub)nonisolated func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
                 switch field {
                 \(raw: (keyCases + ["default: return nil"]).joined(separator: "\n"))
                 }
@@ -170,7 +171,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         in context: some MacroExpansionContext
     ) throws -> [ExtensionDeclSyntax] {
         guard declaration.is(ClassDeclSyntax.self), !protocols.isEmpty else { return [] }
-        let list = protocols.map { $0.trimmedDescription }.joined(separator: ", ")
+        // Nonisolated conformances, as SwiftData's are (`PersistentModel`
+        // refines `SendableMetatype`): under default main-actor isolation
+        // the class is main-actor isolated, and an inferred isolated
+        // `Observable` conformance could not satisfy `PersistentModel`'s.
+        let list = protocols.map { "nonisolated " + $0.trimmedDescription }.joined(separator: ", ")
         return [try ExtensionDeclSyntax("extension \(type.trimmed): \(raw: list) {}")]
     }
 

@@ -41,13 +41,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             set {
-                let _old = _strataState.willSet(&_\(raw: name), field: \(raw: field))
-                _strataState.registerUndo(self, keyPath: \\.\(raw: name), old: _\(raw: name))
-                _strataState.withMutation(of: self, keyPath: \\.\(raw: name)) {
-                    _\(raw: name) = newValue
-                }
-                _strataState.didChange(self, field: \(raw: field))
-                _strataState.didSet(self, field: \(raw: field), old: _old, new: newValue)
+                \(raw: setterBody(name: name, field: field, newValue: "newValue"))
             }
             """,
         ]
@@ -73,12 +67,29 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             if property.initializer != nil, let optional = type.as(OptionalTypeSyntax.self) {
                 type = "Optional<\(optional.wrappedType.trimmed)>"
             }
-            return ["@Transient private var _\(raw: property.name): \(type)"]
+            return ["@Transient nonisolated(unsafe) private var _\(raw: property.name): \(type)"]
         }
         // No annotation (`var count = 0`): the peer takes its type from the
         // same initial value, as the property does.
         guard let initial = property.initializer else { return [] }
-        return ["@Transient private var _\(raw: property.name) = \(initial)"]
+        return ["@Transient nonisolated(unsafe) private var _\(raw: property.name) = \(initial)"]
+    }
+
+    /// What setting property `name` (field `field`) to `newValue` does:
+    /// the inverse's and the undo manager's bookkeeping, the change under
+    /// observation, then change tracking. The setter runs it, and so does
+    /// `@Model`'s `_strataSetRelationship`, which is nonisolated and so
+    /// cannot call a setter that default main-actor isolation isolates.
+    static func setterBody(name: String, field: Int, newValue: String) -> String {
+        """
+        let _old = _strataState.willSet(&self._\(name), field: \(field))
+        _strataState.registerUndo(self, keyPath: \\.\(name), old: self._\(name))
+        _strataState.withMutation(of: self, keyPath: \\.\(name)) {
+            self._\(name) = \(newValue)
+        }
+        _strataState.didChange(self, field: \(field))
+        _strataState.didSet(self, field: \(field), old: _old, new: \(newValue))
+        """
     }
 
     private static func fieldNumber(_ node: AttributeSyntax) -> Int? {

@@ -4,7 +4,7 @@ import Strata
 import XCTest
 
 /// `fetch(_:batchSize:)` keeps memory bounded by the batch size.
-final class BatchFetchTests: FidelityTestCase {
+nonisolated final class BatchFetchTests: FidelityTestCase {
     private final class WeakBox {
         weak var model: Recipe?
         init(_ model: Recipe) { self.model = model }

@@ -3,7 +3,7 @@ import Foundation
 import Strata
 import XCTest
 
-final class CloudKitStyleTests: FidelityTestCase {
+nonisolated final class CloudKitStyleTests: FidelityTestCase {
     func testOptionalToManyOnBothSidesOfAManyToMany() throws {
         do {
             let context = ModelContext(try container(Note.self))

@@ -3,7 +3,7 @@ import Foundation
 import Strata
 import XCTest
 
-final class CodableModelTests: FidelityTestCase {
+nonisolated final class CodableModelTests: FidelityTestCase {
     func testCodableModelsAsToOneAndToManyTargets() throws {
         do {
             let context = ModelContext(try container(Team.self))

@@ -1,10 +1,11 @@
 import FidelitySupport
 import Foundation
 import Strata
+import StrataTesting
 import XCTest
 
 /// Configurations that cannot work get a typed error at container creation.
-final class ConfigurationTests: FidelityTestCase {
+nonisolated final class ConfigurationTests: FidelityTestCase {
     private func url(_ name: String) -> URL { URL(fileURLWithPath: directory.file(name)) }
 
     private func assertRefused(

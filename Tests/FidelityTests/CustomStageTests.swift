@@ -1,6 +1,7 @@
 import FidelitySupport
 import Foundation
 import Strata
+import StrataTesting
 import XCTest
 
 enum InventoryV1: VersionedSchema {
@@ -115,7 +116,7 @@ enum InventoryForgetfulPlan: SchemaMigrationPlan {
     }
 }
 
-final class CustomStageTests: FidelityTestCase {
+nonisolated final class CustomStageTests: FidelityTestCase {
     private func makeV1() throws -> URL {
         let url = URL(fileURLWithPath: directory.file("inventory.store"))
         let container = try ModelContainer(
@@ -159,7 +160,7 @@ final class CustomStageTests: FidelityTestCase {
                 for: Schema(versionedSchema: InventoryV2Unique.self), migrationPlan: InventoryUniquePlan.self,
                 configurations: ModelConfiguration(url: url))
         ) { error in
-            XCTAssertEqual((error as? SwiftDataError)?.code, .schemaMismatch, "\(error)")
+            XCTAssertEqual((error as? SwiftDataError)?.code, .loadIssueModelContainer, "\(error)")
             XCTAssertTrue("\(error)".contains("Item.code: an added non-optional attribute needs a default"), "\(error)")
         }
     }

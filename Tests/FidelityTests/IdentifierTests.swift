@@ -1,10 +1,11 @@
 import FidelitySupport
 import Foundation
 import Strata
+import StrataTesting
 import XCTest
 
 /// Identifiers know their store; descriptors are Sendable; fetchLimit 0.
-final class IdentifierTests: FidelityTestCase {
+nonisolated final class IdentifierTests: FidelityTestCase {
     /// Swift 6 code keeps a descriptor in a Sendable type (compiles only if
     /// FetchDescriptor is Sendable).
     struct SavedSearch: Sendable {

@@ -7,7 +7,7 @@ import XCTest
 /// with Foundation's own evaluation of the same predicate: a fetch returns
 /// what Foundation returns, or throws `unsupportedPredicate`; it never
 /// traps.
-final class PredicateFormTests: FidelityTestCase {
+nonisolated final class PredicateFormTests: FidelityTestCase {
     func testCommonPredicateFormsAgreeWithFoundation() throws {
         let context = ModelContext(try container(Recipe.self))
         let specs: [(String, Int, Double, [String], Recipe.Difficulty, Bool)] = [

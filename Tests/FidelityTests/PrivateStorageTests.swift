@@ -3,7 +3,7 @@ import Foundation
 import Strata
 import XCTest
 
-final class PrivateStorageTests: FidelityTestCase {
+nonisolated final class PrivateStorageTests: FidelityTestCase {
     func testPrivateStoredPropertiesBehindComputedWrappers() throws {
         let day = Date(timeIntervalSince1970: 1_800_000_000)
         do {

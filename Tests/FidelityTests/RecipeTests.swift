@@ -3,7 +3,7 @@ import Foundation
 import Strata
 import XCTest
 
-final class RecipeTests: FidelityTestCase {
+nonisolated final class RecipeTests: FidelityTestCase {
     func testInferredTypesRoundTripAndQuery() throws {
         let created: Date
         let id: UUID

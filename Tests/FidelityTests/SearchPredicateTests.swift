@@ -4,7 +4,7 @@ import Strata
 import XCTest
 
 /// `localizedStandardContains`, the search SwiftData apps write, on Linux.
-final class SearchPredicateTests: FidelityTestCase {
+nonisolated final class SearchPredicateTests: FidelityTestCase {
     func testLocalizedStandardContainsIgnoresCaseAndDiacritics() throws {
         let context = ModelContext(try container(Recipe.self))
         let names = ["Crème brûlée", "CREME caramel", "Ice cream", "Café au lait", "Tea"]

@@ -1,11 +1,12 @@
 import FidelitySupport
 import Foundation
 import Strata
+import StrataTesting
 import XCTest
 
 /// SwiftData's example of several configurations, compiled as written
 /// there (only the paths differ), and used as an app would.
-final class SeveralStoresFidelityTests: FidelityTestCase {
+nonisolated final class SeveralStoresFidelityTests: FidelityTestCase {
     func testTripsInOneStorePeopleInAnother() throws {
         let tripsURL = URL(fileURLWithPath: directory.file("trip.store"))
         let peopleURL = URL(fileURLWithPath: directory.file("people.store"))

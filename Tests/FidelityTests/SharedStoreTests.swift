@@ -1,10 +1,11 @@
 import FidelitySupport
 import Foundation
 import Strata
+import StrataTesting
 import XCTest
 
 /// Two containers on one file in one process, as SwiftData allows.
-final class SharedStoreTests: FidelityTestCase {
+nonisolated final class SharedStoreTests: FidelityTestCase {
     func testTwoContainersOnOneFileSeeAndMergeEachOthersSaves() throws {
         let first = ModelContext(try container(Recipe.self))
         let second = ModelContext(try container(Recipe.self))
@@ -62,7 +63,7 @@ final class SharedStoreTests: FidelityTestCase {
 
 /// One file reached through a symbolic link to its directory is still one
 /// store.
-final class SharedStorePathTests: FidelityTestCase {
+nonisolated final class SharedStorePathTests: FidelityTestCase {
     func testALinkedDirectoryNamesTheSameStore() throws {
         let real = directory.file("real")
         let link = directory.file("link")

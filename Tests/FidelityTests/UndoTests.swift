@@ -4,7 +4,7 @@ import Strata
 import XCTest
 
 /// `ModelContext.undoManager`, as SwiftData apps use it.
-final class UndoTests: FidelityTestCase {
+nonisolated final class UndoTests: FidelityTestCase {
     private func context() throws -> (ModelContext, UndoManager) {
         let context = ModelContext(try container(Recipe.self))
         let undoManager = UndoManager()

@@ -33,7 +33,7 @@ final class ModelFormTests: XCTestCase {
         XCTAssertTrue(
             expanded.contains("self._entries = try reader.decode(Swift.type(of: self._entries), field: 0"), expanded)
         XCTAssertTrue(
-            expanded.contains("self.entries = Strata._relationshipValue(value, like: self._entries)"), expanded)
+            expanded.contains("let __value = Strata._relationshipValue(value, like: self._entries)"), expanded)
     }
 
     func testALetIsReadOnceAndNeverTracked() {

@@ -43,17 +43,17 @@ final class ModelMacroTests: XCTestCase {
                             return _title
                         }
                         set {
-                            let _old = _strataState.willSet(&_title, field: 0)
-                            _strataState.registerUndo(self, keyPath: \\.title, old: _title)
+                            let _old = _strataState.willSet(&self._title, field: 0)
+                            _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
                             _strataState.withMutation(of: self, keyPath: \\.title) {
-                                _title = newValue
+                                self._title = newValue
                             }
                             _strataState.didChange(self, field: 0)
                             _strataState.didSet(self, field: 0, old: _old, new: newValue)
                         }
                     }
 
-                    private var _title: String
+                    nonisolated(unsafe) private var _title: String
                     var count {
                         @storageRestrictions(initializes: _count)
                         init(initialValue) {
@@ -67,50 +67,50 @@ final class ModelMacroTests: XCTestCase {
                             return _count
                         }
                         set {
-                            let _old = _strataState.willSet(&_count, field: 1)
-                            _strataState.registerUndo(self, keyPath: \\.count, old: _count)
+                            let _old = _strataState.willSet(&self._count, field: 1)
+                            _strataState.registerUndo(self, keyPath: \\.count, old: self._count)
                             _strataState.withMutation(of: self, keyPath: \\.count) {
-                                _count = newValue
+                                self._count = newValue
                             }
                             _strataState.didChange(self, field: 1)
                             _strataState.didSet(self, field: 1, old: _old, new: newValue)
                         }
                     }
 
-                    private var _count = 0
+                    nonisolated(unsafe) private var _count = 0
                     var cache = ""
                     var summary: String { title }
                     init(title: String) { self.title = title }
 
-                    let _strataState = Strata._ModelState()
+                    nonisolated let _strataState = Strata._ModelState()
 
-                    static var _strataEntityName: String {
+                    nonisolated static var _strataEntityName: String {
                         "Note"
                     }
 
-                    static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+                    nonisolated static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
                         [
                             Strata.Schema.PropertyMetadata(name: "title", keypath: \\Note.title, defaultValue: nil, metadata: Strata.Schema.Attribute(.unique)),
                             Strata.Schema.PropertyMetadata(name: "count", keypath: \\Note.count, defaultValue: (0), metadata: nil)
                         ]
                     }
 
-                    static var _strataUniqueness: [[AnyKeyPath]] {
+                    nonisolated static var _strataUniqueness: [[AnyKeyPath]] {
                         let groups: [[PartialKeyPath<Note>]] = [[\\.title]]
                         return groups
                     }
 
-                    static var _strataIndexes: [[AnyKeyPath]] {
+                    nonisolated static var _strataIndexes: [[AnyKeyPath]] {
                         let groups: [[PartialKeyPath<Note>]] = []
                         return groups
                     }
 
-                    required init(_strataReader reader: inout Strata._RecordReader) throws {
+                    nonisolated required init(_strataReader reader: inout Strata._RecordReader) throws {
                         self._title = try reader.decode((String).self, field: 0, state: _strataState)
                         self._count = try reader.decode(Swift.type(of: self._count), field: 1, state: _strataState)
                     }
 
-                    func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
+                    nonisolated func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
                         let __title = try fields?.contains(0) == false ? self._title : reader.decode((String).self, field: 0, state: _strataState)
                         let __count = try fields?.contains(1) == false ? self._count : reader.decode(Swift.type(of: self._count), field: 1, state: _strataState)
                         if fields?.contains(0) != false {
@@ -125,23 +125,37 @@ final class ModelMacroTests: XCTestCase {
                         }
                     }
 
-                    func _strataWrite(to writer: inout Strata._RecordWriter) {
+                    nonisolated func _strataWrite(to writer: inout Strata._RecordWriter) {
                         writer.encode(self._title, field: 0, state: _strataState)
                         writer.encode(self._count, field: 1, state: _strataState)
                     }
 
-                    func _strataSetRelationship(field: Int, to value: Any?) {
+                    nonisolated func _strataSetRelationship(field: Int, to value: Any?) {
                         switch field {
                         case 0:
-                            self.title = Strata._relationshipValue(value, like: self._title)
+                            let __value = Strata._relationshipValue(value, like: self._title)
+                            let _old = _strataState.willSet(&self._title, field: 0)
+                            _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
+                            _strataState.withMutation(of: self, keyPath: \\.title) {
+                                self._title = __value
+                            }
+                            _strataState.didChange(self, field: 0)
+                            _strataState.didSet(self, field: 0, old: _old, new: __value)
                         case 1:
-                            self.count = Strata._relationshipValue(value, like: self._count)
+                            let __value = Strata._relationshipValue(value, like: self._count)
+                            let _old = _strataState.willSet(&self._count, field: 1)
+                            _strataState.registerUndo(self, keyPath: \\.count, old: self._count)
+                            _strataState.withMutation(of: self, keyPath: \\.count) {
+                                self._count = __value
+                            }
+                            _strataState.didChange(self, field: 1)
+                            _strataState.didSet(self, field: 1, old: _old, new: __value)
                         default:
                             break
                         }
                     }
 
-                    func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
+                    nonisolated func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
                         switch field {
                         case 0:
                             return Strata._keyElement(self._title)

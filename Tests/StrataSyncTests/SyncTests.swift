@@ -413,7 +413,7 @@
             // The store forgets its models and its sync state; a save after
             // it goes to the zone from a new device, and the zone's models
             // come back, as from CloudKit after a store is deleted.
-            try a.deleteAllData()
+            try a.erase()
             XCTAssertEqual(try dump(a), [])
             let after = ModelContext(a)
             after.insert(Note(title: "after"))

@@ -100,7 +100,7 @@ final class MigrationTests: StoreTestCase {
         XCTAssertThrowsError(
             try ModelContainer(for: Schema(versionedSchema: LibraryBroken.self), configurations: [configuration()])
         ) { error in
-            XCTAssertEqual(error as? SwiftDataError, .schemaMismatch)
+            XCTAssertEqual(error as? SwiftDataError, .loadIssueModelContainer)
             let message = (error as? SwiftDataError)?.message ?? ""
             XCTAssertTrue(message.contains("Book.pages: its type changed from Int to String"), message)
             XCTAssertTrue(message.contains("Book.added: an added non-optional attribute needs a default value"), message)
@@ -288,7 +288,7 @@ final class MigrationTests: StoreTestCase {
         }
         XCTAssertThrowsError(try ModelContainer(for: Schema([Memo.self]), configurations: [ModelConfiguration(url: url)])) {
             error in
-            XCTAssertEqual(error as? SwiftDataError, .schemaMismatch)
+            XCTAssertEqual(error as? SwiftDataError, .loadIssueModelContainer)
             let message = (error as? SwiftDataError)?.message ?? ""
             XCTAssertTrue(message.contains("Item: missing from the schema but holds 1 rows"), message)
         }

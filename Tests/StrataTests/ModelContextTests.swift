@@ -257,7 +257,7 @@ final class ModelContextTests: StoreTestCase {
             try context.save()
         }
         XCTAssertThrowsError(try ModelContainer(for: V2.Note.self, configurations: ModelConfiguration(url: url))) { error in
-            XCTAssertEqual(error as? SwiftDataError, .schemaMismatch)
+            XCTAssertEqual(error as? SwiftDataError, .loadIssueModelContainer)
             XCTAssertTrue("\(error)".contains("Note"), "\(error)")
         }
         let context = ModelContext(try track(ModelContainer(for: V1.Note.self, configurations: ModelConfiguration(url: url))))

@@ -76,7 +76,7 @@ final class SeveralStoresTests: StoreTestCase {
     func testEachModelTypeLivesInItsConfigurationsStore() throws {
         do {
             let container = try open(voyages(), sailors())
-            XCTAssertEqual(container.configurations.map(\.name), ["voyages", "sailors"])
+            XCTAssertEqual(container.orderedConfigurations.map(\.name), ["voyages", "sailors"])
             let context = ModelContext(container)
             let voyage = Voyage(name: "North")
             context.insert(voyage)
@@ -302,7 +302,7 @@ final class SeveralStoresTests: StoreTestCase {
             XCTAssertEqual(try ModelContext(container).fetch(FetchDescriptor<Sailor>()).map(\.age), [61])
         #endif
 
-        try container.deleteAllData()
+        try container.erase()
         XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Voyage>()), 0)
         XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Sailor>()), 0)
     }
@@ -395,12 +395,12 @@ final class SeveralStoresTests: StoreTestCase {
         let context = ModelContext(container)
         try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
         XCTAssertEqual(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).count, 1)
-        try container.deleteAllData()
+        try container.erase()
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<Voyage>()), 0)
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<Sailor>()), 1)
         XCTAssertEqual(try container.checkIntegrity(), [], "emptying one store keeps its mark")
         let readOnly = try open(voyages(allowsSave: false), sailors(allowsSave: false))
-        XCTAssertThrowsError(try readOnly.deleteAllData()) { error in
+        XCTAssertThrowsError(try readOnly.erase()) { error in
             XCTAssertEqual((error as? SwiftDataError)?.code, .readOnlyStore, "\(error)")
         }
     }

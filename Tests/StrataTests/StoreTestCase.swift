@@ -92,7 +92,7 @@ class StoreTestCase: XCTestCase {
             for part in container.parts { track(part) }
             return container
         }
-        let configuration = container.configurations[0]
+        let configuration = container.orderedConfigurations[0]
         let reopenable = !configuration.isStoredInMemoryOnly && configuration.fileSystem == nil
         trackedStores.append(
             TrackedStore(
@@ -115,7 +115,7 @@ class StoreTestCase: XCTestCase {
     /// File stores by path (a later container of the same file replaces
     /// an earlier one); other stores one by one.
     private static func key(of container: ModelContainer) -> String {
-        let configuration = container.configurations[0]
+        let configuration = container.orderedConfigurations[0]
         if configuration.isStoredInMemoryOnly || configuration.fileSystem != nil {
             return "container \(ObjectIdentifier(container).hashValue)"
         }

@@ -204,6 +204,7 @@ extension ModelContext {
     /// ``mergeSavedChanges()``, throwing what reading the store throws
     /// (the saves not merged stay pending).
     func mergeSavedChangesOrThrow() throws {
+        autosaveIfOverdue()
         noteMayHoldModels()
         if parts.isEmpty { try store.catchUpWithOtherProcesses() }
         guard !inbox.isEmpty else { return }

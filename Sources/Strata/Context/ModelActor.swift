@@ -15,7 +15,12 @@ public final class DefaultSerialModelExecutor: SerialModelExecutor, @unchecked S
     private let queue = DispatchQueue(label: "strata.model-executor")
 
     /// An executor that runs the work of `modelContext` on a new private queue.
-    public init(modelContext: ModelContext) { self.modelContext = modelContext }
+    public init(modelContext: ModelContext) {
+        self.modelContext = modelContext
+        // The context's autosaves run here, after the actor's work.
+        modelContext.autosaveQueue = queue
+        for part in modelContext.parts { part.autosaveQueue = queue }
+    }
 
     /// Schedules `job` on the executor's queue, after the jobs already there.
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -40,6 +45,19 @@ public protocol ModelActor: Actor {
 extension ModelActor {
     /// The actor's context; use it only on the actor.
     public var modelContext: ModelContext { modelExecutor.modelContext }
+
+    /// The model of type `T` with identifier `id` in the actor's context
+    /// (`self[id, as: Item.self]`): the registered one, or one loaded from
+    /// the store; nil when the store holds no such model of that type, or
+    /// its record cannot be read.
+    public subscript<T: PersistentModel>(id: PersistentIdentifier, as as: T.Type) -> T? {
+        if let registered: T = modelContext.registeredModel(for: id) { return registered }
+        do {
+            return try modelContext.existingModel(for: id)
+        } catch {
+            return nil
+        }
+    }
 
     /// The actor's serial executor: its model executor when that is a
     /// ``SerialModelExecutor``, otherwise a ``DefaultSerialModelExecutor``

@@ -39,6 +39,12 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     public let isStoredInMemoryOnly: Bool
     /// False for a read-only store: fetches work, `save()` throws.
     public let allowsSave: Bool
+    /// The app group the store would live in on Apple platforms; kept as
+    /// given (Strata has no app groups: the store is at ``url``).
+    public let groupContainer: GroupContainer
+    /// The CloudKit database the store would sync with; kept as given
+    /// (Strata syncs through PostgreSQL with `StrataSync`, not CloudKit).
+    public let cloudKitDatabase: CloudKitDatabase
     /// Whether each save records a history transaction (a Strata
     /// addition; on by default). Switch it off for bulk loads that no
     /// history consumer needs to see.
@@ -73,6 +79,8 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
         self.schema = schema
         self.isStoredInMemoryOnly = isStoredInMemoryOnly
         self.allowsSave = allowsSave
+        self.groupContainer = groupContainer
+        self.cloudKitDatabase = cloudKitDatabase
         self.fileSystem = nil
         if isStoredInMemoryOnly {
             self.url = URL(fileURLWithPath: "/dev/null")
@@ -91,7 +99,21 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
         self.url = url
         self.isStoredInMemoryOnly = false
         self.allowsSave = allowsSave
+        self.groupContainer = .automatic
+        self.cloudKitDatabase = cloudKitDatabase
         self.fileSystem = nil
+    }
+
+    /// The default configuration ("default", at the default location), or
+    /// one in memory.
+    public init(isStoredInMemoryOnly: Bool = false) {
+        self.init(nil, schema: nil, isStoredInMemoryOnly: isStoredInMemoryOnly)
+    }
+
+    /// A configuration holding `forTypes` (and the types their
+    /// relationships reach), at the default location or in memory.
+    public init(for forTypes: any PersistentModel.Type..., isStoredInMemoryOnly: Bool = false) {
+        self.init(schema: Schema(forTypes), isStoredInMemoryOnly: isStoredInMemoryOnly)
     }
 
     /// A configuration stored at `url` whose models sync with the CloudKit
@@ -114,6 +136,8 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
         self.url = url
         self.isStoredInMemoryOnly = false
         self.allowsSave = true
+        self.groupContainer = .automatic
+        self.cloudKitDatabase = .automatic
         self.fileSystem = fileSystem
     }
 

@@ -1,7 +1,9 @@
+import Foundation
 import StrataEngine
 
 extension ModelContainer {
-    /// Deletes every model of the container's store, in one transaction.
+    /// Deletes every model of the container's store, in one transaction
+    /// (SwiftData's `deleteAllData()`, which does not throw, calls it).
     ///
     /// The models go without delete rules, history entries or per-model
     /// work: every record, index, relationship, external-storage and
@@ -19,12 +21,12 @@ extension ModelContainer {
     ///
     /// With several configurations, each writable store is emptied in its
     /// own transaction; a read-only one is left as it is.
-    public func deleteAllData() throws {
+    public func erase() throws {
         guard parts.isEmpty else {
             guard parts.contains(where: \.allowsSave) else {
                 throw SwiftDataError(.readOnlyStore, "deleteAllData on read-only stores (allowsSave: false)")
             }
-            for part in parts where part.allowsSave { try part.deleteAllData() }
+            for part in parts where part.allowsSave { try part.erase() }
             return
         }
         guard allowsSave, store.allowsSave else {
@@ -62,9 +64,16 @@ extension ModelContainer {
         mergeHub.publish(deleted, from: nil)
     }
 
-    /// ``deleteAllData()``, by the name SwiftData also uses.
-    public func erase() throws {
-        try deleteAllData()
+    /// ``erase()`` without throwing, as SwiftData declares it (SwiftData 18
+    /// deprecates it for ``erase()``): when the store cannot be emptied
+    /// (read-only, or an I/O error) it stays as it was, and the error is
+    /// written to standard error. Call ``erase()`` to handle the error.
+    public func deleteAllData() {
+        do {
+            try erase()
+        } catch {
+            FileHandle.standardError.write(Data("Strata: deleteAllData() left the store unchanged: \(error)\n".utf8))
+        }
     }
 
     /// The trees that describe the store rather than hold models: the

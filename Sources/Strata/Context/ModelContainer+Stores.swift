@@ -148,7 +148,7 @@ enum SaveMark {
                     IntegrityProblem(
                         entity: part.schema.entities.map(\.name).joined(separator: ", "), row: nil, tree: tree,
                         reason: "save \(mark.number) committed to store \(part.store.identifier) (configuration "
-                            + "\(part.configurations[0].name)) but not to store \(other), whose last such save is "
+                            + "\(part.orderedConfigurations[0].name)) but not to store \(other), whose last such save is "
                             + "\(theirs.number): the process stopped between the two commits, and that save's "
                             + "changes to the other store are lost"))
             }

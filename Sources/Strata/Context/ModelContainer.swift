@@ -7,7 +7,7 @@
 /// through the stages of `migrationPlan` from the stored version, then
 /// automatically when what remains is lightweight. A change no stage
 /// covers and no lightweight migration can make throws
-/// ``SwiftDataError/schemaMismatch`` naming each one, and leaves the store
+/// ``SwiftDataError/loadIssueModelContainer`` naming each one, and leaves the store
 /// as it was. A migration is one write transaction: it happens entirely or
 /// not at all.
 public final class ModelContainer: @unchecked Sendable {
@@ -15,8 +15,14 @@ public final class ModelContainer: @unchecked Sendable {
     /// their relationships reach).
     public let schema: Schema
     /// The configurations: one per store, each holding the model types its
-    /// schema names.
-    public let configurations: [ModelConfiguration]
+    /// schema names (a set, as in SwiftData; ``orderedConfigurations`` keeps
+    /// the order they were given in).
+    public var configurations: Set<ModelConfiguration> { Set(orderedConfigurations) }
+    /// The configurations in the order the container was given them (a
+    /// Strata addition).
+    public let orderedConfigurations: [ModelConfiguration]
+    /// The migration plan the container was opened with, if any.
+    public let migrationPlan: (any SchemaMigrationPlan.Type)?
     let store: Store
     /// Carries each context's saves to the other contexts of every
     /// container on the store.
@@ -85,7 +91,8 @@ public final class ModelContainer: @unchecked Sendable {
         }
         try Self.validate(configurations, schema: schema)
         self.schema = schema
-        self.configurations = configurations
+        self.orderedConfigurations = configurations
+        self.migrationPlan = migrationPlan
         if configurations.count > 1 {
             let (parts, partOfEntity) = try Self.openParts(
                 configurations, schema: schema, migrationPlan: migrationPlan, progress: migrationProgress)
@@ -120,6 +127,23 @@ public final class ModelContainer: @unchecked Sendable {
     /// Refuses configurations whose schema names no entity, an entity the
     /// container's schema lacks, or an entity another configuration names.
     private static func validate(_ configurations: [ModelConfiguration], schema: Schema) throws {
+        var names: Set<String> = []
+        for configuration in configurations {
+            let name = configuration.name
+            if !names.insert(name).inserted {
+                throw SwiftDataError(.duplicateConfiguration, "two configurations are named \(name)")
+            }
+            if name.contains("/") || name.contains("\0") || name.isEmpty {
+                throw SwiftDataError(
+                    .configurationFileNameContainsInvalidCharacters,
+                    "configuration name \(name.debugDescription) cannot name a store file (empty, or with / or NUL)")
+            }
+            if name.utf8.count + ".store".utf8.count > 255 {
+                throw SwiftDataError(
+                    .configurationFileNameTooLong,
+                    "configuration name of \(name.utf8.count) bytes: a store file's name has at most 255 bytes")
+            }
+        }
         var claimed: [String: String] = [:]
         for configuration in configurations {
             guard let own = configuration.schema else { continue }
@@ -150,7 +174,8 @@ public final class ModelContainer: @unchecked Sendable {
     /// migration's transaction.
     init(migrating store: Store) {
         self.schema = store.schema
-        self.configurations = [ModelConfiguration(isStoredInMemoryOnly: true)]
+        self.orderedConfigurations = [ModelConfiguration(isStoredInMemoryOnly: true)]
+        self.migrationPlan = nil
         self.store = store
         self.allowsSave = true
         self.sharedKey = nil
@@ -164,6 +189,21 @@ public final class ModelContainer: @unchecked Sendable {
         if let sharedKey { SharedStores.release(key: sharedKey, store: store) } else { store.close() }
     }
 
+    /// The name of the configuration whose store has identifier
+    /// `identifier` (a ``PersistentIdentifier/storeIdentifier``), or nil
+    /// when no store of the container has it.
+    public func configurationName(forStoreIdentifier identifier: String) -> String? {
+        if parts.isEmpty { return store.identifier == identifier ? orderedConfigurations[0].name : nil }
+        return parts.first { $0.store.identifier == identifier }?.orderedConfigurations[0].name
+    }
+
+    /// The identifier of the store of the configuration named `name`, or
+    /// nil when the container has no such configuration.
+    public func storeIdentifier(forConfigurationNamed name: String) -> String? {
+        if parts.isEmpty { return orderedConfigurations[0].name == name ? store.identifier : nil }
+        return parts.first { $0.orderedConfigurations[0].name == name }?.store.identifier
+    }
+
     /// The main actor's context. It saves automatically after changes.
     @MainActor public var mainContext: ModelContext {
         mainContextLock.lock()
@@ -172,6 +212,7 @@ public final class ModelContainer: @unchecked Sendable {
         let context = ModelContext(self)
         context.autosaveEnabled = true
         context.isMainContext = true
+        context.autosaveQueue = .main
         context.inbox.mergesOnMainQueue.store(true, ordering: .relaxed)
         for part in context.parts { part.inbox.mergesOnMainQueue.store(true, ordering: .relaxed) }
         _mainContext = context

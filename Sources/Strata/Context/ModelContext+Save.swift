@@ -24,6 +24,7 @@ extension ModelContext {
             return
         }
         if let pendingError { throw pendingError }
+        autosaveDue = nil
         try mergeSavedChangesOrThrow()
         guard hasChanges else { return }
         try refuseIfReadOnly()
@@ -100,7 +101,7 @@ extension ModelContext {
         guard store.allowsSave, container.allowsSave else {
             throw SwiftDataError(
                 .readOnlyStore,
-                "the configuration \(container.configurations[0].name) does not allow saving (allowsSave: false)")
+                "the configuration \(container.orderedConfigurations[0].name) does not allow saving (allowsSave: false)")
         }
     }
 
@@ -315,10 +316,13 @@ extension ModelContext {
             state.changedFields = _FieldSet()
             state.toManyBaselines = [:]
         }
+        // As in SwiftData, a model whose delete is saved leaves the
+        // context: `modelContext` is nil and `isDeleted` false again.
         for model in deleted.values {
             unregister(model, state: model._strataState)
             model._strataState.formerStoreIdentifier = link.storeIdentifier
             model._strataState.link = nil
+            model._strataState.status = .detached
         }
         inserted = []
         changed = [:]

@@ -18,13 +18,25 @@ import Foundation
 public final class ModelContext: _RelatedModelLoader {
     /// The container whose store this context reads and writes.
     public let container: ModelContainer
-    /// Saves pending changes automatically. On for the container's
-    /// `mainContext`, which then saves on the main queue shortly after a
-    /// change (a command-line program that exits right away should call
-    /// ``save()`` itself). Other contexts save only when told to.
+    /// Saves pending changes automatically after a change, as SwiftData's
+    /// autosave does. Off by default; on for the container's `mainContext`.
+    ///
+    /// Any context autosaves when it is on: the save runs on the
+    /// context's own executor once the work that made the change is done
+    /// (the main queue for `mainContext` and contexts made on the main
+    /// thread, the actor's queue for a `@ModelActor`'s context). Where that
+    /// executor does not run (a server or tool whose main thread never
+    /// returns to its queue, or a context made on another thread), the
+    /// context saves at its next fetch, save or other call into the store
+    /// once half a second has passed since the first unsaved change. An
+    /// autosave that fails keeps the changes and writes the error to
+    /// standard error; ``save()`` reports it. A program that exits right
+    /// after a change should call ``save()`` itself.
     public var autosaveEnabled = false {
         didSet { for part in parts { part.autosaveEnabled = autosaveEnabled } }
     }
+    /// Identifies the context in its ``editingState``.
+    let editingStateID = UUID()
     /// Recorded with each save's history (SwiftData's transaction author).
     public var author: String? {
         didSet { for part in parts { part.author = author } }
@@ -90,6 +102,16 @@ public final class ModelContext: _RelatedModelLoader {
     /// by the next save.
     var pendingError: SwiftDataError?
     private var autosaveScheduled = false
+    /// When the context saves at its next call into the store if no
+    /// autosave ran before (nil without unsaved autosaved changes).
+    var autosaveDue: ContinuousClock.Instant?
+    /// The queue this context's autosaves run on: the main queue for a
+    /// context made on the main thread, a model executor's queue for an
+    /// actor's context; nil when its owner runs no queue.
+    var autosaveQueue: DispatchQueue?
+    /// How long after the first unsaved change a context without a
+    /// running queue saves at its next call into the store.
+    static let autosaveFallbackDelay = Duration.milliseconds(500)
 
     /// A new context on `container`, with an empty identity map. Autosave
     /// is off (only the container's `mainContext` autosaves).
@@ -100,6 +122,7 @@ public final class ModelContext: _RelatedModelLoader {
         self.parts = container.parts.map(ModelContext.init)
         link.context = self
         inbox.context = self
+        if Thread.isMainThread { autosaveQueue = .main }
         guard parts.isEmpty else {
             for part in parts { part.owner = self }
             return
@@ -435,13 +458,34 @@ public final class ModelContext: _RelatedModelLoader {
     func noteMutation() {
         // A part's change is saved by the context it is a part of.
         if let owner { return owner.noteMutation() }
-        guard autosaveEnabled, isMainContext, !autosaveScheduled else { return }
+        guard autosaveEnabled else { return }
+        if autosaveDue == nil { autosaveDue = .now + Self.autosaveFallbackDelay }
+        guard !autosaveScheduled, let queue = autosaveQueue else { return }
         autosaveScheduled = true
-        nonisolated(unsafe) let context = self
-        DispatchQueue.main.async {
-            context.autosaveScheduled = false
-            try? context.save()
+        nonisolated(unsafe) weak let context = self
+        queue.async {
+            context?.autosaveScheduled = false
+            context?.autosave()
         }
+    }
+
+    /// Saves for autosave: the changes stay and the error goes to standard
+    /// error when the save fails.
+    func autosave() {
+        autosaveDue = nil
+        guard autosaveEnabled, hasChanges else { return }
+        do {
+            try save()
+        } catch {
+            FileHandle.standardError.write(Data("Strata: autosave failed, the changes are kept: \(error)\n".utf8))
+        }
+    }
+
+    /// Autosaves when an autosave is overdue: its queue did not run it.
+    /// Called where the context enters the store.
+    func autosaveIfOverdue() {
+        guard let due = autosaveDue, owner == nil, ContinuousClock.now >= due else { return }
+        autosave()
     }
 
     /// Drops `model` from the identity map when it has no unsaved change
@@ -680,16 +724,21 @@ public final class ModelContext: _RelatedModelLoader {
     /// its record is damaged (a Strata addition, like Core Data's
     /// `existingObject(with:)`).
     public func existingModel<T: PersistentModel>(for id: PersistentIdentifier) throws -> T? {
+        try existingAny(for: id) as? T
+    }
+
+    /// ``existingModel(for:)``, of whatever type the identifier names.
+    func existingAny(for id: PersistentIdentifier) throws -> (any PersistentModel)? {
         if !parts.isEmpty, container.part(ofEntityNamed: id.entityName) != nil {
-            return try part(for: id)?.existingModel(for: id)
+            return try part(for: id)?.existingAny(for: id)
         }
         guard let entity = container.schema.entity(named: id.entityName) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
         }
         guard id.belongs(to: store.identifier) else { return nil }
         try mergeSavedChangesOrThrow()
-        if let registered = registered(entity, row: id.rowID) { return registered as? T }
-        return try loadExistential(entity.type, row: id.rowID) as? T
+        if let registered = registered(entity, row: id.rowID) { return registered }
+        return try loadExistential(entity.type, row: id.rowID)
     }
 
     func loadExistential(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {

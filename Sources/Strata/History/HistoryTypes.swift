@@ -230,3 +230,21 @@ public struct HistoryDescriptor<T: HistoryTransaction> {
         self.sortBy = sortBy
     }
 }
+
+/// Who is editing through a context (SwiftData's `EditingState`): the
+/// context's ``ModelContext/author`` under an identifier of its own.
+public struct EditingState: Hashable, Identifiable, Sendable {
+    /// Identifies the context the state belongs to.
+    public let id: UUID
+    /// The author recorded with the context's saves.
+    public var author: String?
+}
+
+extension ModelContext {
+    /// The context's editing state: its author, recorded with each save's
+    /// history. Setting it sets ``author``.
+    public var editingState: EditingState {
+        get { EditingState(id: editingStateID, author: author) }
+        set { author = newValue.author }
+    }
+}

@@ -226,7 +226,7 @@ struct LightweightMigration {
     // MARK: Execution
 
     /// Carries the migration out in `tx`, or throws
-    /// ``SwiftDataError/schemaMismatch`` naming every incompatible change
+    /// ``SwiftDataError/loadIssueModelContainer`` naming every incompatible change
     /// (nothing is written then).
     ///
     /// `removingEntities` is false for the automatic migration: an entity
@@ -247,7 +247,7 @@ struct LightweightMigration {
         }
         guard problems.isEmpty else {
             throw SwiftDataError(
-                .schemaMismatch,
+                .loadIssueModelContainer,
                 "the store was written with a different schema and these changes need a custom migration stage: "
                     + problems.joined(separator: "; "))
         }
@@ -290,7 +290,7 @@ struct LightweightMigration {
                     try !oldPairs(other, other.entity.properties[inverse.field].name, tx).isEmpty
                 else { continue }
                 throw SwiftDataError(
-                    .schemaMismatch,
+                    .loadIssueModelContainer,
                     "\(plan.entity.name).\(relationship.name): a new to-one whose inverse already holds related "
                         + "models needs a custom migration stage")
             }

@@ -31,7 +31,7 @@ public struct MigrationProgress: Sendable, CustomStringConvertible {
 ///      migration's transaction;
 ///    - whatever difference remains is migrated automatically when every
 ///      change is lightweight (``LightweightMigration``); otherwise
-///      ``SwiftDataError/schemaMismatch`` names each incompatible change.
+///      ``SwiftDataError/loadIssueModelContainer`` names each incompatible change.
 ///
 /// The transaction commits only when everything succeeded, so an error —
 /// or a crash at any point — leaves the store at its old version, readable
@@ -55,7 +55,7 @@ struct Migrator {
         guard writable else {
             if storedHash == targetHash {
                 throw SwiftDataError(
-                    .schemaMismatch,
+                    .loadIssueModelContainer,
                     "the read-only store was migrated with default values that its model now declares differently; "
                         + "open it writable once to write the stored defaults into its records")
             }
@@ -64,7 +64,7 @@ struct Migrator {
             if Self.withoutDetails(stored.entities) == Self.withoutDetails(target) { return }
             let problems = LightweightMigration(stored: stored, schema: schema).changes
             throw SwiftDataError(
-                .schemaMismatch,
+                .loadIssueModelContainer,
                 "the read-only store was written with a different schema and cannot be migrated: "
                     + problems.joined(separator: "; "))
         }

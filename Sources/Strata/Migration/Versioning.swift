@@ -1,7 +1,7 @@
 /// A schema version: its identifier and its model types. A
 /// `SchemaMigrationPlan` lists versions in order, with the stages that
 /// migrate a store from one to the next.
-public protocol VersionedSchema {
+public protocol VersionedSchema: SendableMetatype {
     /// The version's identifier (for example 1.0.0).
     static var versionIdentifier: Schema.Version { get }
     /// The model types of this version.
@@ -9,7 +9,7 @@ public protocol VersionedSchema {
 }
 
 /// The versions of a schema and the stages that migrate between them.
-public protocol SchemaMigrationPlan {
+public protocol SchemaMigrationPlan: SendableMetatype {
     /// The versions, oldest first.
     static var schemas: [any VersionedSchema.Type] { get }
     /// The stages between versions. From the store's version, each stage whose

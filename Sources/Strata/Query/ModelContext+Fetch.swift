@@ -58,6 +58,22 @@ extension ModelContext {
         }
     }
 
+    /// The identifiers of the models matching `descriptor`, in result
+    /// order, as SwiftData's batched form returns them. Identifiers are
+    /// small and need no models, so the collection holds them all at once
+    /// whatever `batchSize` is (which must be positive).
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws
+        -> FetchResultsCollection<PersistentIdentifier>
+    {
+        if descriptor.includePendingChanges && hasChanges {
+            throw SwiftDataError(
+                .includePendingChangesWithBatchSize,
+                "fetchIdentifiers(_:batchSize:) of \(T.self) with includePendingChanges while the context has unsaved "
+                    + "changes")
+        }
+        return FetchResultsCollection(models: try fetchIdentifiers(descriptor))
+    }
+
     /// The plan a fetch of `descriptor` would run, as text: the access
     /// path (a scan, index ranges, a union or intersection), the filter
     /// evaluated on records, what is left to `Predicate.evaluate`, the
@@ -339,7 +355,7 @@ extension ModelContext {
 /// too, the position holds a stand-in instead of trapping: a model in no
 /// context that reads `isDeleted`, whose values are those of the first
 /// match, not the row's. ``readFailure`` then holds the error.
-public final class FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
+public final class FetchResultsCollection<Element>: RandomAccessCollection {
     private enum Source {
         case models([Element])
         case rows(Batched)
@@ -384,7 +400,7 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
                     previousRows = rows[batchStart..<Swift.min(batchStart + batchSize, rows.count)]
                 }
                 batchStart = start
-                for model in previous { context.release(model, entity: entity) }
+                for case let model as any PersistentModel in previous { context.release(model, entity: entity) }
                 let slice = rows[start..<Swift.min(start + batchSize, rows.count)]
                 if unreadable.isDisjoint(with: slice),
                     let models = try? context.batchModels(entity, rows: slice, snapshot: snapshot) as? [Element]
@@ -414,7 +430,7 @@ public final class FetchResultsCollection<Element: PersistentModel>: RandomAcces
                 failure = error
             }
             let id = PersistentIdentifier(storeIdentifier: context.store.identifier, entityName: entity.name, rowID: row)
-            if !unreadable.contains(row), let model = try? context.existingModel(for: id) as Element? { return model }
+            if !unreadable.contains(row), let model = (try? context.existingAny(for: id)) as? Element { return model }
             self.failure = failure
             return standIn
         }

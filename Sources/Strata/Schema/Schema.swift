@@ -126,7 +126,7 @@ public final class Schema: @unchecked Sendable {
 
 extension Schema {
     /// One model type: its name, properties and constraints.
-    public final class Entity: @unchecked Sendable, CustomStringConvertible {
+    public final class Entity: Hashable, @unchecked Sendable, CustomStringConvertible {
         /// The model class's name; also the entity's name in the store.
         public let name: String
         let type: any PersistentModel.Type
@@ -152,6 +152,44 @@ extension Schema {
         public let uniquenessConstraints: [[String]]
         /// Groups of property names with a B-tree index (`#Index`).
         public let indices: [[String]]
+
+        /// The attributes by name.
+        public var attributesByName: [String: Attribute] {
+            Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        /// The relationships by name.
+        public var relationshipsByName: [String: Relationship] {
+            Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        /// Every property by name.
+        public var propertiesByName: [String: Property] {
+            Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        /// The properties the store keeps: every property but `.ephemeral`
+        /// attributes, in declaration order.
+        public var storedProperties: [Property] {
+            properties.filter { !(($0 as? Attribute)?.options.contains(.ephemeral) ?? false) }
+        }
+        /// ``storedProperties`` by name.
+        public var storedPropertiesByName: [String: Property] {
+            Dictionary(storedProperties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        /// The entity this one inherits from: nil, as Strata's models do
+        /// not subclass other models yet.
+        public var superentity: Entity? { nil }
+        /// The name of ``superentity``: nil.
+        public var superentityName: String? { nil }
+        /// The entities that inherit from this one: none yet.
+        public var subentities: Set<Entity> { [] }
+        /// The properties inherited from ``superentity``: none yet.
+        public var inheritedProperties: [Property] { [] }
+        /// ``inheritedProperties`` by name.
+        public var inheritedPropertiesByName: [String: Property] { [:] }
+
+        /// Two entities are equal when they are the same object.
+        public static func == (a: Entity, b: Entity) -> Bool { a === b }
+        /// Hashes the object's identity.
+        public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
         init(_ type: any PersistentModel.Type) {
             self.type = type

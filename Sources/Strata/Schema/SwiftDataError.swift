@@ -1,6 +1,8 @@
 /// The errors of the model layer, named as SwiftData names them where
 /// SwiftData has a name (`SwiftDataError.unsupportedPredicate`, …), plus
-/// Strata's own (a damaged record, a read-only store, a schema mismatch).
+/// Strata's own where SwiftData reports the condition otherwise or not at
+/// all (a damaged record, a read-only store, a unique constraint, a row
+/// another save deleted). Strata's detail is in ``message``.
 ///
 /// Two errors are equal when their codes are equal, so that
 /// `catch let error as SwiftDataError where error == .readOnlyStore` works;
@@ -13,7 +15,9 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
         /// file is already open in this process with another schema (or
         /// read-only, when this container writes), or its configurations cannot
         /// work together (a relationship between two stores, two configurations
-        /// on one file, a migration plan with several configurations).
+        /// on one file, a migration plan with several configurations), or the
+        /// store was written with a schema that differs from the container's
+        /// and no migration applies (the message names each difference).
         case loadIssueModelContainer
         /// The schema's declarations are invalid: an index or unique constraint
         /// that is empty or names an unknown, unkeyable or relationship
@@ -44,12 +48,27 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
         /// A history fetch compares with a token older than deleted history:
         /// what happened after that token is no longer complete.
         case historyTokenExpired
+        /// A key path that names no stored property of the model (in
+        /// `propertiesToFetch`, say), or names one where it cannot be used.
+        case unsupportedKeyPath
+        /// SwiftData's code for sorting unsaved changes in a fetch of
+        /// identifiers. Strata sorts them, and does not throw it.
+        case sortingPendingChangesWithIdentifiers
+        /// Two configurations with one name in a container.
+        case duplicateConfiguration
+        /// A configuration's name too long for a store file's name.
+        case configurationFileNameTooLong
+        /// A configuration's name that cannot be a file's name (a `/` or a
+        /// NUL).
+        case configurationFileNameContainsInvalidCharacters
+        /// An operation that needs the model's context on a model that has
+        /// none (never inserted, or detached by the save of its delete).
+        case missingModelContext
+        /// A history fetch whose descriptor Strata cannot run.
+        case invalidTransactionFetchRequest
         /// Saving through a configuration with `allowsSave: false` (and
         /// `deleteHistory` or `deleteAllData` on such a store).
         case readOnlyStore
-        /// The store was written with a schema that differs from the
-        /// container's, and no migration applies.
-        case schemaMismatch
         /// A record's bytes cannot be decoded.
         case corruptRecord
         /// A model type the container's schema does not include.
@@ -115,9 +134,11 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
     /// An error of code `.readOnlyStore` with no message, to compare a thrown
     /// error with `==`.
     public static let readOnlyStore = SwiftDataError(.readOnlyStore, "")
-    /// An error of code `.schemaMismatch` with no message, to compare a thrown
-    /// error with `==`.
-    public static let schemaMismatch = SwiftDataError(.schemaMismatch, "")
+    /// A store written with a schema that differs from the container's, where
+    /// no migration applies: SwiftData throws ``loadIssueModelContainer`` for
+    /// it, and so does Strata (the message names each difference).
+    @available(*, deprecated, renamed: "loadIssueModelContainer")
+    public static let schemaMismatch = SwiftDataError(.loadIssueModelContainer, "")
     /// An error of code `.corruptRecord` with no message, to compare a thrown
     /// error with `==`.
     public static let corruptRecord = SwiftDataError(.corruptRecord, "")
@@ -130,4 +151,33 @@ public struct SwiftDataError: Error, Hashable, Sendable, CustomStringConvertible
     /// An error of code `.modelDeleted` with no message, to compare a thrown
     /// error with `==`.
     public static let modelDeleted = SwiftDataError(.modelDeleted, "")
+    /// An error of code `.unsupportedKeyPath` with no message, to compare a thrown error
+    /// with `==`.
+    public static let unsupportedKeyPath = SwiftDataError(.unsupportedKeyPath, "")
+    /// An error of code `.sortingPendingChangesWithIdentifiers` with no message, to compare a thrown error
+    /// with `==`.
+    public static let sortingPendingChangesWithIdentifiers = SwiftDataError(.sortingPendingChangesWithIdentifiers, "")
+    /// An error of code `.duplicateConfiguration` with no message, to compare a thrown error
+    /// with `==`.
+    public static let duplicateConfiguration = SwiftDataError(.duplicateConfiguration, "")
+    /// An error of code `.configurationFileNameTooLong` with no message, to compare a thrown error
+    /// with `==`.
+    public static let configurationFileNameTooLong = SwiftDataError(.configurationFileNameTooLong, "")
+    /// An error of code `.configurationFileNameContainsInvalidCharacters` with no message, to compare a thrown error
+    /// with `==`.
+    public static let configurationFileNameContainsInvalidCharacters = SwiftDataError(
+        .configurationFileNameContainsInvalidCharacters, "")
+    /// An error of code `.missingModelContext` with no message, to compare a thrown error
+    /// with `==`.
+    public static let missingModelContext = SwiftDataError(.missingModelContext, "")
+    /// An error of code `.invalidTransactionFetchRequest` with no message, to compare a thrown error
+    /// with `==`.
+    public static let invalidTransactionFetchRequest = SwiftDataError(.invalidTransactionFetchRequest, "")
+
+    /// Whether `error` is a ``SwiftDataError`` with `pattern`'s code, so
+    /// that `catch SwiftDataError.loadIssueModelContainer` and
+    /// `case SwiftDataError.unsupportedPredicate:` match, as in SwiftData.
+    public static func ~= (pattern: SwiftDataError, error: any Error) -> Bool {
+        (error as? SwiftDataError)?.code == pattern.code
+    }
 }

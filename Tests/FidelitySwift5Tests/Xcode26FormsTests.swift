@@ -1,0 +1,1 @@
+../FidelityTests/Xcode26FormsTests.swift
