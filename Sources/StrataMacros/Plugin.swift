@@ -9,5 +9,6 @@ struct StrataMacrosPlugin: CompilerPlugin {
         MarkerMacro.self,
         ConstraintMacro.self,
         ModelActorMacro.self,
+        PredicateMacro.self,
     ]
 }

@@ -1,3 +1,6 @@
+import SwiftParser
+import SwiftSyntax
+import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacros
 import SwiftSyntaxMacrosTestSupport
 import XCTest
@@ -280,5 +283,36 @@ final class ModelMacroTests: XCTestCase {
             diagnostics: [DiagnosticSpec(message: "@ModelActor can only be applied to an actor", line: 1, column: 1)],
             macros: macros
         )
+    }
+}
+
+/// Strata's `#Predicate` over a model: Foundation's, with `evaluate` calls
+/// rewritten into a form the Linux toolchain's macro accepts. (Expanded by
+/// hand: the test harness would expand the `#Foundation::Predicate` it
+/// produces with this macro again.)
+final class PredicateMacroTests: XCTestCase {
+    private func expand(_ source: String) throws -> String {
+        let parsed = Parser.parse(source: source)
+        let node = try XCTUnwrap(parsed.statements.first?.item.as(MacroExpansionExprSyntax.self))
+        let context = BasicMacroExpansionContext(sourceFiles: [parsed: .init(moduleName: "App", fullFilePath: "App.swift")])
+        return try PredicateMacro.expansion(of: node, in: context).description
+    }
+
+    func testEvaluateCallsBecomeNilCoalescing() throws {
+        XCTAssertEqual(
+            try expand("#Predicate<Item> { active.evaluate($0) && !other.evaluate($0) || $0.count > limit.evaluate(size) }"),
+            "#Foundation::Predicate<Item> { (active ?? $0) && !(other ?? $0) || $0.count > (limit ?? size) }")
+    }
+
+    func testAPredicateWithoutEvaluateIsFoundationsUnchanged() throws {
+        XCTAssertEqual(
+            try expand("#Predicate { item in item.name.contains(text) && item.tags.isEmpty }"),
+            "#Foundation::Predicate { item in item.name.contains(text) && item.tags.isEmpty }")
+    }
+
+    func testEvaluateWithSeveralArgumentsOrALabelIsLeftToFoundation() throws {
+        XCTAssertEqual(
+            try expand("#Predicate<Item> { pair.evaluate($0, $0) || labeled.evaluate(input: $0) }"),
+            "#Foundation::Predicate<Item> { pair.evaluate($0, $0) || labeled.evaluate(input: $0) }")
     }
 }

@@ -45,7 +45,7 @@ struct PredicateConversion {
     }
 
     let schema: Schema
-    private var variables: [PredicateExpressions.VariableID: (id: Int, entity: Schema.Entity?)] = [:]
+    fileprivate(set) var variables: [PredicateExpressions.VariableID: (id: Int, entity: Schema.Entity?)] = [:]
     private(set) var variableCount = 1
 
     init(schema: Schema) { self.schema = schema }
@@ -623,4 +623,90 @@ extension QueryValue {
     }
 
     private static func elements<S: Sequence>(of sequence: S) -> [Any] { sequence.map { $0 as Any } }
+}
+
+// MARK: - Predicates and expressions called from a predicate
+
+/// A predicate or an expression that another predicate calls with
+/// `evaluate`: its variables and its body, so that the call is translated
+/// in place (and can use an index) instead of being left to Foundation.
+protocol CalledBody {
+    var variableKeys: [PredicateExpressions.VariableID] { get }
+    var body: Any { get }
+}
+
+extension Predicate: CalledBody {
+    var variableKeys: [PredicateExpressions.VariableID] {
+        var keys: [PredicateExpressions.VariableID] = []
+        for variable in repeat each variable { keys.append(variable.key) }
+        return keys
+    }
+    var body: Any { expression }
+}
+
+extension Expression: CalledBody {
+    var variableKeys: [PredicateExpressions.VariableID] {
+        var keys: [PredicateExpressions.VariableID] = []
+        for variable in repeat each variable { keys.append(variable.key) }
+        return keys
+    }
+    var body: Any { expression }
+}
+
+extension PredicateConversion {
+    /// The body of the predicate or expression `callee` (a captured value)
+    /// with its variables bound to `inputs`. Each input must be a variable
+    /// of this predicate (the model, or one a closure binds); anything else
+    /// is left to Foundation's evaluation.
+    mutating func inline(_ callee: Any, inputs: [Any]) throws -> Converted {
+        guard let value = callee as? any ValueNode, let called = value.captured as? any CalledBody,
+            called.variableKeys.count == inputs.count
+        else { throw Failure.foundationOnly("evaluate of a predicate that is not a captured value") }
+        for (key, input) in zip(called.variableKeys, inputs) {
+            let converted = try convert(input)
+            guard case .variable(let id) = converted.expression else {
+                throw Failure.foundationOnly("evaluate with \(Self.name(of: input))")
+            }
+            variables[key] = (id, converted.entity)
+        }
+        return try convert(called.body)
+    }
+
+    /// The body of `callee` when it is a captured predicate or expression
+    /// (for the trap-risk scan of a predicate Foundation evaluates).
+    static func calledBody(_ callee: Any) -> [Any] {
+        guard let value = callee as? any ValueNode, let called = value.captured as? any CalledBody else { return [] }
+        return [called.body]
+    }
+}
+
+extension PredicateExpressions.PredicateEvaluate: QueryNode {
+    private var inputs: [Any] {
+        var list: [Any] = []
+        for element in repeat each input { list.append(element) }
+        return list
+    }
+    var children: [Any] { [predicate] + inputs + PredicateConversion.calledBody(predicate) }
+    func convert(_ c: inout PredicateConversion) throws -> Converted {
+        try c.inline(predicate, inputs: inputs)
+    }
+}
+
+extension PredicateExpressions.ExpressionEvaluate: QueryNode {
+    private var inputs: [Any] {
+        var list: [Any] = []
+        for element in repeat each input { list.append(element) }
+        return list
+    }
+    var children: [Any] { [expression] + inputs + PredicateConversion.calledBody(expression) }
+    func convert(_ c: inout PredicateConversion) throws -> Converted {
+        try c.inline(expression, inputs: inputs)
+    }
+}
+
+extension PredicateExpressions.CapturedExpressionEvaluate: QueryNode {
+    var children: [Any] { [expression, input] + PredicateConversion.calledBody(expression) }
+    func convert(_ c: inout PredicateConversion) throws -> Converted {
+        try c.inline(expression, inputs: [input])
+    }
 }

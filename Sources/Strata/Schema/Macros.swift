@@ -64,3 +64,14 @@ public macro Index<T>(_ indices: [PartialKeyPath<T>]...) =
 @attached(member, names: named(modelExecutor), named(modelContainer), named(init))
 @attached(extension, conformances: ModelActor)
 public macro ModelActor() = #externalMacro(module: "StrataMacros", type: "ModelActorMacro")
+
+#if !canImport(Darwin)
+    /// A predicate over a model: Foundation's `#Predicate`, where a
+    /// predicate may also call another predicate or `#Expression` with
+    /// `evaluate` (as Foundation allows on Apple platforms; the macro of
+    /// Linux's toolchain does not). Swift picks this one for a predicate of
+    /// one model type, and Foundation's for the rest.
+    @freestanding(expression)
+    public macro Predicate<T: PersistentModel>(_ body: (T) -> Bool) -> Foundation.Predicate<T> =
+        #externalMacro(module: "StrataMacros", type: "PredicateMacro")
+#endif
