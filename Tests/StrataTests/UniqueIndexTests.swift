@@ -38,15 +38,6 @@ final class Tag {
     }
 }
 
-/// An index over a relationship: refused (relationships are indexed by
-/// their own reverse index).
-@Model
-final class IndexedByRelationship {
-    #Index<IndexedByRelationship>([\.shelf])
-    var shelf: Shelf?
-    init() {}
-}
-
 @Model
 final class BadlyIndexed {
     #Index<BadlyIndexed>([\.address])
@@ -275,17 +266,6 @@ final class UniqueIndexTests: StoreTestCase {
         XCTAssertEqual(problems.count, 2, "\(problems)")
         XCTAssertTrue(problems.contains { $0.contains("livingAccommodation refers to row") }, "\(problems)")
         XCTAssertTrue(problems.contains { $0.hasPrefix("r.LivingAccommodation.trip") }, "\(problems)")
-    }
-
-    func testAnIndexOnARelationshipIsRefused() {
-        XCTAssertThrowsError(
-            try ModelContainer(
-                for: IndexedByRelationship.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        ) { error in
-            XCTAssertEqual(error as? SwiftDataError, .unknownSchema)
-            XCTAssertTrue(
-                "\(error)".contains("IndexedByRelationship.shelf: a relationship cannot be part of an index"), "\(error)")
-        }
     }
 
     func testAnIndexOnAnUnkeyableAttributeIsRefused() {

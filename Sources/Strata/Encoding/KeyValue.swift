@@ -153,5 +153,19 @@ where V.RawValue: _KeyElementConvertible {
     value.map(\.rawValue._keyElement) ?? .null
 }
 
-/// Not keyable (Codable structs, collections, relationships, Decimal).
+/// A to-one relationship's key element: its target's row. Called by code
+/// the `@Model` macro generates; not meant to be called directly.
+public func _keyElement<T: PersistentModel>(_ value: T) -> KeyEncoding.Element? {
+    .int(value._strataState.rowID)
+}
+
+/// An optional to-one relationship's key element: its target's row, or
+/// `.null` for nil. Called by code the `@Model` macro generates; not meant
+/// to be called directly.
+public func _keyElement<T: PersistentModel>(_ value: T?) -> KeyEncoding.Element? {
+    value.map { .int($0._strataState.rowID) } ?? .null
+}
+
+/// Not keyable (Codable structs, collections, to-many relationships,
+/// Decimal).
 @inlinable public func _keyElement<V>(_ value: V) -> KeyEncoding.Element? { nil }

@@ -37,7 +37,8 @@ struct IndexKeys {
         field = group.properties.first?.field ?? 0
         kind = group.properties.first?.storedKind ?? .opaque
         switch kind {
-        case .bool, .signed, .unsigned, .double, .float, .date: fixedWidth = group.properties.count == 1
+        case .bool, .signed, .unsigned, .double, .float, .date:
+            fixedWidth = group.properties.count == 1 && !(group.properties[0] is Schema.Relationship)
         default: fixedWidth = false
         }
         // Room for every row up front: growing buffers of millions of
@@ -69,7 +70,12 @@ struct IndexKeys {
         }
         let start = bytes.count
         for property in group.properties {
-            KeyEncoding.append(try Self.element(&reader, field: property.field, kind: property.storedKind), to: &bytes)
+            // A to-one is keyed by its target's row (see `KeyGroup.values`).
+            let element: KeyEncoding.Element =
+                property is Schema.Relationship
+                ? try reader.toOneRow(field: property.field).map { .int($0) } ?? .null
+                : try Self.element(&reader, field: property.field, kind: property.storedKind)
+            KeyEncoding.append(element, to: &bytes)
         }
         let length = bytes.count - start
         let (high, low) = bytes.withUnsafeBytes { raw in

@@ -24,9 +24,19 @@ struct KeyGroup: CustomStringConvertible {
 
     var description: String { "\(kind.rawValue) (\(properties.map(\.name).joined(separator: ", ")))" }
 
-    /// The values of `model` for this group, in order.
+    /// The values of `model` for this group, in order. A to-one
+    /// relationship's value is its target's row (an integer), or null; a
+    /// to-one not loaded yet gives the row its record names.
     func values(of model: any PersistentModel) -> [KeyEncoding.Element] {
-        properties.map { model._strataKeyElement(field: $0.field) ?? .null }
+        properties.map { property in
+            let element = model._strataKeyElement(field: property.field) ?? .null
+            if element == .null, property is Schema.Relationship,
+                let row = model._strataState.faultRows(field: property.field)?.first
+            {
+                return .int(row)
+            }
+            return element
+        }
     }
 
     /// The unique tree's key, or the index tree's key for `row`.
@@ -81,8 +91,12 @@ struct KeyGroup: CustomStringConvertible {
                     problems.append("\(entity): \(kind.rawValue) names \(name), which is not a stored property")
                     continue
                 }
-                if property is Schema.Relationship {
-                    problems.append("\(entity).\(name): a relationship cannot be part of \(kind.noun)")
+                if let relationship = property as? Schema.Relationship {
+                    // A to-one is keyed by its target's row, as SwiftData
+                    // indexes a to-one by its foreign key.
+                    if !relationship.isToOneRelationship {
+                        problems.append("\(entity).\(name): a to-many relationship cannot be part of \(kind.noun)")
+                    }
                 } else if !KeyValue.isKeyable(property.valueType) {
                     problems.append(
                         "\(entity).\(name): \(property.valueType) values cannot be part of \(kind.noun) "

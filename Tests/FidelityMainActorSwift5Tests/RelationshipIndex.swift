@@ -1,0 +1,1 @@
+../FidelityTests/RelationshipIndex.swift
