@@ -16,7 +16,8 @@ final class CatalogMigrationTests: StoreTestCase {
     {
         try track(
             ModelContainer(
-                for: Schema(types), configurations: [ModelConfiguration(url: storeURL())], migrationProgress: progress))
+                for: Schema(types), migrationPlan: nil, configurations: [ModelConfiguration(url: storeURL())],
+                migrationProgress: progress))
     }
 
     /// Rows 0..<count of version 1: price i, count i % 10, legacy nil for

@@ -42,6 +42,11 @@ public struct ModelConfiguration: Hashable, Sendable, Identifiable {
     /// The app group the store would live in on Apple platforms; kept as
     /// given (Strata has no app groups: the store is at ``url``).
     public let groupContainer: GroupContainer
+    /// The app group's identifier when ``groupContainer`` names one (kept as
+    /// given; Strata has no app groups).
+    public var groupAppContainerIdentifier: String? {
+        groupContainer == .automatic || groupContainer == .none ? nil : groupContainer.value
+    }
     /// The CloudKit database the store would sync with; kept as given
     /// (Strata syncs through PostgreSQL with `StrataSync`, not CloudKit).
     public let cloudKitDatabase: CloudKitDatabase

@@ -92,7 +92,7 @@ extension ModelContainer {
             let types = schema.entities.filter { owner[$0.ordinal] == index }.map(\.type)
             parts.append(
                 try ModelContainer(
-                    for: Schema(types: types, version: schema.version), configurations: [configuration],
+                    for: Schema(types: types, version: schema.version), migrationPlan: nil, configurations: [configuration],
                     migrationProgress: progress))
         }
         return (parts, owner)

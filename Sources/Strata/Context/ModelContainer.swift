@@ -75,12 +75,18 @@ public final class ModelContainer: @unchecked Sendable {
     /// model type lives in the store of the configuration whose schema
     /// names it (see ModelContainer+Stores.swift and "Several stores" in
     /// "Differences from SwiftData").
-    ///
-    /// `migrationProgress`, a Strata addition, is called as a migration
-    /// works through the rows of each entity it rewrites or reindexes.
+    public convenience init(
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]
+    ) throws {
+        try self.init(for: givenSchema, migrationPlan: migrationPlan, configurations: configurations, migrationProgress: nil)
+    }
+
+    /// A container for `givenSchema` with `configurations`, and
+    /// `migrationProgress`, a closure a migration calls as it works through
+    /// the rows of each entity it rewrites or reindexes (a Strata addition).
     public init(
-        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration],
-        migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
+        for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?, configurations: [ModelConfiguration],
+        migrationProgress: (@Sendable (MigrationProgress) -> Void)?
     ) throws {
         let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
         var schema = givenSchema

@@ -62,7 +62,8 @@ public final class Schema: @unchecked Sendable {
     /// Whether any relationship declares a `minimumModelCount` or
     /// `maximumModelCount` (when none does, saves skip the count check).
     let declaresModelCounts: Bool
-    let entitiesByName: [String: Entity]
+    /// The entities by name.
+    public let entitiesByName: [String: Entity]
     let entitiesByType: [ObjectIdentifier: Entity]
 
     /// Whether `other` has the same entities, of the same model types, as
@@ -389,6 +390,10 @@ extension Schema {
         public let options: [Option]
         /// True when the options include `.unique`.
         public var isUnique: Bool { options.contains(.unique) }
+        /// True when the options include `.transformable(by:)`.
+        public var isTransformable: Bool {
+            options.contains { if case .transformable = $0 { true } else { false } }
+        }
 
         /// An attribute with `options`. `originalName` is its name in an
         /// earlier version, for migration; `hashModifier` forces a new version
