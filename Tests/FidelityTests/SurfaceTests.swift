@@ -216,3 +216,33 @@ actor AutosavingKitchen {
 
     func hasChanges() -> Bool { modelContext.hasChanges }
 }
+
+/// `propertiesToFetch` and `relationshipKeyPathsForPrefetching` are checked
+/// against the model; a key path that names nothing to load is a typed error.
+nonisolated final class FetchKeyPathTests: FidelityTestCase {
+    func testKeyPathsThatNameNothingToLoadAreRefused() throws {
+        let context = ModelContext(try container(Recipe.self, Ingredient.self))
+        context.insert(Recipe(name: "Soup"))
+        try context.save()
+        var good = FetchDescriptor<Recipe>()
+        good.propertiesToFetch = [\.name, \.servings]
+        good.relationshipKeyPathsForPrefetching = [\.ingredients]
+        XCTAssertEqual(try context.fetch(good).map(\.name), ["Soup"])
+        XCTAssertEqual(try context.fetchCount(good), 1)
+
+        var relationship = FetchDescriptor<Recipe>()
+        relationship.propertiesToFetch = [\.ingredients]
+        var computed = FetchDescriptor<Recipe>()
+        computed.propertiesToFetch = [\.displayName]
+        var attribute = FetchDescriptor<Recipe>()
+        attribute.relationshipKeyPathsForPrefetching = [\.name]
+        for (label, descriptor) in [("relationship", relationship), ("computed", computed), ("attribute", attribute)] {
+            XCTAssertThrowsError(try context.fetch(descriptor), label) { error in
+                XCTAssertEqual(error as? SwiftDataError, .unsupportedKeyPath, "\(label): \(error)")
+            }
+            XCTAssertThrowsError(try context.fetch(descriptor, batchSize: 10), label)
+            XCTAssertThrowsError(try context.enumerate(descriptor) { _ in }, label)
+        }
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Recipe>()), 1, "the store is unchanged")
+    }
+}

@@ -18,9 +18,14 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     /// Whether unsaved inserts and deletes of the context count (they do
     /// by default, as in SwiftData).
     public var includePendingChanges = true
-    /// Accepted for source compatibility: Strata loads whole records.
+    /// The attributes to load; each must be a stored attribute of `T`
+    /// (otherwise the fetch throws ``SwiftDataError/unsupportedKeyPath``).
+    /// Strata loads whole records all the same.
     public var propertiesToFetch: [PartialKeyPath<T>] = []
-    /// Accepted for source compatibility: relationships load on access.
+    /// The relationships to load with the models; each must be a
+    /// relationship of `T` (otherwise the fetch throws
+    /// ``SwiftDataError/unsupportedKeyPath``). Relationships load on first
+    /// access all the same.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     /// A descriptor that fetches the models of type `T` that match `predicate`
@@ -35,5 +40,37 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     var limit: Int? {
         guard let fetchLimit, fetchLimit != 0 else { return nil }
         return fetchLimit
+    }
+}
+
+extension FetchDescriptor {
+    /// Refuses key paths that name nothing the fetch can load: a
+    /// `propertiesToFetch` entry must be a stored attribute of `entity` and
+    /// a `relationshipKeyPathsForPrefetching` entry one of its
+    /// relationships. Both are otherwise accepted and load what a fetch
+    /// always loads (see "Differences from SwiftData").
+    func checkKeyPaths(of entity: Schema.Entity) throws {
+        for path in propertiesToFetch {
+            guard let property = entity.properties.first(where: { $0.keypath == path }) else {
+                throw SwiftDataError(
+                    .unsupportedKeyPath,
+                    "propertiesToFetch of \(T.self): \(path) is not a stored attribute (stored: "
+                        + entity.attributes.map(\.name).joined(separator: ", ") + ")")
+            }
+            if property is Schema.Relationship {
+                throw SwiftDataError(
+                    .unsupportedKeyPath,
+                    "propertiesToFetch of \(T.self): \(property.name) is a relationship; name it in "
+                        + "relationshipKeyPathsForPrefetching instead")
+            }
+        }
+        for path in relationshipKeyPathsForPrefetching {
+            guard entity.relationships.contains(where: { $0.keypath == path }) else {
+                throw SwiftDataError(
+                    .unsupportedKeyPath,
+                    "relationshipKeyPathsForPrefetching of \(T.self): \(path) is not a relationship (relationships: "
+                        + entity.relationships.map(\.name).joined(separator: ", ") + ")")
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@ extension ModelContext {
         throws -> R
     {
         let entity = try entity(for: T.self)
+        try descriptor.checkKeyPaths(of: entity)
         try mergeSavedChangesOrThrow()
         return try store.read { tx in
             try body(try QueryRun(descriptor, entity: entity, context: self, snapshot: Snapshot(tx)))
@@ -122,6 +123,7 @@ extension ModelContext {
             return FetchResultsCollection(models: try withQuery(stored) { try $0.results(materialize: true).models })
         }
         let entity = try entity(for: T.self)
+        try descriptor.checkKeyPaths(of: entity)
         try mergeSavedChangesOrThrow()
         let snapshot = Snapshot(try store.database.beginRead())
         do {
@@ -247,6 +249,7 @@ extension ModelContext {
                 descriptor, batchSize: batchSize, allowEscapingMutations: allowEscapingMutations, block: block)
         }
         let entity = try entity(for: T.self)
+        try descriptor.checkKeyPaths(of: entity)
         let size = max(batchSize, 1)
         let hadChanges = hasChanges
         var previousRows: [Int64] = []
