@@ -337,7 +337,7 @@ CHECKS = {
 REASONS = {
     "swiftui": "SwiftUI does not exist on Linux (view modifiers, environment, @Query); live results are issue 43",
     "datastore": "custom data stores (iOS 18 DataStore API): Strata is the store; no plug-in store API",
-    "backing-data": "@Model's generated storage differs: Strata's macro generates record hooks, not BackingData",
+    "backing-data": "the storage `@Model` generates differs: Strata's macro generates record hooks, not BackingData",
     "ios27": "iOS 27, after the range this census covers (iOS 17 to 26)",
     "schema-builder": "building schemas by hand from Entity/Attribute values; Strata builds schemas from @Model types",
     "differs": "provided with a different signature; see the note",
