@@ -29,7 +29,8 @@ nonisolated final class RealCodeFormsTests: FidelityTestCase {
         let repository = Repository<Chore>(context: context)
         XCTAssertEqual(try repository.count(), 4)
         XCTAssertEqual(try repository.count(where: Chore.urgent), 1)
-        XCTAssertEqual(try repository.all(sortedBy: [SortDescriptor(\.name)]).map(\.name), ["Dishes", "Fix the sink", "Laundry", "Untitled"])
+        XCTAssertEqual(
+            try repository.all(sortedBy: [SortDescriptor(\.name)]).map(\.name), ["Dishes", "Fix the sink", "Laundry", "Untitled"])
         let ids = Set(try repository.all().map(\.id))
         XCTAssertEqual(ids.count, 4, "an own UUID id")
         let wanted = urgent.id
