@@ -57,7 +57,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 "Strata.Schema.PropertyMetadata(name: \"\(name)\", keypath: \\\(typeName).\(name), "
                     + "defaultValue: \(defaultValue), metadata: \(options))"
             )
-            let decode = "reader.decode(\(property.metatypeExpression), field: \(field), state: _strataState)"
+            // A transformable value goes through its transformer, whatever
+            // its type; any other through the overload its type selects.
+            let transformed = property.transformerOption.map { ", transformedBy: \($0)" } ?? ""
+            let decode =
+                "reader.decode(\(property.metatypeExpression), field: \(field)\(transformed), state: _strataState)"
             // An ephemeral attribute is tracked and observed but never
             // stored: a loaded model starts with its default value. A `let`
             // is read once, when the model is made, and never changes.
@@ -70,7 +74,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                             + "{ \(storage) = __\(name) } }"
                     )
                 }
-                writes.append("writer.encode(\(storage), field: \(field), state: _strataState)")
+                writes.append("writer.encode(\(storage), field: \(field)\(transformed), state: _strataState)")
             }
             keyCases.append("case \(field): return Strata._keyElement(\(storage))")
             // Overloads chosen by the property's type set relationships

@@ -52,6 +52,20 @@ struct StoredProperty {
     /// `@Attribute(.ephemeral)`: tracked, not stored.
     var isEphemeral: Bool { option(named: "ephemeral") }
 
+    /// For `@Attribute(.transformable(by: X))`, an expression for that
+    /// option as Strata's `Schema.Attribute.Option`, which the generated
+    /// record code passes on; nil for any other property.
+    var transformerOption: String? {
+        guard case .argumentList(let arguments)? = attribute?.arguments else { return nil }
+        for argument in arguments where argument.label == nil {
+            guard let call = argument.expression.as(FunctionCallExprSyntax.self),
+                call.calledExpression.as(MemberAccessExprSyntax.self)?.declName.baseName.text == "transformable"
+            else { continue }
+            return "Strata.Schema.Attribute.Option.transformable(\(call.arguments.trimmedDescription))"
+        }
+        return nil
+    }
+
     private func option(named name: String) -> Bool {
         guard case .argumentList(let arguments)? = attribute?.arguments else { return false }
         return arguments.contains { argument in

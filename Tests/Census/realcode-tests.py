@@ -92,8 +92,8 @@ COVERAGE = [
     (r"Logger / os_log|ObservableObject / @Published|Color / UIColor / NSColor in data layer", NOT_LINUX),
     (r"UIImage / NSImage in data layer", NOT_LINUX),
     (r"LocalizedStringResource / LocalizedStringKey",
-     "not yet: LocalizedStringResource is missing from Linux Foundation and Strata does not declare it "
-     "(LocalizedStringKey is SwiftUI); String(localized:) is tested in FoundationGapTests"),
+     "FoundationGapTests.testLocalizedStringResourcesDescribeTheirStringAndLocalizeToIt (Strata declares "
+     "LocalizedStringResource where Linux Foundation lacks it; LocalizedStringKey is SwiftUI)"),
     (r"import Foundation|struct declaration|Result type / throws|extension declaration|do/catch|enum declaration", LANGUAGE),
     (r"protocol declaration|actor declaration|Hashable|Identifiable|Codable \(any mention\)|CodingKeys", LANGUAGE),
     (r"@available\(|#if DEBUG|#if canImport\(|print\(|KeyPath / \\\.keyPath|Sendable|@unchecked Sendable", LANGUAGE),

@@ -259,6 +259,8 @@ CHECKS = {
     "Schema/Attribute/Option/preserveValueOnDeletion": "let _: Schema.Attribute.Option = .preserveValueOnDeletion",
     "Schema/Attribute/Option/spotlight": "let _: Schema.Attribute.Option = .spotlight",
     "Schema/Attribute/Option/unique": "let _: Schema.Attribute.Option = .unique",
+    "Schema/Attribute/Option/transformable(by:)-9d4xh":
+        "let _: (ValueTransformer.Type) -> Schema.Attribute.Option = Schema.Attribute.Option.transformable(by:)",
     "Schema/Attribute/Option/transformable(by:)-lunz":
         "let _: (String) -> Schema.Attribute.Option = Schema.Attribute.Option.transformable(by:)",
     "Schema/Attribute/defaultValue": "let _: KeyPath<Schema.Attribute, Any?> = \\.defaultValue",
@@ -347,8 +349,6 @@ NOTES = {
     "ModelContainer/init(for:configurations:)-621ei": ("datastore", "takes DataStoreConfiguration values"),
     "ModelContainer/init(for:configurations:)-93ifi": ("datastore", "takes DataStoreConfiguration values"),
     "ModelContainer/invalidate()": ("differs", "not provided: the store closes with the last container"),
-    "Schema/Attribute/Option/transformable(by:)-9d4xh": ("differs", "accepts Any.Type (Linux's ValueTransformer is "
-                                                         "not a transformer store); the transformer is not applied yet"),
     "Schema/Entity/properties": ("differs", "[Schema.Property] (a class), not [any SchemaProperty]"),
     "Schema/Entity/storedProperties": ("differs", "[Schema.Property], not [any SchemaProperty]"),
     "Schema/Entity/inheritedProperties": ("differs", "[Schema.Property], get-only; inheritance is issue 43"),

@@ -30,6 +30,28 @@ nonisolated final class FoundationGapTests: FidelityTestCase {
         XCTAssertEqual(value.key, "%@ has %lld trips")
     }
 
+    func testLocalizedStringResourcesDescribeTheirStringAndLocalizeToIt() throws {
+        let plain: LocalizedStringResource = "Untitled"
+        XCTAssertEqual(plain.key, "Untitled")
+        XCTAssertEqual(String(localized: plain), "Untitled")
+        let stops = 4
+        let counted: LocalizedStringResource = "\(stops) stops"
+        XCTAssertEqual(counted.key, "%lld stops")
+        XCTAssertEqual(String(localized: counted), "4 stops")
+        let keyed = LocalizedStringResource("trip.title", defaultValue: "Trip", table: "Trips", comment: "a heading")
+        XCTAssertEqual(keyed.key, "trip.title")
+        XCTAssertEqual(keyed.table, "Trips")
+        XCTAssertEqual(String(localized: keyed), "Trip", "no table has the key: the default value")
+        XCTAssertEqual(String(localized: "trip.title", defaultValue: "Trip \(stops)"), "Trip 4")
+        // As model code uses them: an enum's titles, and a model's
+        // computed property.
+        XCTAssertEqual(TripStatus.allCases.map { String(localized: $0.title) }, ["Planned", "Under way"])
+        let decoded = try JSONDecoder().decode(
+            LocalizedStringResource.self, from: JSONEncoder().encode(counted))
+        XCTAssertEqual(decoded, counted)
+        XCTAssertEqual(String(localized: decoded), "4 stops")
+    }
+
     func testAutoreleasepoolRunsItsBodyAndRethrows() throws {
         let imported = autoreleasepool { (1...3).reduce(0, +) }
         XCTAssertEqual(imported, 6)
@@ -90,5 +112,19 @@ nonisolated final class FoundationGapTests: FidelityTestCase {
         XCTAssertEqual(
             try context.fetch(FetchDescriptor(predicate: favorite, sortBy: [SortDescriptor(\.name)])).map(\.name),
             ["Salad", "Soup"])
+    }
+}
+
+/// A status whose titles are strings to localize, as apps declare them
+/// beside their models.
+nonisolated enum TripStatus: String, Codable, CaseIterable {
+    case planned
+    case underWay
+
+    var title: LocalizedStringResource {
+        switch self {
+        case .planned: "Planned"
+        case .underWay: LocalizedStringResource("status.underWay", defaultValue: "Under way")
+        }
     }
 }

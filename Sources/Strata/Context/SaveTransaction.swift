@@ -279,6 +279,9 @@ struct SaveTransaction {
         var writer = _RecordWriter()
         writer.externalTrees = entity.externalTrees
         model._strataWrite(to: &writer)
+        if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
+            throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
+        }
         var bytes = writer.bytes
         // A change to none of a group's fields leaves its key as stored
         // (the fields it did not change keep their stored values): only

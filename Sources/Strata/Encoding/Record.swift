@@ -32,6 +32,10 @@ public struct _RecordWriter {
     /// The external values to store (nil: remove), by tree. A field whose
     /// value was never loaded is unchanged and absent here.
     var externals: [(tree: String, value: Data?)] = []
+    /// Fields whose value could not be written (a `.transformable(by:)`
+    /// transformer that failed), with why: the save throws instead of
+    /// writing the record.
+    var failures: [Int: SwiftDataError] = [:]
 
     init() {
         bytes = [RecordFormat.version]

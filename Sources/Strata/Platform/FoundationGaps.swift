@@ -2,7 +2,8 @@ import Foundation
 
 // Foundation API that SwiftData code calls around its models and that
 // Foundation on Linux lacks: the standard directory URLs (where apps put
-// their store), `String(localized:)` in model code and `autoreleasepool`
+// their store), `String(localized:)` and `LocalizedStringResource` in model
+// code and `autoreleasepool`
 // around batch imports. Declared only where Foundation has none of them
 // (not on Apple platforms), with Foundation's names and meanings, so the
 // same source compiles everywhere. `localizedStandardContains`,
@@ -62,7 +63,7 @@ import Foundation
         /// interpolated value, as Apple's `String.LocalizationValue`
         /// writes keys: `%@` for text and objects, `%lld` for integers,
         /// `%lf` for floating-point numbers) and the values.
-        public struct LocalizationValue: Equatable, Sendable, ExpressibleByStringInterpolation {
+        public struct LocalizationValue: Hashable, Codable, Sendable, ExpressibleByStringInterpolation {
             /// The key a strings table looks the string up by.
             public let key: String
             /// The string with every value in place, used when no table has
@@ -144,12 +145,29 @@ import Foundation
             localized keyAndValue: LocalizationValue, table: String? = nil, bundle: Bundle? = nil,
             locale: Locale = .current, comment: StaticString? = nil
         ) {
-            let found = (bundle ?? .main).localizedString(forKey: keyAndValue.key, value: nil, table: table)
-            guard found != keyAndValue.key else {
-                self = keyAndValue.defaultValue
-                return
-            }
-            self = Self.fill(found, with: keyAndValue.arguments)
+            self = Self.lookUp(keyAndValue.key, value: keyAndValue, table: table, bundle: bundle ?? .main)
+        }
+
+        /// The localized string for `key` from `table` of `bundle`, with the
+        /// values of `defaultValue` in place; `defaultValue` itself when no
+        /// table has the key.
+        public init(
+            localized key: StaticString, defaultValue: LocalizationValue, table: String? = nil,
+            bundle: Bundle? = nil, locale: Locale = .current, comment: StaticString? = nil
+        ) {
+            self = Self.lookUp("\(key)", value: defaultValue, table: table, bundle: bundle ?? .main)
+        }
+
+        /// The localized string `resource` describes: from its table and
+        /// bundle, or its default value when they have no string for its key.
+        public init(localized resource: LocalizedStringResource) {
+            self = Self.lookUp(resource.key, value: resource.defaultValue, table: resource.table, bundle: resource.bundle.bundle)
+        }
+
+        private static func lookUp(_ key: String, value: LocalizationValue, table: String?, bundle: Bundle) -> String {
+            let found = bundle.localizedString(forKey: key, value: nil, table: table)
+            guard found != key else { return value.defaultValue }
+            return fill(found, with: value.arguments)
         }
 
         /// `format` with its `%@`, `%lld` and `%lf` specifiers (and
@@ -185,5 +203,91 @@ import Foundation
             }
             return result + rest
         }
+    }
+
+    /// A string to localize later, with where to look it up: its key, the
+    /// value to use when no table has the key, the table, the locale and
+    /// the bundle, as Foundation's `LocalizedStringResource` on Apple
+    /// platforms. ``String/init(localized:)-(LocalizedStringResource)``
+    /// turns it into text.
+    public struct LocalizedStringResource: Hashable, Codable, Sendable, ExpressibleByStringInterpolation {
+        /// Where a resource's strings table is.
+        public enum BundleDescription: Hashable, Codable, Sendable {
+            /// The program's main bundle.
+            case main
+            /// The bundle at a URL.
+            case atURL(URL)
+
+            /// The bundle that holds `aClass`.
+            public static func forClass(_ aClass: AnyClass) -> BundleDescription {
+                .atURL(Bundle(for: aClass).bundleURL)
+            }
+
+            var bundle: Bundle {
+                switch self {
+                case .main: .main
+                case .atURL(let url): Bundle(url: url) ?? .main
+                }
+            }
+        }
+
+        /// The key the strings table is searched for.
+        public var key: String
+        /// The text (with its values) when no table has the key.
+        public var defaultValue: String.LocalizationValue
+        /// The strings table; nil for `Localizable`.
+        public var table: String?
+        /// The locale to localize for.
+        public var locale: Locale
+        /// The bundle that holds the table.
+        public var bundle: BundleDescription
+
+        /// A resource whose key and default value are `keyAndValue`.
+        public init(
+            _ keyAndValue: String.LocalizationValue, table: String? = nil, locale: Locale = .current,
+            bundle: BundleDescription = .main, comment: StaticString? = nil
+        ) {
+            self.init(keyAndValue.key, defaultValue: keyAndValue, table: table, locale: locale, bundle: bundle)
+        }
+
+        /// A resource with its own key and a default value.
+        public init(
+            _ key: StaticString, defaultValue: String.LocalizationValue, table: String? = nil,
+            locale: Locale = .current, bundle: BundleDescription = .main, comment: StaticString? = nil
+        ) {
+            self.init("\(key)", defaultValue: defaultValue, table: table, locale: locale, bundle: bundle)
+        }
+
+        private init(
+            _ key: String, defaultValue: String.LocalizationValue, table: String?, locale: Locale,
+            bundle: BundleDescription
+        ) {
+            self.key = key
+            self.defaultValue = defaultValue
+            self.table = table
+            self.locale = locale
+            self.bundle = bundle
+        }
+
+        /// A resource whose key and default value are `value`.
+        public init(stringLiteral value: String) {
+            self.init(String.LocalizationValue(stringLiteral: value))
+        }
+
+        /// A resource built from a literal with interpolations.
+        public init(stringInterpolation: String.LocalizationValue.StringInterpolation) {
+            self.init(String.LocalizationValue(stringInterpolation: stringInterpolation))
+        }
+    }
+
+    /// A type that can describe itself as a ``LocalizedStringResource``.
+    public protocol CustomLocalizedStringResourceConvertible {
+        /// The value as a string to localize.
+        var localizedStringResource: LocalizedStringResource { get }
+    }
+
+    extension LocalizedStringResource: CustomLocalizedStringResourceConvertible {
+        /// The resource itself.
+        public var localizedStringResource: LocalizedStringResource { self }
     }
 #endif

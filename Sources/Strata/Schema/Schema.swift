@@ -377,13 +377,20 @@ extension Schema {
             case spotlight
             /// Accepted for source compatibility; no effect (no CloudKit).
             case allowsCloudEncryption
-            /// Accepted for source compatibility; the value is stored with
-            /// its Codable or raw representation.
+            /// The value is stored as the `Data` the `ValueTransformer`
+            /// registered under this name makes of it, and read back through
+            /// its reverse transformation; its type need not be Codable.
             case transformable(by: String)
 
-            /// `transformable(by:)` naming a transformer type; accepted for
-            /// source compatibility, like the other form.
-            public static func transformable(by type: Any.Type) -> Option { .transformable(by: "\(type)") }
+            /// The value is stored through an instance of `transformerType`
+            /// (or the transformer registered under the type's qualified
+            /// name, `Module.Type`, as Core Data names a Swift class), as
+            /// the other form.
+            public static func transformable(by transformerType: ValueTransformer.Type) -> Option {
+                let name = String(reflecting: transformerType)
+                TransformerRegistry.register(transformerType, as: name)
+                return .transformable(by: name)
+            }
         }
 
         /// The options given to `@Attribute`.

@@ -1,0 +1,1 @@
+../FidelityTests/TransformableTests.swift
