@@ -24,6 +24,8 @@ extension SeededRandom {
             seed = UInt64.random(in: 0...UInt64.max)
         }
         print("\(label): seed \(seed) (replay with \(name)=\(seed))")
+        // Out now: a test that traps loses what stdout still buffers.
+        fflush(nil)
         return seed
     }
 }

@@ -57,6 +57,16 @@ final class CatalogMigrationTests: StoreTestCase {
         }
     }
 
+    /// Storage lines from a damaged catalog, cut short: refused, never a
+    /// trap (the object fuzzer found `read` with two words after it).
+    func testStorageLinesCutShortAreRefused() {
+        for line in ["storage items read r.Item.x", "storage items joined j.Item.x", "storage items read"] {
+            XCTAssertNil(StoredStorage(line), line)
+        }
+        XCTAssertEqual(StoredStorage("storage items read from r.Item.items")?.tree, "r.Item.items")
+        XCTAssertEqual(StoredStorage("storage items joined in j.Item.items and m.Item.items")?.tree, "j.Item.items")
+    }
+
     func testRenameAddedDefaultNonOptionalAndIndexLeaveRecordsAsTheyWere() throws {
         try makeV1(300)
         let before = try records(try open([CatalogV1.Item.self]))

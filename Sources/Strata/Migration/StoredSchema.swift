@@ -246,12 +246,14 @@ struct StoredStorage {
         guard words.count >= 4 else { return nil }
         property = words[1]
         let rest = Array(words[2...])
+        // The line comes from the store's catalog: a damaged one may be
+        // cut short anywhere, so each form's words are counted first.
         switch rest.first {
         case "to-one": (kind, tree) = (.toOne, rest[rest.count - 1])
-        case "joined": (kind, tree) = (.join, rest[2])
+        case "joined" where rest.count >= 3: (kind, tree) = (.join, rest[2])
         case "in": (kind, tree) = (.external, rest[1])
         case "read" where rest.count > 3: (kind, tree) = (.mirror, rest[2].hasSuffix(",") ? String(rest[2].dropLast()) : rest[2])
-        case "read": (kind, tree) = (.viaInverse, rest[2])
+        case "read" where rest.count == 3: (kind, tree) = (.viaInverse, rest[2])
         default: return nil
         }
     }
