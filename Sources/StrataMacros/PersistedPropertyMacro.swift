@@ -8,7 +8,8 @@ import SwiftSyntaxMacros
 /// The property becomes computed over a private stored peer `_name` of the
 /// same type. The `init` accessor lets the class's own initializers (and the
 /// property's default value) assign it before the object is complete; `get`
-/// registers observation and resolves a not-yet-loaded relationship; `set`
+/// registers observation and resolves a not-yet-loaded relationship (or an
+/// attribute a fetch's `propertiesToFetch` left out); `set`
 /// notifies observers and tells the model's state that field `n` changed.
 public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     /// The property's `init`, `get` and `set` accessors over its stored peer,
@@ -34,6 +35,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             get {
                 _strataState.access(self, keyPath: \\.\(raw: name))
                 if _strataState.hasFaults {
+                    _strataState.loadIfUnloaded(self, field: \(raw: field))
                     _strataState.resolve(&_\(raw: name), field: \(raw: field))
                 }
                 return _\(raw: name)
@@ -82,6 +84,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     /// cannot call a setter that default main-actor isolation isolates.
     static func setterBody(name: String, field: Int, newValue: String) -> String {
         """
+        if _strataState.hasFaults { _strataState.loadIfUnloaded(self, field: \(field)) }
         let _old = _strataState.willSet(&self._\(name), field: \(field))
         _strataState.registerUndo(self, keyPath: \\.\(name), old: self._\(name))
         _strataState.withMutation(of: self, keyPath: \\.\(name)) {

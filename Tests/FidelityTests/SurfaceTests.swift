@@ -245,4 +245,42 @@ nonisolated final class FetchKeyPathTests: FidelityTestCase {
         }
         XCTAssertEqual(try context.fetchCount(FetchDescriptor<Recipe>()), 1, "the store is unchanged")
     }
+
+    func testAPartialFetchReadsAndWritesLikeAWholeOne() throws {
+        let container = try container(Recipe.self, Ingredient.self)
+        let setup = ModelContext(container)
+        let soup = Recipe(name: "Soup")
+        soup.summary = "Hot"
+        soup.servings = 4
+        soup.tags = ["winter"]
+        setup.insert(soup)
+        soup.ingredients.append(Ingredient(name: "Leek"))
+        let bread = Recipe(name: "Bread")
+        bread.summary = "Loaf"
+        setup.insert(bread)
+        try setup.save()
+
+        let context = ModelContext(container)
+        context.undoManager = UndoManager()
+        var descriptor = FetchDescriptor<Recipe>(sortBy: [SortDescriptor(\.name)])
+        descriptor.propertiesToFetch = [\.name]
+        descriptor.relationshipKeyPathsForPrefetching = [\.ingredients]
+        let recipes = try context.fetch(descriptor)
+        XCTAssertEqual(recipes.map(\.name), ["Bread", "Soup"])
+        let fetched = recipes[1]
+        XCTAssertEqual(fetched.summary, "Hot")
+        XCTAssertEqual(fetched.servings, 4)
+        XCTAssertEqual(fetched.tags, ["winter"])
+        XCTAssertEqual(fetched.ingredients.map(\.name), ["Leek"])
+        // A write to an attribute never read, undone: the old value comes back.
+        recipes[0].summary = "Crusty"
+        context.undoManager?.undo()
+        XCTAssertEqual(recipes[0].summary, "Loaf")
+        recipes[0].servings = 8
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Recipe>(sortBy: [SortDescriptor(\.name)]))
+        XCTAssertEqual(stored.map(\.servings), [8, 4])
+        XCTAssertEqual(stored.map(\.summary), ["Loaf", "Hot"])
+        XCTAssertEqual(stored.map(\.name), ["Bread", "Soup"])
+    }
 }

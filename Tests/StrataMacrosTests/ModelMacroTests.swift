@@ -41,11 +41,15 @@ final class ModelMacroTests: XCTestCase {
                         get {
                             _strataState.access(self, keyPath: \\.title)
                             if _strataState.hasFaults {
+                                _strataState.loadIfUnloaded(self, field: 0)
                                 _strataState.resolve(&_title, field: 0)
                             }
                             return _title
                         }
                         set {
+                            if _strataState.hasFaults {
+                                _strataState.loadIfUnloaded(self, field: 0)
+                            }
                             let _old = _strataState.willSet(&self._title, field: 0)
                             _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
                             _strataState.withMutation(of: self, keyPath: \\.title) {
@@ -65,11 +69,15 @@ final class ModelMacroTests: XCTestCase {
                         get {
                             _strataState.access(self, keyPath: \\.count)
                             if _strataState.hasFaults {
+                                _strataState.loadIfUnloaded(self, field: 1)
                                 _strataState.resolve(&_count, field: 1)
                             }
                             return _count
                         }
                         set {
+                            if _strataState.hasFaults {
+                                _strataState.loadIfUnloaded(self, field: 1)
+                            }
                             let _old = _strataState.willSet(&self._count, field: 1)
                             _strataState.registerUndo(self, keyPath: \\.count, old: self._count)
                             _strataState.withMutation(of: self, keyPath: \\.count) {
@@ -137,6 +145,9 @@ final class ModelMacroTests: XCTestCase {
                         switch field {
                         case 0:
                             let __value = Strata._relationshipValue(value, like: self._title)
+                            if _strataState.hasFaults {
+                                _strataState.loadIfUnloaded(self, field: 0)
+                            }
                             let _old = _strataState.willSet(&self._title, field: 0)
                             _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
                             _strataState.withMutation(of: self, keyPath: \\.title) {
@@ -146,6 +157,9 @@ final class ModelMacroTests: XCTestCase {
                             _strataState.didSet(self, field: 0, old: _old, new: __value)
                         case 1:
                             let __value = Strata._relationshipValue(value, like: self._count)
+                            if _strataState.hasFaults {
+                                _strataState.loadIfUnloaded(self, field: 1)
+                            }
                             let _old = _strataState.willSet(&self._count, field: 1)
                             _strataState.registerUndo(self, keyPath: \\.count, old: self._count)
                             _strataState.withMutation(of: self, keyPath: \\.count) {

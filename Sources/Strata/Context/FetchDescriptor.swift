@@ -20,12 +20,15 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     public var includePendingChanges = true
     /// The attributes to load; each must be a stored attribute of `T`
     /// (otherwise the fetch throws ``SwiftDataError/unsupportedKeyPath``).
-    /// Strata loads whole records all the same.
+    /// When it is not empty, ``ModelContext/fetch(_:)`` leaves the other
+    /// attributes out; they load together on the first read or write of
+    /// one of them, from the store as it is then.
     public var propertiesToFetch: [PartialKeyPath<T>] = []
     /// The relationships to load with the models; each must be a
     /// relationship of `T` (otherwise the fetch throws
-    /// ``SwiftDataError/unsupportedKeyPath``). Relationships load on first
-    /// access all the same.
+    /// ``SwiftDataError/unsupportedKeyPath``). Their targets are read in
+    /// the fetch's read transaction and registered in the context, so
+    /// reading the relationship later reads no records.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     /// A descriptor that fetches the models of type `T` that match `predicate`

@@ -546,9 +546,9 @@ public final class ModelContext: _RelatedModelLoader {
     ///
     /// - Precondition: `entity` is the entity of `T`.
     func materialize<T: PersistentModel>(
-        _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer
+        _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: _FieldSet? = nil
     ) throws -> T {
-        unsafeDowncast(try materialize(entity: entity, row: row, bytes: bytes), to: T.self)
+        unsafeDowncast(try materialize(entity: entity, row: row, bytes: bytes, skipping: skipping), to: T.self)
     }
 
     /// Builds the model of `row` from its record and registers it. `bytes`
@@ -558,9 +558,19 @@ public final class ModelContext: _RelatedModelLoader {
     /// parameter: hot loops in generic code from another module (a fetch
     /// of the caller's model type) then avoid a runtime metadata lookup per
     /// row.
-    func materialize(entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer) throws -> any PersistentModel {
+    ///
+    /// The attributes in `skipping` (a fetch's `propertiesToFetch` left
+    /// them out) are not decoded when their type has a placeholder: they
+    /// load on first access.
+    func materialize(
+        entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: _FieldSet? = nil
+    ) throws -> any PersistentModel {
         var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
         if entity.hasRequiredToOne { reader.loader = self }
+        if let skipping {
+            reader.isPartial = true
+            reader.skipping = skipping
+        }
         let model = try entity.type.init(_strataReader: &reader)
         let state = model._strataState
         Self.pointToManyAtTrees(state, entity: entity, row: row)
@@ -585,6 +595,15 @@ public final class ModelContext: _RelatedModelLoader {
         if entity.relationshipStorage.isEmpty { return }
         for (field, storage) in entity.relationshipStorage where only?.contains(field) != false {
             if let tree = storage.readTree { state.setDerivedFault(field: field, tree: tree, row: row) }
+        }
+    }
+
+    /// The record of `row` of `entity` as this context reads the store
+    /// now (through its pinned snapshot while a migration stage runs).
+    func storedRecord(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
+        if let snapshot { return try snapshot.record(entity, row: row) }
+        return try store.read { tx in
+            try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
     }
 

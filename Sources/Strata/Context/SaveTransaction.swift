@@ -276,6 +276,9 @@ struct SaveTransaction {
                 "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
                     + "roll the changes back or delete the model")
         }
+        // Attributes a partial fetch left out hold placeholders: load them
+        // from the stored record first, so keys and records see real values.
+        if state.mayHaveUnloaded, let old { try state.loadUnloaded(model, entity: entity, from: old) }
         var writer = _RecordWriter()
         writer.externalTrees = entity.externalTrees
         model._strataWrite(to: &writer)

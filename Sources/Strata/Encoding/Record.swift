@@ -226,6 +226,14 @@ public struct _RecordReader {
     /// Loads the target of a non-optional to-one relationship, which a
     /// model cannot be made without; nil where no store is at hand.
     var loader: (any _RelatedModelLoader)?
+    /// True when ``skipping`` names fields to leave out (a fetch with
+    /// `propertiesToFetch`); tested first so full reads pay one branch.
+    @usableFromInline var isPartial = false
+    /// Attributes not to decode: an attribute among them whose type has a
+    /// placeholder (a record primitive, or any optional) reads as it and is
+    /// marked unloaded on the model. Optional, so that a whole read (a
+    /// reader per row of a scan) makes and drops no array reference.
+    var skipping: _FieldSet?
 
     /// Inlined, and taking `entity` borrowed: a scan makes a reader for
     /// every row, and an owned argument cost a retain and a release each.
@@ -534,8 +542,17 @@ public struct _RecordReader {
     /// attribute, and otherwise throws `corruptRecord`. Called by code the
     /// `@Model` macro generates; not meant to be called directly.
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        if _slowPath(isPartial), let value = T._placeholder, leavesOut(field, state) { return value }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try T._decode(slot, from: &self, field: field)
+    }
+
+    /// Whether attribute `field` is left out of this read; if so the model's
+    /// state marks it unloaded.
+    @usableFromInline func leavesOut(_ field: Int, _ state: _ModelState) -> Bool {
+        guard skipping?.contains(field) == true else { return false }
+        state.setUnloaded(field: field)
+        return true
     }
 
     /// A non-optional attribute's value is absent: damage, or an attribute
@@ -583,6 +600,7 @@ public struct _RecordReader {
     /// nil. Called by code the `@Model` macro generates; not meant to be called
     /// directly.
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        if _slowPath(isPartial), leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try T._decode(slot, from: &self, field: field)
     }
@@ -625,6 +643,7 @@ public struct _RecordReader {
     /// when the field is missing or nil. Called by code the `@Model` macro
     /// generates; not meant to be called directly.
     public mutating func decode<T: Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
+        if isPartial, leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try decodeCodable(T.self, slot, field: field)
     }
@@ -647,6 +666,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return Data()
         }
+        if isPartial, leavesOut(field, state) { return Data() }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try Data._decode(slot, from: &self, field: field)
     }
@@ -660,6 +680,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return nil
         }
+        if isPartial, leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try Data._decode(slot, from: &self, field: field)
     }

@@ -99,9 +99,7 @@ extension _RecordReader {
     public mutating func decode<T>(
         _ type: T.Type, field: Int, transformedBy option: Schema.Attribute.Option, state: _ModelState
     ) throws -> T {
-        guard let value = try decode(T?.self, field: field, transformedBy: option, state: state) else {
-            throw missing(field)
-        }
+        guard let value = try transformed(T.self, field: field, by: option) else { throw missing(field) }
         return value
     }
 
@@ -110,6 +108,13 @@ extension _RecordReader {
     public mutating func decode<T>(
         _ type: T?.Type, field: Int, transformedBy option: Schema.Attribute.Option, state: _ModelState
     ) throws -> T? {
+        if isPartial, leavesOut(field, state) { return nil }
+        return try transformed(T.self, field: field, by: option)
+    }
+
+    /// The value of `field` through the transformer `option` names: nil
+    /// when the field is missing or nil.
+    private mutating func transformed<T>(_ type: T.Type, field: Int, by option: Schema.Attribute.Option) throws -> T? {
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         let data = Data(try payloadBytes(slot, field: field))
         let transformer = try TransformerRegistry.transformer(for: option)

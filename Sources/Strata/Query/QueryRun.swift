@@ -27,6 +27,9 @@ final class QueryRun<T: PersistentModel> {
     /// For a scan in row order: start after this row (enumerate resumes
     /// each batch where the previous one ended).
     @exclusivity(unchecked) var resumeAfter: Int64?
+    /// The attributes `propertiesToFetch` leaves out of the models built
+    /// (they load on first access); nil for whole models.
+    @exclusivity(unchecked) private var skipping: _FieldSet?
 
     /// Takes the rows to skip from an earlier run of the same fetch.
     func exclude(_ rows: RowSet, _ any: Bool) {
@@ -68,6 +71,33 @@ final class QueryRun<T: PersistentModel> {
             (plan.order, plan.access) = (order, access)
         }
         if descriptor.includePendingChanges { noteExcludedRows() }
+        if !descriptor.propertiesToFetch.isEmpty && isExact && !plan.needsModel {
+            skipping = Self.leftOut(by: descriptor, entity: entity)
+        }
+    }
+
+    /// The attributes a fetch of `descriptor` need not decode: those not
+    /// named in `propertiesToFetch` or `sortBy` (an in-memory sort reads
+    /// them), whose type has a placeholder to hold until they load (a
+    /// record primitive, or an optional), and that a later read can load
+    /// (not a `let`, not ephemeral, not external storage, which loads
+    /// lazily anyway).
+    static func leftOut(by descriptor: FetchDescriptor<T>, entity: Schema.Entity) -> _FieldSet? {
+        var named = Set<AnyKeyPath>(descriptor.propertiesToFetch.map { $0 as AnyKeyPath })
+        for sort in descriptor.sortBy {
+            if let path = sort.keyPath { named.insert(path as AnyKeyPath) }
+        }
+        var fields = _FieldSet()
+        for attribute in entity.attributes
+        where !named.contains(attribute.keypath)
+            && (attribute.isOptional || attribute.valueType is any _RecordPrimitive.Type)
+            && attribute.keypath is any _WritableKeyPathMarker
+            && !attribute.options.contains(.ephemeral)
+            && entity.externalTrees[attribute.field] == nil
+        {
+            fields.insert(attribute.field)
+        }
+        return fields.isEmpty ? nil : fields
     }
 
     // MARK: Pending changes
@@ -200,7 +230,7 @@ final class QueryRun<T: PersistentModel> {
     /// The registered model of `row`, or one built from its record.
     func model(row: Int64, record: UnsafeRawBufferPointer) throws -> T {
         if let existing = context.registered(entity, row: row) as? T { return existing }
-        return try context.materialize(T.self, entity: entity, row: row, bytes: record)
+        return try context.materialize(T.self, entity: entity, row: row, bytes: record, skipping: skipping)
     }
 
     /// The model of `row`, read from the store if it is not registered.
@@ -208,7 +238,7 @@ final class QueryRun<T: PersistentModel> {
         if let existing = context.registered(entity, row: row) as? T { return existing }
         guard let tree = try snapshot.tree(entity.recordTree) else { return nil }
         return try snapshot.tx.withValue(for: RowKey.encode(row), in: tree) { bytes in
-            try context.materialize(T.self, entity: entity, row: row, bytes: bytes)
+            try context.materialize(T.self, entity: entity, row: row, bytes: bytes, skipping: skipping)
         }
     }
 
@@ -402,7 +432,7 @@ final class QueryRun<T: PersistentModel> {
                         if materialize {
                             found.append(
                                 try context.registered(entity, row: row)
-                                    ?? context.materialize(entity: entity, row: row, bytes: record))
+                                    ?? context.materialize(entity: entity, row: row, bytes: record, skipping: skipping))
                         }
                     }
                     return wanted.map { seen < $0 } ?? true
@@ -474,7 +504,43 @@ final class QueryRun<T: PersistentModel> {
             models = Array(all[start..<end])
             rows = models.map { $0._strataState.rowID }
         }
+        if materialize { try prefetch(models) }
         return (rows, models)
+    }
+
+    // MARK: Prefetching
+
+    /// Loads the targets of the relationships `relationshipKeyPathsForPrefetching`
+    /// names, for every model in `models`, in this run's read transaction:
+    /// they are registered in the context, so reading the relationship
+    /// later reads no records. The relationships themselves stay faults
+    /// (a to-many still reads its current list of rows on first access).
+    private func prefetch(_ models: [T]) throws {
+        let paths = descriptor.relationshipKeyPathsForPrefetching
+        guard !paths.isEmpty, !models.isEmpty else { return }
+        let schema = context.container.schema
+        for path in paths {
+            guard let relationship = entity.relationships.first(where: { $0.keypath == path as AnyKeyPath }),
+                let type = relationship.destinationType, let target = schema.entity(forType: type),
+                let records = try snapshot.tree(target.recordTree)
+            else { continue }
+            let field = relationship.field
+            for model in models {
+                let state = model._strataState
+                guard state.status == .saved, let fault = state.faults[field] else { continue }
+                let rows: [Int64]
+                switch fault {
+                case .rows(let listed): rows = listed
+                case .derived(let tree, let row): rows = try snapshot.pairs(tree, of: row)
+                case .external, .unloaded: continue
+                }
+                for row in rows where context.registered(target, row: row) == nil {
+                    _ = try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { bytes in
+                        try context.materialize(entity: target, row: row, bytes: bytes)
+                    }
+                }
+            }
+        }
     }
 
     private func keysOrder() -> QueryPlan.Order {

@@ -264,6 +264,9 @@ public final class _ModelState {
         case derived(tree: String, row: Int64)
         /// `.externalStorage` data, in `tree` under the row id.
         case external(tree: String, row: Int64)
+        /// An attribute a fetch with `propertiesToFetch` left out: it holds
+        /// its type's placeholder until the record is read again.
+        case unloaded
     }
 
     /// Relationships not loaded yet, by field number.
@@ -367,6 +370,73 @@ public final class _ModelState {
     func clearFaults() {
         faults = [:]
         hasFaults = false
+        mayHaveUnloaded = false
+    }
+
+    /// True once a fetch left out an attribute; stays true (checked and
+    /// cleared by ``loadUnloaded(_:field:)``) until the model is loaded.
+    @exclusivity(unchecked) @usableFromInline var mayHaveUnloaded = false
+
+    /// Marks attribute `field` as left out by a partial fetch: it holds a
+    /// placeholder until first read or written.
+    @usableFromInline func setUnloaded(field: Int) {
+        faults[field] = .unloaded
+        hasFaults = true
+        mayHaveUnloaded = true
+    }
+
+    /// The attributes a partial fetch left out, still unloaded.
+    var unloadedFields: _FieldSet {
+        var fields = _FieldSet()
+        for (field, fault) in faults {
+            if case .unloaded = fault { fields.insert(field) }
+        }
+        return fields
+    }
+
+    /// Called by generated getters and setters of a model with faults: when
+    /// attribute `field` was left out by a fetch's `propertiesToFetch`,
+    /// reads the model's record and loads every attribute left out. Not
+    /// meant to be called directly.
+    @inlinable public func loadIfUnloaded<M: PersistentModel>(_ model: M, field: Int) {
+        if mayHaveUnloaded { loadUnloaded(model, field: field) }
+    }
+
+    /// Loads the attributes left out of `model`, when `field` is one of
+    /// them, from the record as the model's context reads it now. When the
+    /// record cannot be read (deleted since, damaged, no context) the
+    /// attributes keep their placeholders and stay unloaded, so the next
+    /// read tries again.
+    @usableFromInline func loadUnloaded(_ model: any PersistentModel, field: Int) {
+        guard case .unloaded? = faults[field] else {
+            if !faults.values.contains(where: { if case .unloaded = $0 { true } else { false } }) {
+                mayHaveUnloaded = false
+            }
+            return
+        }
+        guard let context = link?.loadingContext,
+            let entity = context.container.schema.entity(forType: type(of: model)),
+            let bytes = try? context.storedRecord(entity, row: rowID)
+        else { return }
+        try? loadUnloaded(model, entity: entity, from: bytes)
+    }
+
+    /// Loads the attributes left out of `model` from `bytes`, its record.
+    func loadUnloaded(_ model: any PersistentModel, entity: Schema.Entity, from bytes: [UInt8]) throws {
+        let fields = unloadedFields
+        mayHaveUnloaded = false
+        guard !fields.isEmpty else { return }
+        let saved = faults
+        dropFaults(fields)
+        do {
+            try _RecordReader.withReader(bytes, entity: entity, row: rowID) { reader in
+                try model._strataLoad(from: &reader, fields: fields)
+            }
+        } catch {
+            restoreFaults(saved)
+            mayHaveUnloaded = true
+            throw error
+        }
     }
 
     /// Puts back faults saved before a load that failed.
@@ -479,8 +549,8 @@ public final class _ModelState {
                 return
             }
             rows = stored
-        case .external:
-            return  // only Data attributes are stored outside their record
+        case .external, .unloaded:
+            return  // only attributes are stored outside their record or left out
         }
         var loaded: [T] = []
         var complete = true

@@ -1,0 +1,120 @@
+import Foundation
+import StrataTesting
+import XCTest
+
+@testable import Strata
+
+/// `propertiesToFetch` decodes only the named attributes (the rest load on
+/// first access, from the record as the store holds it then), and
+/// `relationshipKeyPathsForPrefetching` loads the named relationships'
+/// targets in the fetch's read transaction.
+final class PartialFetchTests: StoreTestCase {
+    private func stocked() throws -> ModelContainer {
+        let container = try container(for: [Gadget.self, Maker.self, Part.self])
+        let context = ModelContext(container)
+        let maker = Maker(name: "Acme", country: "NZ")
+        context.insert(maker)
+        for uid in 1...4 {
+            let gadget = Gadget(uid: uid, score: uid * 10, name: "g\(uid)", rating: 1.5, flag: true, category: .active)
+            gadget.note = "note \(uid)"
+            gadget.size = uid
+            gadget.maker = maker
+            context.insert(gadget)
+            for index in 0..<3 {
+                let part = Part(label: "p\(uid).\(index)", weight: index)
+                context.insert(part)
+                part.gadget = gadget
+            }
+        }
+        try context.save()
+        return container
+    }
+
+    private func nameOnly() -> FetchDescriptor<Gadget> {
+        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
+        descriptor.propertiesToFetch = [\.name]
+        return descriptor
+    }
+
+    func testOnlyTheNamedAttributesAreDecodedAndTheRestLoadOnFirstAccess() throws {
+        let container = try stocked()
+        let context = ModelContext(container)
+        let gadgets = try context.fetch(nameOnly())
+        XCTAssertEqual(gadgets.map(\.name), ["g1", "g2", "g3", "g4"])
+        let entity = try XCTUnwrap(container.schema.entity(forType: Gadget.self))
+        let field = { (name: String) in try XCTUnwrap(entity.propertiesByName[name]).field }
+        // uid is sorted on; category is a non-optional enum (no placeholder);
+        // optionals, Codable ones too, read as nil until loaded.
+        let expected: Set<Int> = try Set(["score", "rating", "flag", "note", "size", "address"].map(field))
+        let state = gadgets[1]._strataState
+        XCTAssertEqual(Set((0..<entity.properties.count).filter { state.unloadedFields.contains($0) }), expected)
+        XCTAssertEqual(state.unloadedFields.contains(try field("uid")), false)
+        // Another context changes the record: the first read loads it as
+        // the store holds it now; what was fetched stays as fetched.
+        let other = ModelContext(container)
+        let second = try XCTUnwrap(other.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.uid == 2 })).first)
+        second.name = "renamed"
+        second.note = "changed"
+        try other.save()
+        XCTAssertEqual(gadgets[1].name, "g2")
+        XCTAssertEqual(gadgets[1].note, "changed")
+        XCTAssertTrue(state.unloadedFields.isEmpty, "one read loads every attribute left out")
+        XCTAssertEqual(gadgets[1].score, 20)
+        XCTAssertEqual(gadgets[2].rating, 1.5)
+        XCTAssertEqual(gadgets[2].size, 3)
+        XCTAssertEqual(gadgets[3].flag, true)
+        XCTAssertFalse(context.hasChanges, "loading is not a change")
+    }
+
+    func testAChangedPartialModelSavesWithItsOtherValuesAndKeysIntact() throws {
+        let container = try stocked()
+        let context = ModelContext(container)
+        let gadgets = try context.fetch(nameOnly())
+        // Written without reading: the setter loads the rest first.
+        gadgets[0].rating = 9
+        // Not touched at all before the save.
+        gadgets[1].name = "second"
+        try context.save()
+        let check = ModelContext(container)
+        let stored = try check.fetch(FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)]))
+        XCTAssertEqual(stored.map(\.rating), [9, 1.5, 1.5, 1.5])
+        XCTAssertEqual(stored.map(\.name), ["g1", "second", "g3", "g4"])
+        XCTAssertEqual(stored.map(\.score), [10, 20, 30, 40])
+        XCTAssertEqual(stored.map(\.note), ["note 1", "note 2", "note 3", "note 4"])
+        // The indexes still find them by the values left out.
+        let byScore = try check.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.score == 20 }))
+        XCTAssertEqual(byScore.map(\.uid), [2])
+        let bySize = try check.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.size == 1 }))
+        XCTAssertEqual(bySize.map(\.uid), [1])
+    }
+
+    func testAPartialFetchNeedsNoRecordReadsForFilteredAttributes() throws {
+        let container = try stocked()
+        let context = ModelContext(container)
+        var descriptor = nameOnly()
+        descriptor.predicate = #Predicate { $0.score > 15 && $0.note != nil }
+        let gadgets = try context.fetch(descriptor)
+        XCTAssertEqual(gadgets.map(\.name), ["g2", "g3", "g4"])
+        XCTAssertEqual(gadgets.map(\.note), ["note 2", "note 3", "note 4"])
+    }
+
+    func testPrefetchedTargetsAreRegisteredByTheFetch() throws {
+        let container = try stocked()
+        let partEntity = try XCTUnwrap(container.schema.entity(forType: Part.self))
+        let makerEntity = try XCTUnwrap(container.schema.entity(forType: Maker.self))
+        let plain = ModelContext(container)
+        let unfetched = try plain.fetch(FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)]))
+        XCTAssertEqual(unfetched.count, 4)
+        XCTAssertEqual(plain.registry[partEntity.ordinal].count, 0, "without prefetching, parts load on access")
+
+        let context = ModelContext(container)
+        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
+        descriptor.relationshipKeyPathsForPrefetching = [\.parts, \.maker]
+        let gadgets = try context.fetch(descriptor)
+        XCTAssertEqual(context.registry[partEntity.ordinal].count, 12)
+        XCTAssertEqual(context.registry[makerEntity.ordinal].count, 1)
+        XCTAssertEqual(gadgets[0].parts.map(\.label).sorted(), ["p1.0", "p1.1", "p1.2"])
+        XCTAssertEqual(gadgets[3].maker?.name, "Acme")
+        XCTAssertTrue(gadgets[3].parts.allSatisfy { $0.gadget === gadgets[3] })
+    }
+}
