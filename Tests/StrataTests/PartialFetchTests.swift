@@ -47,8 +47,8 @@ final class PartialFetchTests: StoreTestCase {
         // optionals, Codable ones too, read as nil until loaded.
         let expected: Set<Int> = try Set(["score", "rating", "flag", "note", "size", "address"].map(field))
         let state = gadgets[1]._strataState
-        XCTAssertEqual(Set((0..<entity.properties.count).filter { state.unloadedFields.contains($0) }), expected)
-        XCTAssertEqual(state.unloadedFields.contains(try field("uid")), false)
+        XCTAssertEqual(Set((0..<entity.properties.count).filter { state.unloaded.contains($0) }), expected)
+        XCTAssertEqual(state.unloaded.contains(try field("uid")), false)
         // Another context changes the record: the first read loads it as
         // the store holds it now; what was fetched stays as fetched.
         let other = ModelContext(container)
@@ -58,7 +58,7 @@ final class PartialFetchTests: StoreTestCase {
         try other.save()
         XCTAssertEqual(gadgets[1].name, "g2")
         XCTAssertEqual(gadgets[1].note, "changed")
-        XCTAssertTrue(state.unloadedFields.isEmpty, "one read loads every attribute left out")
+        XCTAssertTrue(state.unloaded.isEmpty, "one read loads every attribute left out")
         XCTAssertEqual(gadgets[1].score, 20)
         XCTAssertEqual(gadgets[2].rating, 1.5)
         XCTAssertEqual(gadgets[2].size, 3)
@@ -113,6 +113,13 @@ final class PartialFetchTests: StoreTestCase {
         let gadgets = try context.fetch(descriptor)
         XCTAssertEqual(context.registry[partEntity.ordinal].count, 12)
         XCTAssertEqual(context.registry[makerEntity.ordinal].count, 1)
+        // The to-many's list of rows was read too: reading it reads nothing.
+        let partsField = try XCTUnwrap(container.schema.entity(forType: Gadget.self)?.propertiesByName["parts"]).field
+        guard case .rows(let listed)? = gadgets[0]._strataState.faults[partsField] else {
+            let fault = String(describing: gadgets[0]._strataState.faults[partsField])
+            return XCTFail("parts of a prefetched gadget are not listed: \(fault)")
+        }
+        XCTAssertEqual(listed.count, 3)
         XCTAssertEqual(gadgets[0].parts.map(\.label).sorted(), ["p1.0", "p1.1", "p1.2"])
         XCTAssertEqual(gadgets[3].maker?.name, "Acme")
         XCTAssertTrue(gadgets[3].parts.allSatisfy { $0.gadget === gadgets[3] })

@@ -8,7 +8,7 @@ import Strata
 // through GRDB's `upsert`) and foreign keys with ON DELETE CASCADE, in one
 // run on the same machine, synchronous FULL on both.
 //
-//     swift run -c release graph-bench [--count N] [--only upsert|cascade] [--rounds R]
+//     swift run -c release graph-bench [--count N] [--only upsert|cascade|prefetch] [--rounds R]
 //
 // Workloads:
 // - upsert: a store holds N/2 items; N items are upserted in one
@@ -19,6 +19,9 @@ import Strata
 //   `DELETE FROM owner`). Each delete is a single transaction on fresh
 //   stores, so the workload is repeated R times (default 5), each side on
 //   its own new stores, and the median of each side is reported.
+// - prefetch: the same graph read back, every owner's parts' weights, with
+//   and without `relationshipKeyPathsForPrefetching` (GRDB: owners, then
+//   their parts, the two queries of `including(all:)`).
 
 let count = countArgument(default: 100_000)
 /// `--only upsert|cascade` runs one workload (for profiling).
@@ -145,6 +148,91 @@ func sku(_ i: Int) -> String { "SKU-\(i)" }
     return (strataCascade, grdbCascade)
 }
 
+// MARK: Prefetching
+
+/// N/10 owners with 10 parts each, read back with every part's weight:
+/// Strata without and with `relationshipKeyPathsForPrefetching`, GRDB with
+/// the two queries `including(all:)` runs (owners, then their parts).
+/// Medians of `rounds` runs, each in a fresh context.
+@MainActor func prefetchWorkload() throws -> (plain: Double, prefetched: Double, grdb: Double) {
+    let owners = count / 10
+    let graphContainer = try ModelContainer(
+        for: Owner.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("prefetch.store")))
+    do {
+        let context = ModelContext(graphContainer)
+        for o in 0..<owners {
+            let owner = Owner(name: "owner \(o)")
+            owner.parts = (0..<10).map { Part(label: "part \(o)-\($0)", weight: Double($0)) }
+            context.insert(owner)
+        }
+        try context.save()
+    }
+    let graphPool = try durablePool(path: directory.appendingPathComponent("prefetch.sqlite").path)
+    try graphPool.write { db in
+        try db.create(table: "owner") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("name", .text).notNull()
+        }
+        try db.create(table: "part") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("label", .text).notNull()
+            t.column("weight", .double).notNull()
+            t.belongsTo("owner", onDelete: .cascade)
+        }
+        for o in 0..<owners {
+            try db.execute(sql: "INSERT INTO owner (name) VALUES (?)", arguments: ["owner \(o)"])
+            let ownerID = db.lastInsertedRowID
+            for p in 0..<10 {
+                try db.execute(
+                    sql: "INSERT INTO part (label, weight, ownerId) VALUES (?, ?, ?)",
+                    arguments: ["part \(o)-\(p)", Double(p), ownerID])
+            }
+        }
+    }
+    let expected = Double(owners * 45)
+    func strata(prefetch: Bool) throws -> Double {
+        var total = 0.0
+        let time = try seconds {
+            let context = ModelContext(graphContainer)
+            var descriptor = FetchDescriptor<Owner>()
+            if prefetch { descriptor.relationshipKeyPathsForPrefetching = [\.parts] }
+            total = try context.fetch(descriptor).reduce(0) { sum, owner in owner.parts.reduce(sum) { $0 + $1.weight } }
+        }
+        guard total == expected else {
+            print("MISMATCH: prefetch \(prefetch) read \(total), expected \(expected)")
+            exit(1)
+        }
+        return time
+    }
+    func grdb() throws -> Double {
+        var total = 0.0
+        let time = try seconds {
+            try graphPool.read { db in
+                let ids = try Int64.fetchAll(db, sql: "SELECT id FROM owner")
+                var weights: [Int64: [Double]] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT ownerId, weight FROM part ORDER BY ownerId") {
+                    weights[row["ownerId"], default: []].append(row["weight"])
+                }
+                total = ids.reduce(0) { sum, id in weights[id, default: []].reduce(sum, +) }
+            }
+        }
+        guard total == expected else {
+            print("MISMATCH: GRDB read \(total), expected \(expected)")
+            exit(1)
+        }
+        return time
+    }
+    var plain: [Double] = []
+    var prefetched: [Double] = []
+    var grdbTimes: [Double] = []
+    for _ in 0..<rounds {
+        plain.append(try strata(prefetch: false))
+        prefetched.append(try strata(prefetch: true))
+        grdbTimes.append(try grdb())
+    }
+    return (plain.sorted()[rounds / 2], prefetched.sorted()[rounds / 2], grdbTimes.sorted()[rounds / 2])
+}
+
 print("| workload | Strata | GRDB | ratio (GRDB time / Strata time) |")
 print("|---|---|---|---|")
 if only == nil || only == "upsert" {
@@ -156,4 +244,9 @@ if only == nil || only == "cascade" {
     let strata = runs.map(\.0).sorted()[rounds / 2]
     let grdb = runs.map(\.1).sorted()[rounds / 2]
     ratioRow("cascade delete \(count / 10) owners × 10 parts, one transaction (median of \(rounds))", strata, grdb)
+}
+if only == nil || only == "prefetch" {
+    let (plain, prefetched, grdb) = try prefetchWorkload()
+    ratioRow("read \(count / 10) owners × 10 parts, parts faulted one by one (median of \(rounds))", plain, grdb)
+    ratioRow("read \(count / 10) owners × 10 parts, relationshipKeyPathsForPrefetching (median of \(rounds))", prefetched, grdb)
 }

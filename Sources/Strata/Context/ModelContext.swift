@@ -546,7 +546,7 @@ public final class ModelContext: _RelatedModelLoader {
     ///
     /// - Precondition: `entity` is the entity of `T`.
     func materialize<T: PersistentModel>(
-        _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: _FieldSet? = nil
+        _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: UInt64 = 0
     ) throws -> T {
         unsafeDowncast(try materialize(entity: entity, row: row, bytes: bytes, skipping: skipping), to: T.self)
     }
@@ -559,15 +559,15 @@ public final class ModelContext: _RelatedModelLoader {
     /// of the caller's model type) then avoid a runtime metadata lookup per
     /// row.
     ///
-    /// The attributes in `skipping` (a fetch's `propertiesToFetch` left
-    /// them out) are not decoded when their type has a placeholder: they
+    /// The attributes whose bits are set in `skipping` (a fetch's
+    /// `propertiesToFetch` left them out) are not decoded when their type has a placeholder: they
     /// load on first access.
     func materialize(
-        entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: _FieldSet? = nil
+        entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: UInt64 = 0
     ) throws -> any PersistentModel {
         var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
         if entity.hasRequiredToOne { reader.loader = self }
-        if let skipping {
+        if skipping != 0 {
             reader.isPartial = true
             reader.skipping = skipping
         }

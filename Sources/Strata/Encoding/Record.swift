@@ -229,11 +229,13 @@ public struct _RecordReader {
     /// True when ``skipping`` names fields to leave out (a fetch with
     /// `propertiesToFetch`); tested first so full reads pay one branch.
     @usableFromInline var isPartial = false
-    /// Attributes not to decode: an attribute among them whose type has a
-    /// placeholder (a record primitive, or any optional) reads as it and is
-    /// marked unloaded on the model. Optional, so that a whole read (a
-    /// reader per row of a scan) makes and drops no array reference.
-    var skipping: _FieldSet?
+    /// Attributes not to decode, as bits of field numbers (partial fetches
+    /// leave out fields below 64 only): an attribute among them whose type
+    /// has a placeholder (a record primitive, or any optional) reads as it
+    /// and is marked unloaded on the model. A plain word: a reader is made
+    /// per row of a scan, and a set with an array cost a retain and a
+    /// release per row and per test.
+    var skipping: UInt64 = 0
 
     /// Inlined, and taking `entity` borrowed: a scan makes a reader for
     /// every row, and an owned argument cost a retain and a release each.
@@ -550,7 +552,7 @@ public struct _RecordReader {
     /// Whether attribute `field` is left out of this read; if so the model's
     /// state marks it unloaded.
     @usableFromInline func leavesOut(_ field: Int, _ state: _ModelState) -> Bool {
-        guard skipping?.contains(field) == true else { return false }
+        guard field >= 0, field < 64, skipping & (1 << UInt64(field)) != 0 else { return false }
         state.setUnloaded(field: field)
         return true
     }

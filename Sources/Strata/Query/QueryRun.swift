@@ -28,8 +28,9 @@ final class QueryRun<T: PersistentModel> {
     /// each batch where the previous one ended).
     @exclusivity(unchecked) var resumeAfter: Int64?
     /// The attributes `propertiesToFetch` leaves out of the models built
-    /// (they load on first access); nil for whole models.
-    @exclusivity(unchecked) private var skipping: _FieldSet?
+    /// (they load on first access), as bits of their field numbers; 0 for
+    /// whole models.
+    @exclusivity(unchecked) private var skipping: UInt64 = 0
 
     /// Takes the rows to skip from an earlier run of the same fetch.
     func exclude(_ rows: RowSet, _ any: Bool) {
@@ -81,23 +82,23 @@ final class QueryRun<T: PersistentModel> {
     /// them), whose type has a placeholder to hold until they load (a
     /// record primitive, or an optional), and that a later read can load
     /// (not a `let`, not ephemeral, not external storage, which loads
-    /// lazily anyway).
-    static func leftOut(by descriptor: FetchDescriptor<T>, entity: Schema.Entity) -> _FieldSet? {
+    /// lazily anyway). Only fields below 64 are left out.
+    static func leftOut(by descriptor: FetchDescriptor<T>, entity: Schema.Entity) -> UInt64 {
         var named = Set<AnyKeyPath>(descriptor.propertiesToFetch.map { $0 as AnyKeyPath })
         for sort in descriptor.sortBy {
             if let path = sort.keyPath { named.insert(path as AnyKeyPath) }
         }
-        var fields = _FieldSet()
+        var fields: UInt64 = 0
         for attribute in entity.attributes
-        where !named.contains(attribute.keypath)
+        where attribute.field < 64 && !named.contains(attribute.keypath)
             && (attribute.isOptional || attribute.valueType is any _RecordPrimitive.Type)
             && attribute.keypath is any _WritableKeyPathMarker
             && !attribute.options.contains(.ephemeral)
             && entity.externalTrees[attribute.field] == nil
         {
-            fields.insert(attribute.field)
+            fields |= 1 << UInt64(attribute.field)
         }
-        return fields.isEmpty ? nil : fields
+        return fields
     }
 
     // MARK: Pending changes
@@ -512,9 +513,9 @@ final class QueryRun<T: PersistentModel> {
 
     /// Loads the targets of the relationships `relationshipKeyPathsForPrefetching`
     /// names, for every model in `models`, in this run's read transaction:
-    /// they are registered in the context, so reading the relationship
-    /// later reads no records. The relationships themselves stay faults
-    /// (a to-many still reads its current list of rows on first access).
+    /// they are registered in the context, and a to-many's list of rows is
+    /// read too, so reading the relationship later reads nothing from the
+    /// store.
     private func prefetch(_ models: [T]) throws {
         let paths = descriptor.relationshipKeyPathsForPrefetching
         guard !paths.isEmpty, !models.isEmpty else { return }
@@ -531,8 +532,14 @@ final class QueryRun<T: PersistentModel> {
                 let rows: [Int64]
                 switch fault {
                 case .rows(let listed): rows = listed
-                case .derived(let tree, let row): rows = try snapshot.pairs(tree, of: row)
-                case .external, .unloaded: continue
+                case .derived(let tree, let row):
+                    // The list is read now, in this transaction: the
+                    // relationship is then as loaded as one already read
+                    // (a save of another context that changes it refreshes
+                    // it the same way), and reading it reads nothing more.
+                    rows = try snapshot.pairs(tree, of: row)
+                    state.setFault(field: field, rows: rows)
+                case .external: continue
                 }
                 for row in rows where context.registered(target, row: row) == nil {
                     _ = try snapshot.tx.withValue(for: RowKey.encode(row), in: records) { bytes in

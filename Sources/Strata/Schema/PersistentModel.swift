@@ -264,9 +264,6 @@ public final class _ModelState {
         case derived(tree: String, row: Int64)
         /// `.externalStorage` data, in `tree` under the row id.
         case external(tree: String, row: Int64)
-        /// An attribute a fetch with `propertiesToFetch` left out: it holds
-        /// its type's placeholder until the record is read again.
-        case unloaded
     }
 
     /// Relationships not loaded yet, by field number.
@@ -369,29 +366,26 @@ public final class _ModelState {
 
     func clearFaults() {
         faults = [:]
+        unloaded = _FieldSet()
         hasFaults = false
         mayHaveUnloaded = false
     }
 
-    /// True once a fetch left out an attribute; stays true (checked and
-    /// cleared by ``loadUnloaded(_:field:)``) until the model is loaded.
+    /// Attributes a fetch's `propertiesToFetch` left out: each holds its
+    /// type's placeholder until the record is read again. A bit set, not
+    /// entries of ``faults``: a partial fetch marks several per model, and
+    /// a dictionary would cost each model an allocation.
+    @exclusivity(unchecked) var unloaded = _FieldSet()
+    /// True while ``unloaded`` may hold a field (checked by getters and
+    /// setters of a model with faults).
     @exclusivity(unchecked) @usableFromInline var mayHaveUnloaded = false
 
     /// Marks attribute `field` as left out by a partial fetch: it holds a
     /// placeholder until first read or written.
     @usableFromInline func setUnloaded(field: Int) {
-        faults[field] = .unloaded
+        unloaded.insert(field)
         hasFaults = true
         mayHaveUnloaded = true
-    }
-
-    /// The attributes a partial fetch left out, still unloaded.
-    var unloadedFields: _FieldSet {
-        var fields = _FieldSet()
-        for (field, fault) in faults {
-            if case .unloaded = fault { fields.insert(field) }
-        }
-        return fields
     }
 
     /// Called by generated getters and setters of a model with faults: when
@@ -408,12 +402,7 @@ public final class _ModelState {
     /// attributes keep their placeholders and stay unloaded, so the next
     /// read tries again.
     @usableFromInline func loadUnloaded(_ model: any PersistentModel, field: Int) {
-        guard case .unloaded? = faults[field] else {
-            if !faults.values.contains(where: { if case .unloaded = $0 { true } else { false } }) {
-                mayHaveUnloaded = false
-            }
-            return
-        }
+        guard unloaded.contains(field) else { return }
         guard let context = link?.loadingContext,
             let entity = context.container.schema.entity(forType: type(of: model)),
             let bytes = try? context.storedRecord(entity, row: rowID)
@@ -423,17 +412,19 @@ public final class _ModelState {
 
     /// Loads the attributes left out of `model` from `bytes`, its record.
     func loadUnloaded(_ model: any PersistentModel, entity: Schema.Entity, from bytes: [UInt8]) throws {
-        let fields = unloadedFields
-        mayHaveUnloaded = false
-        guard !fields.isEmpty else { return }
-        let saved = faults
+        let fields = unloaded
+        guard !fields.isEmpty else {
+            mayHaveUnloaded = false
+            return
+        }
         dropFaults(fields)
         do {
             try _RecordReader.withReader(bytes, entity: entity, row: rowID) { reader in
                 try model._strataLoad(from: &reader, fields: fields)
             }
         } catch {
-            restoreFaults(saved)
+            unloaded = fields
+            hasFaults = true
             mayHaveUnloaded = true
             throw error
         }
@@ -442,19 +433,24 @@ public final class _ModelState {
     /// Puts back faults saved before a load that failed.
     func restoreFaults(_ saved: [Int: Fault]) {
         faults = saved
-        hasFaults = !saved.isEmpty
+        hasFaults = !saved.isEmpty || !unloaded.isEmpty
     }
 
     /// Forgets the faults of `fields` (about to be loaded again).
     func dropFaults(_ fields: _FieldSet) {
         guard hasFaults else { return }
         for field in faults.keys where fields.contains(field) { faults[field] = nil }
-        hasFaults = !faults.isEmpty
+        if mayHaveUnloaded { unloaded = unloaded.subtracting(fields) }
+        hasFaults = !faults.isEmpty || !unloaded.isEmpty
     }
 
     func takeFault(field: Int) -> Fault? {
+        if mayHaveUnloaded, unloaded.contains(field) {
+            unloaded = unloaded.subtracting(_FieldSet([field]))
+            hasFaults = !faults.isEmpty || !unloaded.isEmpty
+        }
         guard let fault = faults.removeValue(forKey: field) else { return nil }
-        hasFaults = !faults.isEmpty
+        hasFaults = !faults.isEmpty || !unloaded.isEmpty
         return fault
     }
 
@@ -549,8 +545,8 @@ public final class _ModelState {
                 return
             }
             rows = stored
-        case .external, .unloaded:
-            return  // only attributes are stored outside their record or left out
+        case .external:
+            return  // only Data attributes are stored outside their record
         }
         var loaded: [T] = []
         var complete = true
