@@ -66,6 +66,20 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertFalse(context.hasChanges, "loading is not a change")
     }
 
+    func testEnumerateInRowOrderLeavesOutTheSameAttributes() throws {
+        let container = try stocked()
+        let context = ModelContext(container)
+        var descriptor = FetchDescriptor<Gadget>()
+        descriptor.propertiesToFetch = [\.uid]
+        var seen: [Int: Bool] = [:]
+        try context.enumerate(descriptor, batchSize: 2) { gadget in
+            let unloaded = !gadget._strataState.unloaded.isEmpty
+            seen[gadget.uid] = unloaded
+            XCTAssertEqual(gadget.note, "note \(gadget.uid)")
+        }
+        XCTAssertEqual(seen, [1: true, 2: true, 3: true, 4: true])
+    }
+
     func testAChangedPartialModelSavesWithItsOtherValuesAndKeysIntact() throws {
         let container = try stocked()
         let context = ModelContext(container)
