@@ -92,12 +92,11 @@ func sku(_ i: Int) -> String { "SKU-\(i)" }
     try context.save()
 }
 
-@MainActor func cascadeWorkload(round: Int) throws -> (Double, Double) {
-    // MARK: Cascade delete
-
+/// N/10 owners with 10 parts each, in a Strata store named `name`.
+@MainActor func strataOwnersAndParts(_ name: String) throws -> ModelContainer {
     let owners = count / 10
     let graphContainer = try ModelContainer(
-        for: Owner.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("graph-\(round).store")))
+        for: Owner.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("\(name).store")))
     do {
         let context = ModelContext(graphContainer)
         for o in 0..<owners {
@@ -107,11 +106,14 @@ func sku(_ i: Int) -> String { "SKU-\(i)" }
         }
         try context.save()
     }
-    let strataPartsBefore = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
-    let strataCascade = try seconds { try strataCascadeDelete(graphContainer) }
-    let strataPartsAfter = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
+    return graphContainer
+}
 
-    let graphPool = try durablePool(path: directory.appendingPathComponent("graph-\(round).sqlite").path)
+/// The same in a GRDB database named `name`: parts point at their owner
+/// through an indexed foreign key that cascades.
+@MainActor func grdbOwnersAndParts(_ name: String) throws -> DatabasePool {
+    let owners = count / 10
+    let graphPool = try durablePool(path: directory.appendingPathComponent("\(name).sqlite").path)
     try graphPool.write { db in
         try db.create(table: "owner") { t in
             t.autoIncrementedPrimaryKey("id")
@@ -133,6 +135,20 @@ func sku(_ i: Int) -> String { "SKU-\(i)" }
             }
         }
     }
+    return graphPool
+}
+
+@MainActor func cascadeWorkload(round: Int) throws -> (Double, Double) {
+    // MARK: Cascade delete
+
+    let owners = count / 10
+    let graphContainer = try strataOwnersAndParts("graph-\(round)")
+    let strataPartsBefore = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
+    let strataCascade = try seconds { try strataCascadeDelete(graphContainer) }
+    let strataPartsAfter = try ModelContext(graphContainer).fetchCount(FetchDescriptor<Part>())
+
+    let graphPool = try grdbOwnersAndParts("graph-\(round)")
+
     let grdbPartsBefore = try graphPool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM part") ?? 0 }
     let grdbCascade = try seconds {
         try graphPool.write { db in try db.execute(sql: "DELETE FROM owner") }
@@ -156,39 +172,8 @@ func sku(_ i: Int) -> String { "SKU-\(i)" }
 /// Medians of `rounds` runs, each in a fresh context.
 @MainActor func prefetchWorkload() throws -> (plain: Double, prefetched: Double, grdb: Double) {
     let owners = count / 10
-    let graphContainer = try ModelContainer(
-        for: Owner.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("prefetch.store")))
-    do {
-        let context = ModelContext(graphContainer)
-        for o in 0..<owners {
-            let owner = Owner(name: "owner \(o)")
-            owner.parts = (0..<10).map { Part(label: "part \(o)-\($0)", weight: Double($0)) }
-            context.insert(owner)
-        }
-        try context.save()
-    }
-    let graphPool = try durablePool(path: directory.appendingPathComponent("prefetch.sqlite").path)
-    try graphPool.write { db in
-        try db.create(table: "owner") { t in
-            t.autoIncrementedPrimaryKey("id")
-            t.column("name", .text).notNull()
-        }
-        try db.create(table: "part") { t in
-            t.autoIncrementedPrimaryKey("id")
-            t.column("label", .text).notNull()
-            t.column("weight", .double).notNull()
-            t.belongsTo("owner", onDelete: .cascade)
-        }
-        for o in 0..<owners {
-            try db.execute(sql: "INSERT INTO owner (name) VALUES (?)", arguments: ["owner \(o)"])
-            let ownerID = db.lastInsertedRowID
-            for p in 0..<10 {
-                try db.execute(
-                    sql: "INSERT INTO part (label, weight, ownerId) VALUES (?, ?, ?)",
-                    arguments: ["part \(o)-\(p)", Double(p), ownerID])
-            }
-        }
-    }
+    let graphContainer = try strataOwnersAndParts("prefetch")
+    let graphPool = try grdbOwnersAndParts("prefetch")
     let expected = Double(owners * 45)
     func strata(prefetch: Bool) throws -> Double {
         var total = 0.0

@@ -208,8 +208,7 @@ import Foundation
     /// A string to localize later, with where to look it up: its key, the
     /// value to use when no table has the key, the table, the locale and
     /// the bundle, as Foundation's `LocalizedStringResource` on Apple
-    /// platforms. ``String/init(localized:)-(LocalizedStringResource)``
-    /// turns it into text.
+    /// platforms. `String(localized:)` turns it into text.
     public struct LocalizedStringResource: Hashable, Codable, Sendable, ExpressibleByStringInterpolation {
         /// Where a resource's strings table is.
         public enum BundleDescription: Hashable, Codable, Sendable {
