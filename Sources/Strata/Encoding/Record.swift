@@ -186,6 +186,16 @@ public struct _RecordWriter {
     /// generates; not meant to be called directly.
     public mutating func encode<T: PersistentModel & Encodable>(_ value: [T]?, field: Int, state: _ModelState) {}
 
+    /// Chosen only when no other overload takes the property's type: the
+    /// `@Model` expansion then fails to compile with this message, at the
+    /// line that writes the property, rather than with "no exact matches".
+    @available(
+        *, unavailable,
+        message:
+            "a @Model property must be Codable, a RawRepresentable enum, Data, a model or an array of models; store another type with @Attribute(.transformable(by:)), or mark the property @Transient"
+    )
+    public mutating func encode<T>(_ value: T, field: Int, state: _ModelState) {}
+
     private mutating func writeRow(_ row: Int64, field: Int) {
         tag(field, RecordFormat.varint)
         appendVarint(UInt64(row))
@@ -759,6 +769,17 @@ public struct _RecordReader {
     public mutating func decode<T: PersistentModel & Decodable>(_ type: [T]?.Type, field: Int, state: _ModelState) throws
         -> [T]?
     { [] }
+
+    /// Chosen only when no other overload takes the property's type, as
+    /// the writer's: a compile-time error that says what to write.
+    @available(
+        *, unavailable,
+        message:
+            "a @Model property must be Codable, a RawRepresentable enum, Data, a model or an array of models; store another type with @Attribute(.transformable(by:)), or mark the property @Transient"
+    )
+    public mutating func decode<T>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
+        throw missing(field)
+    }
 
     private mutating func decodeModel<T: PersistentModel>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
         try decode(T?.self, field: field, state: state)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Compiles each Tests/Diagnostics/*.swift.txt in the FidelityTests target and
+# checks that the build fails with the diagnostic the file's case expects:
+# bad model code must give a compile-time error that says what to write.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+expected="a @Model property must be Codable, a RawRepresentable enum, Data, a model or an array of models; store another type with @Attribute(.transformable(by:)), or mark the property @Transient"
+status=0
+for source in Tests/Diagnostics/*.swift.txt; do
+  target="Tests/FidelityTests/Diagnostics_$(basename "$source" .txt)"
+  cp "$source" "$target"
+  log=$(swift build --target FidelityTests 2>&1)
+  rm -f "$target"
+  if ! grep -qF "$expected" <<<"$log"; then
+    echo "$source: the build did not fail with the expected diagnostic"
+    tail -20 <<<"$log"
+    status=1
+  else
+    echo "$source: refused at compile time, with the message"
+  fi
+done
+exit $status
