@@ -66,6 +66,20 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertFalse(context.hasChanges, "loading is not a change")
     }
 
+    func testAPredicateEvaluatedOnModelsLoadsWholeModels() throws {
+        let container = try stocked()
+        let context = ModelContext(container)
+        var descriptor = nameOnly()
+        // A computed property: the predicate runs on models, which would
+        // read the attributes left out one model at a time.
+        descriptor.predicate = #Predicate { $0.doubledScore > 50 }
+        XCTAssertEqual(try context.withQuery(descriptor) { $0.skipping }, 0)
+        XCTAssertEqual(try context.fetch(descriptor).map(\.uid), [3, 4])
+        // The same fetch with a predicate on stored values leaves them out.
+        descriptor.predicate = #Predicate { $0.score > 25 }
+        XCTAssertNotEqual(try context.withQuery(descriptor) { $0.skipping }, 0)
+    }
+
     func testEnumerateInRowOrderLeavesOutTheSameAttributes() throws {
         let container = try stocked()
         let context = ModelContext(container)

@@ -50,8 +50,8 @@ extension FetchDescriptor {
     /// Refuses key paths that name nothing the fetch can load: a
     /// `propertiesToFetch` entry must be a stored attribute of `entity` and
     /// a `relationshipKeyPathsForPrefetching` entry one of its
-    /// relationships. Both are otherwise accepted and load what a fetch
-    /// always loads (see "Differences from SwiftData").
+    /// relationships (see "Partial fetches and prefetching" in
+    /// "Differences from SwiftData").
     func checkKeyPaths(of entity: Schema.Entity) throws {
         for path in propertiesToFetch {
             guard let property = entity.properties.first(where: { $0.keypath == path }) else {

@@ -30,7 +30,7 @@ final class QueryRun<T: PersistentModel> {
     /// The attributes `propertiesToFetch` leaves out of the models built
     /// (they load on first access), as bits of their field numbers; 0 for
     /// whole models.
-    @exclusivity(unchecked) private var skipping: UInt64 = 0
+    @exclusivity(unchecked) private(set) var skipping: UInt64 = 0
 
     /// Takes the rows to skip from an earlier run of the same fetch.
     func exclude(_ rows: RowSet, _ any: Bool) {

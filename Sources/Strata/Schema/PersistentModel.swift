@@ -376,9 +376,16 @@ public final class _ModelState {
     /// entries of ``faults``: a partial fetch marks several per model, and
     /// a dictionary would cost each model an allocation.
     @exclusivity(unchecked) var unloaded = _FieldSet()
-    /// True while ``unloaded`` may hold a field (checked by getters and
-    /// setters of a model with faults).
+    /// True while ``unloaded`` holds a field (checked, inlined, by getters
+    /// and setters of a model with faults); kept by ``noteFaultsChanged()``.
     @exclusivity(unchecked) @usableFromInline var mayHaveUnloaded = false
+
+    /// Brings ``hasFaults`` and ``mayHaveUnloaded`` in line with ``faults``
+    /// and ``unloaded`` after either changed.
+    private func noteFaultsChanged() {
+        mayHaveUnloaded = !unloaded.isEmpty
+        hasFaults = mayHaveUnloaded || !faults.isEmpty
+    }
 
     /// Marks attribute `field` as left out by a partial fetch: it holds a
     /// placeholder until first read or written.
@@ -413,10 +420,7 @@ public final class _ModelState {
     /// Loads the attributes left out of `model` from `bytes`, its record.
     func loadUnloaded(_ model: any PersistentModel, entity: Schema.Entity, from bytes: [UInt8]) throws {
         let fields = unloaded
-        guard !fields.isEmpty else {
-            mayHaveUnloaded = false
-            return
-        }
+        guard !fields.isEmpty else { return }
         dropFaults(fields)
         do {
             try _RecordReader.withReader(bytes, entity: entity, row: rowID) { reader in
@@ -424,8 +428,7 @@ public final class _ModelState {
             }
         } catch {
             unloaded = fields
-            hasFaults = true
-            mayHaveUnloaded = true
+            noteFaultsChanged()
             throw error
         }
     }
@@ -433,7 +436,7 @@ public final class _ModelState {
     /// Puts back faults saved before a load that failed.
     func restoreFaults(_ saved: [Int: Fault]) {
         faults = saved
-        hasFaults = !saved.isEmpty || !unloaded.isEmpty
+        noteFaultsChanged()
     }
 
     /// Forgets the faults of `fields` (about to be loaded again).
@@ -441,16 +444,16 @@ public final class _ModelState {
         guard hasFaults else { return }
         for field in faults.keys where fields.contains(field) { faults[field] = nil }
         if mayHaveUnloaded { unloaded = unloaded.subtracting(fields) }
-        hasFaults = !faults.isEmpty || !unloaded.isEmpty
+        noteFaultsChanged()
     }
 
     func takeFault(field: Int) -> Fault? {
         if mayHaveUnloaded, unloaded.contains(field) {
             unloaded = unloaded.subtracting(_FieldSet([field]))
-            hasFaults = !faults.isEmpty || !unloaded.isEmpty
+            noteFaultsChanged()
         }
         guard let fault = faults.removeValue(forKey: field) else { return nil }
-        hasFaults = !faults.isEmpty || !unloaded.isEmpty
+        noteFaultsChanged()
         return fault
     }
 
