@@ -560,17 +560,14 @@ public final class ModelContext: _RelatedModelLoader {
     /// row.
     ///
     /// The attributes whose bits are set in `skipping` (a fetch's
-    /// `propertiesToFetch` left them out) are not decoded when their type has a placeholder: they
-    /// load on first access.
+    /// `propertiesToFetch` left them out) are not decoded when their type
+    /// has a placeholder: they load on first access.
     func materialize(
         entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: UInt64 = 0
     ) throws -> any PersistentModel {
         var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
         if entity.hasRequiredToOne { reader.loader = self }
-        if skipping != 0 {
-            reader.isPartial = true
-            reader.skipping = skipping
-        }
+        reader.skipping = skipping
         let model = try entity.type.init(_strataReader: &reader)
         let state = model._strataState
         Self.pointToManyAtTrees(state, entity: entity, row: row)

@@ -236,16 +236,14 @@ public struct _RecordReader {
     /// Loads the target of a non-optional to-one relationship, which a
     /// model cannot be made without; nil where no store is at hand.
     var loader: (any _RelatedModelLoader)?
-    /// True when ``skipping`` names fields to leave out (a fetch with
-    /// `propertiesToFetch`); tested first so full reads pay one branch.
-    @usableFromInline var isPartial = false
     /// Attributes not to decode, as bits of field numbers (partial fetches
     /// leave out fields below 64 only): an attribute among them whose type
     /// has a placeholder (a record primitive, or any optional) reads as it
-    /// and is marked unloaded on the model. A plain word: a reader is made
-    /// per row of a scan, and a set with an array cost a retain and a
-    /// release per row and per test.
-    var skipping: UInt64 = 0
+    /// and is marked unloaded on the model. Zero for a whole read, which
+    /// then pays one test per field. A plain word: a reader is made per row
+    /// of a scan, and a set with an array cost a retain and a release per
+    /// row and per test.
+    @usableFromInline var skipping: UInt64 = 0
 
     /// Inlined, and taking `entity` borrowed: a scan makes a reader for
     /// every row, and an owned argument cost a retain and a release each.
@@ -554,7 +552,7 @@ public struct _RecordReader {
     /// attribute, and otherwise throws `corruptRecord`. Called by code the
     /// `@Model` macro generates; not meant to be called directly.
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T.Type, field: Int, state: _ModelState) throws -> T {
-        if _slowPath(isPartial), let value = T._placeholder, leavesOut(field, state) { return value }
+        if _slowPath(skipping != 0), let value = T._placeholder, leavesOut(field, state) { return value }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try T._decode(slot, from: &self, field: field)
     }
@@ -612,7 +610,7 @@ public struct _RecordReader {
     /// nil. Called by code the `@Model` macro generates; not meant to be called
     /// directly.
     @inlinable public mutating func decode<T: _RecordPrimitive>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
-        if _slowPath(isPartial), leavesOut(field, state) { return nil }
+        if _slowPath(skipping != 0), leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try T._decode(slot, from: &self, field: field)
     }
@@ -655,7 +653,7 @@ public struct _RecordReader {
     /// when the field is missing or nil. Called by code the `@Model` macro
     /// generates; not meant to be called directly.
     public mutating func decode<T: Decodable>(_ type: T?.Type, field: Int, state: _ModelState) throws -> T? {
-        if isPartial, leavesOut(field, state) { return nil }
+        if skipping != 0, leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try decodeCodable(T.self, slot, field: field)
     }
@@ -678,7 +676,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return Data()
         }
-        if isPartial, leavesOut(field, state) { return Data() }
+        if skipping != 0, leavesOut(field, state) { return Data() }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
         return try Data._decode(slot, from: &self, field: field)
     }
@@ -692,7 +690,7 @@ public struct _RecordReader {
             state.setExternalFault(field: field, tree: tree, row: row)
             return nil
         }
-        if isPartial, leavesOut(field, state) { return nil }
+        if skipping != 0, leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }
         return try Data._decode(slot, from: &self, field: field)
     }

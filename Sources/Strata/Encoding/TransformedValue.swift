@@ -108,7 +108,7 @@ extension _RecordReader {
     public mutating func decode<T>(
         _ type: T?.Type, field: Int, transformedBy option: Schema.Attribute.Option, state: _ModelState
     ) throws -> T? {
-        if isPartial, leavesOut(field, state) { return nil }
+        if skipping != 0, leavesOut(field, state) { return nil }
         return try transformed(T.self, field: field, by: option)
     }
 
