@@ -33,6 +33,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let typeName = classDecl.name.trimmedDescription
         try validate(classDecl.memberBlock.members, in: context)
         let properties = StoredProperty.persisted(in: classDecl.memberBlock.members)
+        // A class that does not need the `PersistentModel` conformance the
+        // macro offers inherits it: its superclass is a model, and the
+        // members below override the superclass's.
+        let superclass = modelSuperclass(of: classDecl, conformingTo: protocols)
+        let override = superclass == nil ? "" : "override "
 
         var metadata: [String] = []
         var reads: [String] = []
@@ -41,8 +46,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var writes: [String] = []
         var keyCases: [String] = []
         var relationshipCases: [String] = []
-        for (field, property) in properties.enumerated() {
+        for (index, property) in properties.enumerated() {
             let name = property.name
+            // A model's own fields follow its superclass's: a literal in a
+            // class that has none, an offset from the layout otherwise.
+            let field = superclass == nil ? "\(index)" : "\(layout).first + \(index)"
             let storage = "self.\(property.storageName)"
             let defaultValue =
                 property.initializer.map { initial in property.expressionType.map { "(\(initial)) as \($0)" } ?? "(\(initial))" }
@@ -54,7 +62,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 options = "Strata.Schema.Attribute(\(attribute.arguments?.trimmedDescription ?? ""))"
             }
             metadata.append(
-                "Strata.Schema.PropertyMetadata(name: \"\(name)\", keypath: \\\(typeName).\(name), "
+                "Strata.Schema.PropertyMetadata(name: \"\(name)\", keypath: \\Root.\(name), "
                     + "defaultValue: \(defaultValue), metadata: \(options))"
             )
             // A transformable value goes through its transformer, whatever
@@ -62,11 +70,18 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             let transformed = property.transformerOption.map { ", transformedBy: \($0)" } ?? ""
             let decode =
                 "reader.decode(\(property.metatypeExpression), field: \(field)\(transformed), state: _strataState)"
+            // A subclass's initializer reads its fields before
+            // `super.init`, when the state cannot be reached yet: they
+            // record their faults in a staged state the model takes after.
+            let initialDecode =
+                superclass == nil
+                ? decode
+                : "reader.decode(\(property.metatypeExpression), field: \(field)\(transformed), state: __staged)"
             // An ephemeral attribute is tracked and observed but never
             // stored: a loaded model starts with its default value. A `let`
             // is read once, when the model is made, and never changes.
             if !property.isEphemeral {
-                reads.append("\(storage) = try \(decode)")
+                reads.append("\(storage) = try \(initialDecode)")
                 if !property.isLet {
                     loads.append("let __\(name) = try fields?.contains(\(field)) == false ? \(storage) : \(decode)")
                     assignments.append(
@@ -91,59 +106,106 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open)
         }
         let pub = access ? "public " : ""
+        let inherited = superclass.map { "\($0)._strataProperties(of: Root.self) + " } ?? ""
+        let superRead =
+            superclass == nil ? "" : "try super.init(_strataReader: &reader)\n_strataState._absorb(__staged)"
+        let superLoad = superclass == nil ? "" : "try super._strataLoad(from: &reader, fields: fields)"
+        let superWrite = superclass == nil ? "" : "super._strataWrite(to: &writer)"
+        let relationshipDefault = superclass == nil ? "break" : "super._strataSetRelationship(field: field, to: value)"
+        let keyDefault = superclass == nil ? "return nil" : "return super._strataKeyElement(field: field)"
+        let first = superclass.map { "\($0).\(layout).end" } ?? "0"
 
-        return [
-            "@Transient \(raw: pub)nonisolated let _strataState = Strata._ModelState()",
-            "\(raw: pub)nonisolated static var _strataEntityName: String { \(literal: typeName) }",
+        var members: [DeclSyntax] = []
+        if superclass == nil {
+            members.append("@Transient \(raw: pub)nonisolated let _strataState = Strata._ModelState()")
+        }
+        members += [
             """
-            \(raw: pub)nonisolated static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
-                [
+            /// Where the class's persisted fields lie among its entity's.
+            \(raw: pub)nonisolated enum \(raw: layout) {
+                \(raw: pub)nonisolated static var first: Int { \(raw: first) }
+                \(raw: pub)nonisolated static var end: Int { first + \(raw: properties.count) }
+            }
+            """,
+            "\(raw: pub)nonisolated \(raw: override)class var _strataEntityName: String { \(literal: typeName) }",
+            """
+            \(raw: pub)nonisolated static func _strataProperties<Root: \(raw: typeName)>(of root: Root.Type) -> [Strata.Schema.PropertyMetadata] {
+                \(raw: inherited)[
                     \(raw: metadata.joined(separator: ",\n"))
                 ]
             }
             """,
             """
-            \(raw: pub)nonisolated static var _strataUniqueness: [[AnyKeyPath]] {
+            \(raw: pub)nonisolated \(raw: override)class var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+                _strataProperties(of: \(raw: typeName).self)
+            }
+            """,
+            """
+            \(raw: pub)nonisolated \(raw: override)class var _strataUniqueness: [[AnyKeyPath]] {
                 let groups: [[PartialKeyPath<\(raw: typeName)>]] = [\(raw: unique.joined(separator: ", "))]
                 return groups
             }
             """,
             """
-            \(raw: pub)nonisolated static var _strataIndexes: [[AnyKeyPath]] {
+            \(raw: pub)nonisolated \(raw: override)class var _strataIndexes: [[AnyKeyPath]] {
                 let groups: [[PartialKeyPath<\(raw: typeName)>]] = [\(raw: indexes.joined(separator: ", "))]
                 return groups
             }
             """,
             """
             \(raw: pub)nonisolated required init(_strataReader reader: inout Strata._RecordReader) throws {
-                \(raw: reads.joined(separator: "\n"))
+                \(raw: lines((superclass == nil ? [] : ["let __staged = Strata._ModelState()"]) + reads + [superRead]))
             }
             """,
             """
-            \(raw: pub)nonisolated func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
-                \(raw: (loads + assignments).joined(separator: "\n"))
+            \(raw: pub)nonisolated \(raw: override)func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
+                \(raw: lines(loads + assignments + [superLoad]))
             }
             """,
             """
-            \(raw: pub)nonisolated func _strataWrite(to writer: inout Strata._RecordWriter) {
-                \(raw: writes.joined(separator: "\n"))
+            \(raw: pub)nonisolated \(raw: override)func _strataWrite(to writer: inout Strata._RecordWriter) {
+                \(raw: lines([superWrite] + writes))
             }
             """,
             """
-            \(raw: pub)nonisolated func _strataSetRelationship(field: Int, to value: Any?) {
+            \(raw: pub)nonisolated \(raw: override)func _strataSetRelationship(field: Int, to value: Any?) {
                 switch field {
-                \(raw: (relationshipCases + ["default: break"]).joined(separator: "\n"))
+                \(raw: (relationshipCases + ["default: \(relationshipDefault)"]).joined(separator: "\n"))
                 }
             }
             """,
             """
-            \(raw: pub)nonisolated func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
+            \(raw: pub)nonisolated \(raw: override)func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
                 switch field {
-                \(raw: (keyCases + ["default: return nil"]).joined(separator: "\n"))
+                \(raw: (keyCases + ["default: \(keyDefault)"]).joined(separator: "\n"))
                 }
             }
             """,
         ]
+        return members
+    }
+
+    /// `parts` without the empty ones, one per line.
+    private static func lines(_ parts: [String]) -> String {
+        parts.filter { !$0.isEmpty }.joined(separator: "\n")
+    }
+
+    /// The name of the nested type that says where a model class's own
+    /// fields lie (``expansion(of:providingMembersOf:conformingTo:in:)``).
+    /// Each class of a hierarchy declares its own, which hides its
+    /// superclass's inside its body.
+    static let layout = "_StrataFields"
+
+    /// The superclass of a `@Model` class that subclasses another model:
+    /// the first type of its inheritance clause, when the compiler says the
+    /// class already conforms to `PersistentModel` (it inherits the
+    /// conformance). Nil for a class whose superclass is not a model.
+    static func modelSuperclass(of classDecl: ClassDeclSyntax, conformingTo protocols: [TypeSyntax]) -> String? {
+        guard !protocols.contains(where: { $0.simpleName == "PersistentModel" }),
+            let first = classDecl.inheritanceClause?.inheritedTypes.first?.type,
+            first.simpleName != "PersistentModel"
+        else { return nil }
+        return first.trimmedDescription
     }
 
     /// Adds `@_PersistedProperty(n)` to each stored `var` the model persists,

@@ -21,9 +21,13 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     ) throws -> [AccessorDeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self),
             let property = StoredProperty(persisted: variable),
-            let field = fieldNumber(node)
+            let index = fieldNumber(node)
         else { return [] }
         let name = property.name
+        // The class's own fields start where its superclass's end (at 0
+        // for a class without a model superclass, which the optimizer
+        // folds away).
+        let field = "\(ModelMacro.layout).first + \(index)"
         return [
             """
             @storageRestrictions(initializes: _\(raw: name))
@@ -82,7 +86,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     /// observation, then change tracking. The setter runs it, and so does
     /// `@Model`'s `_strataSetRelationship`, which is nonisolated and so
     /// cannot call a setter that default main-actor isolation isolates.
-    static func setterBody(name: String, field: Int, newValue: String) -> String {
+    static func setterBody(name: String, field: String, newValue: String) -> String {
         """
         if _strataState.hasFaults { _strataState.loadIfUnloaded(self, field: \(field)) }
         let _old = _strataState.willSet(&self._\(name), field: \(field))

@@ -351,7 +351,7 @@ NOTES = {
     "ModelContainer/invalidate()": ("differs", "not provided: the store closes with the last container"),
     "Schema/Entity/properties": ("differs", "[Schema.Property] (a class), not [any SchemaProperty]"),
     "Schema/Entity/storedProperties": ("differs", "[Schema.Property], not [any SchemaProperty]"),
-    "Schema/Entity/inheritedProperties": ("differs", "[Schema.Property], get-only; inheritance is issue 43"),
+    "Schema/Entity/inheritedProperties": ("differs", "[Schema.Property], get-only"),
     "Schema/Entity/inheritedPropertiesByName": ("differs", "[String: Schema.Property]"),
     "Schema/Entity/attributes": ("differs", "an array in declaration order, not a Set"),
     "Schema/Entity/relationships": ("differs", "an array in declaration order, not a Set"),

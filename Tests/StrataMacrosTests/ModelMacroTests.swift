@@ -41,22 +41,22 @@ final class ModelMacroTests: XCTestCase {
                         get {
                             _strataState.access(self, keyPath: \\.title)
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: 0)
-                                _strataState.resolve(&_title, field: 0)
+                                _strataState.loadIfUnloaded(self, field: _StrataFields.first + 0)
+                                _strataState.resolve(&_title, field: _StrataFields.first + 0)
                             }
                             return _title
                         }
                         set {
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: 0)
+                                _strataState.loadIfUnloaded(self, field: _StrataFields.first + 0)
                             }
-                            let _old = _strataState.willSet(&self._title, field: 0)
+                            let _old = _strataState.willSet(&self._title, field: _StrataFields.first + 0)
                             _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
                             _strataState.withMutation(of: self, keyPath: \\.title) {
                                 self._title = newValue
                             }
-                            _strataState.didChange(self, field: 0)
-                            _strataState.didSet(self, field: 0, old: _old, new: newValue)
+                            _strataState.didChange(self, field: _StrataFields.first + 0)
+                            _strataState.didSet(self, field: _StrataFields.first + 0, old: _old, new: newValue)
                         }
                     }
 
@@ -69,22 +69,22 @@ final class ModelMacroTests: XCTestCase {
                         get {
                             _strataState.access(self, keyPath: \\.count)
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: 1)
-                                _strataState.resolve(&_count, field: 1)
+                                _strataState.loadIfUnloaded(self, field: _StrataFields.first + 1)
+                                _strataState.resolve(&_count, field: _StrataFields.first + 1)
                             }
                             return _count
                         }
                         set {
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: 1)
+                                _strataState.loadIfUnloaded(self, field: _StrataFields.first + 1)
                             }
-                            let _old = _strataState.willSet(&self._count, field: 1)
+                            let _old = _strataState.willSet(&self._count, field: _StrataFields.first + 1)
                             _strataState.registerUndo(self, keyPath: \\.count, old: self._count)
                             _strataState.withMutation(of: self, keyPath: \\.count) {
                                 self._count = newValue
                             }
-                            _strataState.didChange(self, field: 1)
-                            _strataState.didSet(self, field: 1, old: _old, new: newValue)
+                            _strataState.didChange(self, field: _StrataFields.first + 1)
+                            _strataState.didSet(self, field: _StrataFields.first + 1, old: _old, new: newValue)
                         }
                     }
 
@@ -95,23 +95,37 @@ final class ModelMacroTests: XCTestCase {
 
                     nonisolated let _strataState = Strata._ModelState()
 
-                    nonisolated static var _strataEntityName: String {
+                    /// Where the class's persisted fields lie among its entity's.
+                    nonisolated enum _StrataFields {
+                        nonisolated static var first: Int {
+                            0
+                        }
+                        nonisolated static var end: Int {
+                            first + 2
+                        }
+                    }
+
+                    nonisolated class var _strataEntityName: String {
                         "Note"
                     }
 
-                    nonisolated static var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+                    nonisolated static func _strataProperties<Root: Note>(of root: Root.Type) -> [Strata.Schema.PropertyMetadata] {
                         [
-                            Strata.Schema.PropertyMetadata(name: "title", keypath: \\Note.title, defaultValue: nil, metadata: Strata.Schema.Attribute(.unique)),
-                            Strata.Schema.PropertyMetadata(name: "count", keypath: \\Note.count, defaultValue: (0), metadata: nil)
+                            Strata.Schema.PropertyMetadata(name: "title", keypath: \\Root.title, defaultValue: nil, metadata: Strata.Schema.Attribute(.unique)),
+                            Strata.Schema.PropertyMetadata(name: "count", keypath: \\Root.count, defaultValue: (0), metadata: nil)
                         ]
                     }
 
-                    nonisolated static var _strataUniqueness: [[AnyKeyPath]] {
+                    nonisolated class var schemaMetadata: [Strata.Schema.PropertyMetadata] {
+                        _strataProperties(of: Note.self)
+                    }
+
+                    nonisolated class var _strataUniqueness: [[AnyKeyPath]] {
                         let groups: [[PartialKeyPath<Note>]] = [[\\.title]]
                         return groups
                     }
 
-                    nonisolated static var _strataIndexes: [[AnyKeyPath]] {
+                    nonisolated class var _strataIndexes: [[AnyKeyPath]] {
                         let groups: [[PartialKeyPath<Note>]] = []
                         return groups
                     }

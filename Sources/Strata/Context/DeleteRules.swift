@@ -96,7 +96,11 @@ extension ModelContext {
             cascading = entities.map { entity in entity.relationships.filter { $0.deleteRule == .cascade } }
         }
 
-        mutating func doom(model: any PersistentModel, entity: Schema.Entity) {
+        mutating func doom(model: any PersistentModel, entity declared: Schema.Entity) {
+            // A subclass's model is doomed under its own entity.
+            let entity =
+                declared.hasSubentities
+                ? context.container.schema.entity(forType: type(of: model)) ?? declared : declared
             guard doomed.models.updateValue(model, forKey: ObjectIdentifier(model)) == nil else { return }
             let row = model._strataState.rowID
             if row > 0 { doomed.rowSets[entity.ordinal].insert(row) }
@@ -111,7 +115,10 @@ extension ModelContext {
         }
 
         /// Dooms a stored row: as its model when this context holds one.
-        mutating func doom(row: DoomedRow, entity: Schema.Entity) {
+        mutating func doom(row: DoomedRow, entity declared: Schema.Entity) {
+            // A relationship to a base class may hold a subclass's row,
+            // which its own entity deletes.
+            let entity = declared.concreteOrSelf(row.row)
             if holdsModels[entity.ordinal], let model = context.registered(entity, row: row.row) {
                 return doom(model: model, entity: entity)
             }
@@ -463,7 +470,10 @@ extension ModelContext {
         else { return [] }
         if let model = victim.model, victim.row <= 0 || model._strataState.faults[relationship.field] == nil {
             return Self.targets(of: model, relationship).map {
-                Victim(entity: destination, row: $0._strataState.rowID, model: $0)
+                Victim(
+                    entity: destination.hasSubentities
+                        ? container.schema.entity(forType: type(of: $0)) ?? destination : destination,
+                    row: $0._strataState.rowID, model: $0)
             }
         }
         let rows: [Int64]
@@ -479,7 +489,11 @@ extension ModelContext {
         case nil:
             rows = []
         }
-        return rows.map { Victim(entity: destination, row: $0, model: registered(destination, row: $0)) }
+        return rows.map { row in
+            // A row of a subclass of the destination is its own entity's.
+            let entity = destination.concreteOrSelf(row)
+            return Victim(entity: entity, row: row, model: registered(entity, row: row))
+        }
     }
 
     /// The to-one row id stored in a row's record.

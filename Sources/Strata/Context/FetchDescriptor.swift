@@ -54,7 +54,7 @@ extension FetchDescriptor {
     /// "Differences from SwiftData").
     func checkKeyPaths(of entity: Schema.Entity) throws {
         for path in propertiesToFetch {
-            guard let property = entity.properties.first(where: { $0.keypath == path }) else {
+            guard let property = entity.property(at: path) else {
                 throw SwiftDataError(
                     .unsupportedKeyPath,
                     "propertiesToFetch of \(T.self): \(path) is not a stored attribute (stored: "
@@ -68,7 +68,7 @@ extension FetchDescriptor {
             }
         }
         for path in relationshipKeyPathsForPrefetching {
-            guard entity.relationships.contains(where: { $0.keypath == path }) else {
+            guard entity.relationship(at: path) != nil else {
                 throw SwiftDataError(
                     .unsupportedKeyPath,
                     "relationshipKeyPathsForPrefetching of \(T.self): \(path) is not a relationship (relationships: "

@@ -37,15 +37,34 @@ extension ModelContainer {
         guard parts.isEmpty else { return try parts.flatMap { try $0.checkIntegrity() } + SaveMark.problems(parts) }
         return try store.read { tx in
             var problems: [IntegrityProblem] = []
+            var pairs: [String: Set<[UInt8]>] = [:]
             for entity in schema.entities {
-                try Self.check(entity, schema: schema, tx: tx, into: &problems)
+                try Self.check(entity, schema: schema, tx: tx, pairs: &pairs, into: &problems)
+            }
+            // Reverse-index entries no record accounts for: a reverse index
+            // of an inherited to-one holds the pairs of every class that
+            // has it, so each is checked once all records are read.
+            for entity in schema.entities where entity.hasSubentities || entity.superentity != nil {
+                for (field, storage) in entity.relationshipStorage where field >= entity.inheritedCount {
+                    guard case .toOne(let index) = storage, let tree = try tx.treeIfPresent(index) else { continue }
+                    try tx.forEach(tree) { key, _ in
+                        if pairs[index]?.contains(key) != true {
+                            problems.append(
+                                IntegrityProblem(
+                                    entity: entity.name, row: PairKey.decode(key)?.1, tree: index,
+                                    reason: "an entry matches no record's to-one (\(key.count) bytes)"))
+                        }
+                        return true
+                    }
+                }
             }
             return problems
         }
     }
 
     private static func check(
-        _ entity: Schema.Entity, schema: Schema, tx: ReadTransaction, into problems: inout [IntegrityProblem]
+        _ entity: Schema.Entity, schema: Schema, tx: ReadTransaction, pairs expectedPairs: inout [String: Set<[UInt8]>],
+        into problems: inout [IntegrityProblem]
     ) throws {
         let treeName = Store.treeName(entity)
         func problem(_ tree: String, _ row: Int64?, _ reason: String) {
@@ -68,10 +87,20 @@ extension ModelContainer {
                 problem(group.treeName, nil, "the \(group) tree is missing")
             }
         }
-        var destinations: [Int: Tree] = [:]
+        let inHierarchy = entity.hasSubentities || entity.superentity != nil
+        var destinations: [Int: Schema.Entity] = [:]
         for relationship in entity.relationships {
             guard let type = relationship.destinationType, let target = schema.entity(forType: type) else { continue }
-            destinations[relationship.field] = try tx.treeIfPresent(Store.treeName(target))
+            destinations[relationship.field] = target
+        }
+        // The record of a target row, in the tree of the row's own entity
+        // (a relationship to a base class holds rows of its subclasses).
+        var recordTrees: [String: Tree?] = [:]
+        func record(_ row: Int64, of declared: Schema.Entity) throws -> [UInt8]? {
+            guard let entity = declared.concrete(row) else { return nil }
+            if recordTrees[entity.recordTree] == nil { recordTrees[entity.recordTree] = try tx.treeIfPresent(entity.recordTree) }
+            guard let tree = recordTrees[entity.recordTree] ?? nil else { return nil }
+            return try tx.get(RowKey.encode(row), in: tree)
         }
 
         // Index keys every record implies; unique keys with their row.
@@ -82,7 +111,6 @@ extension ModelContainer {
             guard case .toOne(let index) = storage else { continue }
             if let indexTree = try tx.treeIfPresent(index) {
                 toOneIndexes[field] = (index, indexTree)
-                expectedIndex[index] = []
             } else {
                 problem(index, nil, "the reverse index of \(entity.properties[field].name) is missing")
             }
@@ -133,7 +161,11 @@ extension ModelContainer {
                 let rows = [target]
                 if let index = toOneIndexes[field], let target = rows.first {
                     let key = PairKey.encode(target, row)
-                    expectedIndex[index.name, default: []].insert(key)
+                    if inHierarchy {
+                        expectedPairs[index.name, default: []].insert(key)
+                    } else {
+                        expectedIndex[index.name, default: []].insert(key)
+                    }
                     if try tx.get(key, in: index.tree) == nil {
                         problem(index.name, row, "no reverse-index entry for \(entity.properties[field].name)")
                     }
@@ -142,7 +174,7 @@ extension ModelContainer {
                     oneToOnes.append((row, field, target))
                 }
                 guard let destination = destinations[field] else { continue }
-                for target in rows where try tx.get(RowKey.encode(target), in: destination) == nil {
+                for target in rows where try record(target, of: destination) == nil {
                     let name = entity.properties[field].name
                     problem(treeName, row, "\(name) refers to row \(target), which does not exist")
                 }
@@ -152,8 +184,8 @@ extension ModelContainer {
 
         // One-to-ones point back.
         for (row, field, target) in oneToOnes {
-            guard let side = entity.inverseSides[field], let other = schema.entity(forType: side.type),
-                let destination = destinations[field], let bytes = try tx.get(RowKey.encode(target), in: destination)
+            guard let side = entity.inverseSides[field], let declared = schema.entity(forType: side.type),
+                let other = declared.concrete(target), let bytes = try record(target, of: other)
             else { continue }  // a missing target is reported above
             let back: Int64?
             do {
@@ -173,8 +205,9 @@ extension ModelContainer {
             }
         }
 
-        // Reverse-index entries no record accounts for.
-        for (_, index) in toOneIndexes {
+        // Reverse-index entries no record accounts for (in a hierarchy,
+        // checked once every class's records are read).
+        for (_, index) in toOneIndexes where !inHierarchy {
             try tx.forEach(index.tree) { key, _ in
                 if expectedIndex[index.name]?.contains(key) != true {
                     let rows = PairKey.decode(key)
@@ -184,8 +217,10 @@ extension ModelContainer {
             }
         }
 
-        // Join trees: each pair has its mirror, and both rows exist.
-        for (field, storage) in entity.relationshipStorage {
+        // Join trees: each pair has its mirror, and both rows exist (an
+        // inherited to-many's trees are checked with the entity that
+        // declares it, whose rows and its subentities' they hold).
+        for (field, storage) in entity.relationshipStorage where field >= entity.inheritedCount {
             guard case .join(let joinName, let mirrorName) = storage else { continue }
             guard let join = try tx.treeIfPresent(joinName), let mirror = try tx.treeIfPresent(mirrorName) else {
                 problem(joinName, nil, "the join trees of \(entity.properties[field].name) are missing")
@@ -197,10 +232,10 @@ extension ModelContainer {
                     problem(joinName, nil, "an entry is not a pair of rows (\(key.count) bytes)")
                     return true
                 }
-                if try tx.get(RowKey.encode(owner), in: tree) == nil {
+                if try record(owner, of: entity) == nil {
                     problem(joinName, owner, "the entry's own row does not exist")
                 }
-                if let destination, try tx.get(RowKey.encode(target), in: destination) == nil {
+                if let destination, try record(target, of: destination) == nil {
                     problem(joinName, owner, "\(entity.properties[field].name) refers to row \(target), which does not exist")
                 }
                 if try tx.get(PairKey.encode(target, owner), in: mirror) == nil {

@@ -39,17 +39,32 @@ enum InverseGraph {
     private struct Relation {
         let field: Int
         let keypath: AnyKeyPath
+        /// The key paths of the field: rooted at the type, and at each
+        /// superclass that has it (`\BusinessTrip.owner`, `\Trip.owner`),
+        /// as either may name it in an `inverse:`.
+        let keypaths: [AnyKeyPath]
         let destination: any PersistentModel.Type
         let isToOne: Bool
         let declaredInverse: AnyKeyPath?
     }
 
     private static func relations(_ type: any PersistentModel.Type) -> [Relation] {
-        type.schemaMetadata.enumerated().compactMap { field, metadata in
+        var inherited: [[AnyKeyPath]] = []
+        var ancestor = _getSuperclass(type) as? any PersistentModel.Type
+        while let superType = ancestor {
+            for (field, metadata) in superType.schemaMetadata.enumerated() {
+                if inherited.count <= field { inherited += Array(repeating: [], count: field + 1 - inherited.count) }
+                inherited[field].append(metadata.keypath)
+            }
+            ancestor = _getSuperclass(superType) as? any PersistentModel.Type
+        }
+        return type.schemaMetadata.enumerated().compactMap { field, metadata in
             let valueType = Swift.type(of: metadata.keypath).valueType
             guard let (destination, toOne) = Schema.Relationship.destination(of: valueType) else { return nil }
             return Relation(
-                field: field, keypath: metadata.keypath, destination: destination, isToOne: toOne,
+                field: field, keypath: metadata.keypath,
+                keypaths: [metadata.keypath] + (field < inherited.count ? inherited[field] : []),
+                destination: destination, isToOne: toOne,
                 declaredInverse: (metadata.metadata as? Schema.Relationship)?.inverseKeyPath)
         }
     }
@@ -61,8 +76,8 @@ enum InverseGraph {
             let others = relations(relation.destination)
             let candidate: Relation?
             if let declared = relation.declaredInverse {
-                candidate = others.first { $0.keypath == declared }
-            } else if let named = others.first(where: { $0.declaredInverse == relation.keypath }) {
+                candidate = others.first { $0.keypaths.contains(declared) }
+            } else if let named = others.first(where: { $0.declaredInverse.map(relation.keypaths.contains) ?? false }) {
                 candidate = named
             } else {
                 let mine = own.filter { $0.destination == relation.destination && $0.declaredInverse == nil }

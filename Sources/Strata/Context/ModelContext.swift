@@ -174,7 +174,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// ``SwiftDataError/modelValidationFailure`` naming the model, and
     /// writes nothing.
     public func insert<T: PersistentModel>(_ model: T) {
-        guard parts.isEmpty else { return (part(for: T.self) ?? parts[0]).insert(model) }
+        guard parts.isEmpty else { return (part(for: type(of: model)) ?? parts[0]).insert(model) }
         // The models it inserts with it are undone with it.
         let grouped = beginUndoGroup()
         defer { if grouped { undoManager?.endUndoGrouping() } }
@@ -201,9 +201,12 @@ public final class ModelContext: _RelatedModelLoader {
         case .detached:
             break
         }
-        guard let entity = container.schema.entity(forType: T.self) else {
+        // The model's own class: a `BusinessTrip` inserted as a `Trip` is
+        // a row of `BusinessTrip`.
+        guard let entity = container.schema.entity(forType: type(of: model)) else {
             pendingError = SwiftDataError(
-                .unknownModelType, "\(T.self) is not in the container's schema (\(schemaNames)); add it to ModelContainer(for:)")
+                .unknownModelType,
+                "\(type(of: model)) is not in the container's schema (\(schemaNames)); add it to ModelContainer(for:)")
             return
         }
         noteMayHoldModels()
@@ -284,7 +287,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// Deletes `model` at the next save. An inserted model that was never
     /// saved is simply discarded.
     public func delete<T: PersistentModel>(_ model: T) {
-        guard parts.isEmpty else { return (part(for: T.self) ?? parts[0]).delete(model) }
+        guard parts.isEmpty else { return (part(for: type(of: model)) ?? parts[0]).delete(model) }
         // Its cascade is undone with it.
         let grouped = beginUndoGroup()
         defer { if grouped { undoManager?.endUndoGrouping() } }
@@ -349,7 +352,9 @@ public final class ModelContext: _RelatedModelLoader {
     /// row id alone, without building models, so
     /// deleting a million rows costs their ids, not a million objects.
     /// Until the save, fetches leave them out, as they leave out deleted
-    /// models.
+    /// models. With `includeSubclasses` (the default) the models of
+    /// `model`'s subclasses that match are deleted too; without it, only
+    /// those whose class is `model` itself.
     ///
     /// - Throws: what a fetch of the same predicate throws (an unknown
     ///   model type, an unsupported predicate); nothing is marked then.
@@ -360,20 +365,34 @@ public final class ModelContext: _RelatedModelLoader {
             return try partOrThrow(for: T.self).delete(model: model, where: predicate, includeSubclasses: includeSubclasses)
         }
         let entity = try entity(for: T.self)
+        let descriptor = FetchDescriptor<T>(predicate: predicate)
+        try descriptor.checkKeyPaths(of: entity)
+        try mergeSavedChangesOrThrow()
+        // The rows of `T`'s entity, and of its subentities unless told
+        // not to, each stored in its own tree.
+        let members = includeSubclasses ? entity.family.map(\.entity) : [entity]
         var models: [any PersistentModel] = []
-        var rows: [Int64] = []
-        try withQuery(FetchDescriptor<T>(predicate: predicate)) { query in
-            for model in try query.pendingMatches() { models.append(model) }
-            try query.forEachMatch(registeredWithoutRecord: true) { row, _ in
-                if let model = registered(entity, row: row) { models.append(model) } else { rows.append(row) }
-                return true
+        var rows: [(Schema.Entity, [Int64])] = []
+        try store.read { tx in
+            let snapshot = Snapshot(tx)
+            for member in members {
+                let query = try QueryRun(descriptor, entity: member, context: self, snapshot: snapshot)
+                for model in try query.pendingMatches() { models.append(model) }
+                var found: [Int64] = []
+                try query.forEachMatch(registeredWithoutRecord: true) { row, _ in
+                    if let model = registered(member, row: row) { models.append(model) } else { found.append(row) }
+                    return true
+                }
+                if !found.isEmpty { rows.append((member, found)) }
             }
         }
         for model in models { deleteExistential(model) }
         guard !rows.isEmpty else { return }
         if markedRows.isEmpty { markedRows = Array(repeating: RowSet(), count: container.schema.entities.count) }
-        markedRows[entity.ordinal].reserve(markedRows[entity.ordinal].count + rows.count)
-        for row in rows where markedRows[entity.ordinal].insert(row) { markedRowCount += 1 }
+        for (member, found) in rows {
+            markedRows[member.ordinal].reserve(markedRows[member.ordinal].count + found.count)
+            for row in found where markedRows[member.ordinal].insert(row) { markedRowCount += 1 }
+        }
         noteMutation()
     }
 
@@ -417,7 +436,7 @@ public final class ModelContext: _RelatedModelLoader {
         state.isChanged = false
         state.changedFields = _FieldSet()
         state.toManyBaselines = [:]
-        guard state.status == .saved, let entity = container.schema.entity(forType: T.self),
+        guard state.status == .saved, let entity = container.schema.entity(forType: type(of: model)),
             let bytes = try? store.read({ tx in
                 try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }
             })
@@ -662,9 +681,11 @@ public final class ModelContext: _RelatedModelLoader {
     /// non-optional to-one relationship, loaded with the model that
     /// requires it.
     func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
-        guard let entity = container.schema.entity(forType: type) else {
+        guard let declared = container.schema.entity(forType: type) else {
             throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema (\(schemaNames))")
         }
+        // The row's own class, which may be a subclass of `type`'s.
+        guard let entity = declared.concrete(row) else { return nil }
         if let existing = registered(entity, row: row) { return existing }
         guard requiredLoadDepth < Self.requiredLoadLimit else {
             throw SwiftDataError(
@@ -690,13 +711,14 @@ public final class ModelContext: _RelatedModelLoader {
     }
 
     private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
-        let entity = try entity(for: T.self)
+        // The row's own class, which may be a subclass of `T`.
+        guard let entity = try entity(for: T.self).concrete(row) else { return nil }
         if let existing = registered(entity, row: row) as? T { return existing }
         let bytes = try store.read { tx in
             try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
         }
         guard let bytes else { return nil }
-        return try bytes.withUnsafeBytes { try materialize(T.self, entity: entity, row: row, bytes: $0) }
+        return try bytes.withUnsafeBytes { try materialize(entity: entity, row: row, bytes: $0) } as? T
     }
 
     // MARK: - Identity
@@ -721,6 +743,8 @@ public final class ModelContext: _RelatedModelLoader {
 
     /// The model of `entity` registered for `row`, if any.
     func registered(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? {
+        // A row of a subentity is registered under its own entity.
+        guard let entity = entity.concrete(row) else { return nil }
         if let model = registry[entity.ordinal][row] { return model }
         return releasedCount > 0 ? revive(entity, row: row) : nil
     }

@@ -234,6 +234,14 @@ struct SaveTransaction {
             } else if let bytes = try tx.get(key, in: tree(group.treeName)) {
                 match = (try RowKey.decode(bytes), true)
             }
+            if match == nil, let (sibling, other) = try siblingOwner(group, key, entity: entity) {
+                // A value unique across a hierarchy is held by a row of
+                // another class, which an insert cannot take over.
+                throw SwiftDataError(
+                    .uniqueConstraintViolation,
+                    "\(entity.name): an inserted model has \(group) = \(KeyEncoding.Element.describe(values)), which "
+                        + "\(sibling)/p\(other) holds (a unique value is unique across the whole hierarchy)")
+            }
             guard let match, match.row != own else { continue }
             if let target, target.row != match.row {
                 throw SwiftDataError(
@@ -541,6 +549,27 @@ struct SaveTransaction {
 
     // MARK: Key entries
 
+    /// The row of another entity of `entity`'s hierarchy that holds unique
+    /// key `key` of `group` (stored, or given to a model inserted earlier
+    /// in this save), with that entity's name; nil when none does.
+    private mutating func siblingOwner(_ group: KeyGroup, _ key: [UInt8], entity: Schema.Entity) throws
+        -> (entity: String, row: Int64)?
+    {
+        guard let siblings = entity.uniqueSiblings[group.treeName] else { return nil }
+        for sibling in siblings {
+            let owner: Int64?
+            if let row = pendingUnique[sibling]?[key] {
+                owner = row
+            } else if let handle = try tx.treeIfPresent(sibling), let bytes = try tx.get(key, in: handle) {
+                owner = try RowKey.decode(bytes)
+            } else {
+                owner = nil
+            }
+            if let owner { return ((entity.hierarchyEntity(ofRow: owner) ?? entity).name, owner) }
+        }
+        return nil
+    }
+
     private mutating func removeKey(_ group: KeyGroup, _ values: [KeyEncoding.Element], row: Int64, deferred: Bool = false)
         throws
     {
@@ -565,6 +594,12 @@ struct SaveTransaction {
         case .index:
             try tx.put(key, [], in: tree)
         case .unique:
+            if let (sibling, other) = try siblingOwner(group, key, entity: entity), other != row {
+                throw SwiftDataError(
+                    .uniqueConstraintViolation,
+                    "\(entity.name)/p\(row): \(group) = \(KeyEncoding.Element.describe(values)) already belongs to "
+                        + "\(sibling)/p\(other) (a unique value is unique across the whole hierarchy)")
+            }
             if let owner = try tx.get(key, in: tree) {
                 let other = try RowKey.decode(owner)
                 if other != row {

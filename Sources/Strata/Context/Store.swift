@@ -195,7 +195,7 @@ final class Store: @unchecked Sendable {
     private func refuseUnallocatedRows(_ tx: WriteTransaction) throws {
         guard rowsExhausted.load(ordering: .relaxed) else { return }
         let last = nextRows.withLock { $0 }
-        for entity in schema.entities where last[entity.ordinal] == .max {
+        for entity in schema.entities where last[entity.ordinal] == entity.lastRowID {
             guard let tree = try tx.treeIfPresent(entity.recordTree), try tx.get(RowKey.encode(0), in: tree) != nil
             else { continue }
             throw SwiftDataError(
@@ -214,18 +214,19 @@ final class Store: @unchecked Sendable {
     private static func lastRows(_ tx: ReadTransaction, schema: Schema) throws -> [Int64] {
         var rows = [Int64](repeating: 0, count: schema.entities.count)
         for entity in schema.entities {
-            var last: Int64 = 0
+            // A subentity's rows carry its tag (`Schema.Entity.rowTag`).
+            var last = entity.rowBase
             if let tree = try tx.treeIfPresent(treeName(entity)) {
                 let cursor = try tx.cursor(tree)
                 if try cursor.last() {
                     let key = try cursor.key()
                     let row = try? RowKey.decode(key)
-                    guard let row, row >= 1 else {
+                    guard let row, row > entity.rowBase, row <= entity.lastRowID else {
                         let shown = row.map { "row \($0)" } ?? "a key of \(key.count) bytes"
                         throw SwiftDataError(
                             .corruptRecord,
-                            "\(entity.name): the last key of \(treeName(entity)) is \(shown), not a row id from 1 to \(Int64.max)"
-                        )
+                            "\(entity.name): the last key of \(treeName(entity)) is \(shown), not a row id from "
+                                + "\(entity.rowBase + 1) to \(entity.lastRowID)")
                     }
                     last = row
                 }
@@ -243,7 +244,7 @@ final class Store: @unchecked Sendable {
     /// nothing (see ``write(_:)``).
     func allocateRow(_ entity: Schema.Entity) -> Int64 {
         nextRows.withLock { rows in
-            guard rows[entity.ordinal] < .max else {
+            guard rows[entity.ordinal] < entity.lastRowID else {
                 rowsExhausted.store(true, ordering: .relaxed)
                 return 0
             }

@@ -15,6 +15,44 @@ extension ModelContext {
         }
     }
 
+    /// Runs `body` with a planned fetch of `descriptor` for each entity
+    /// whose rows a fetch of `T` returns — `T`'s own and each subentity's,
+    /// every one stored in its own tree — in one read transaction. Each
+    /// run returns the rows its entity contributes to the first
+    /// `offset + limit` of the whole; the caller merges them.
+    func withHierarchyQueries<T: PersistentModel, R>(
+        _ descriptor: FetchDescriptor<T>, _ body: ([QueryRun<T>]) throws -> R
+    ) throws -> R {
+        let entity = try entity(for: T.self)
+        try descriptor.checkKeyPaths(of: entity)
+        try mergeSavedChangesOrThrow()
+        var each = descriptor
+        each.fetchOffset = nil
+        if let limit = descriptor.fetchLimit {
+            let offset = max(descriptor.fetchOffset ?? 0, 0)
+            each.fetchLimit = limit > Int.max - offset ? nil : max(limit, 0) + offset
+        }
+        return try store.read { tx in
+            let snapshot = Snapshot(tx)
+            return try body(entity.family.map { try QueryRun(each, entity: $0.entity, context: self, snapshot: snapshot) })
+        }
+    }
+
+    /// Merges the runs of a fetch over a hierarchy: sorted as `descriptor`
+    /// says (entity by entity otherwise), then paged.
+    func mergeHierarchy<T: PersistentModel, Element>(
+        _ parts: [[(model: T, element: Element)]], _ descriptor: FetchDescriptor<T>, entity: Schema.Entity
+    ) -> [Element] {
+        var all = parts.flatMap { $0 }
+        if !descriptor.sortBy.isEmpty {
+            let order = QueryRun<T>.order(descriptor.sortBy, entity: entity)
+            all.sort { order($0.model, $1.model) }
+        }
+        let start = min(max(descriptor.fetchOffset ?? 0, 0), all.count)
+        let end = descriptor.fetchLimit.map { min(start + max($0, 0), all.count) } ?? all.count
+        return all[start..<end].map(\.element)
+    }
+
     /// The models matching `descriptor`, sorted and paged as it says.
     ///
     /// The predicate is planned (see ``explain(_:)``): conditions on
@@ -30,7 +68,12 @@ extension ModelContext {
     ///   evaluation would trap (an overflow, a forced unwrap of nil).
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         guard parts.isEmpty else { return try partOrThrow(for: T.self).fetch(descriptor) }
-        return try withQuery(descriptor) { try $0.results(materialize: true).models }
+        let entity = try entity(for: T.self)
+        guard entity.hasSubentities else { return try withQuery(descriptor) { try $0.results(materialize: true).models } }
+        let runs = try withHierarchyQueries(descriptor) { runs in
+            try runs.map { try $0.results(materialize: true).models.map { ($0, $0) } }
+        }
+        return mergeHierarchy(runs, descriptor, entity: entity)
     }
 
     /// The number of models matching `descriptor`, without building any:
@@ -38,8 +81,15 @@ extension ModelContext {
     /// needs no filter, otherwise from the records.
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         guard parts.isEmpty else { return try partOrThrow(for: T.self).fetchCount(descriptor) }
+        let entity = try entity(for: T.self)
+        let count = { (query: QueryRun<T>) in try query.storedCount() + query.pendingMatches().count }
+        if entity.hasSubentities {
+            var total = try withHierarchyQueries(descriptor) { runs in try runs.reduce(0) { try $0 + count($1) } }
+            total -= min(max(descriptor.fetchOffset ?? 0, 0), total)
+            return descriptor.limit.map { min(total, max($0, 0)) } ?? total
+        }
         return try withQuery(descriptor) { query in
-            var count = try query.storedCount() + query.pendingMatches().count
+            var count = try count(query)
             let start = min(max(descriptor.fetchOffset ?? 0, 0), count)
             count -= start
             return descriptor.limit.map { min(count, max($0, 0)) } ?? count
@@ -52,6 +102,10 @@ extension ModelContext {
         guard parts.isEmpty else { return try partOrThrow(for: T.self).fetchIdentifiers(descriptor) }
         let entity = try entity(for: T.self)
         let store = store.identifier
+        if entity.hasSubentities {
+            // The rows' order across entities may need their models.
+            return try fetch(descriptor).map(\.persistentModelID)
+        }
         return try withQuery(descriptor) { query in
             try query.results(materialize: false).rows.map {
                 PersistentIdentifier(storeIdentifier: store, entityName: entity.name, rowID: $0)
@@ -81,7 +135,11 @@ extension ModelContext {
     /// order and the paging. A Strata addition, for tuning and for tests.
     public func explain<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> String {
         guard parts.isEmpty else { return try partOrThrow(for: T.self).explain(descriptor) }
-        return try withQuery(descriptor) { $0.plan.description }
+        guard try entity(for: T.self).hasSubentities else { return try withQuery(descriptor) { $0.plan.description } }
+        return try withHierarchyQueries(descriptor) { runs in
+            runs.map { "\($0.entity.name): \($0.plan.description)" }.joined(separator: "\n")
+                + "\nthen merged\(descriptor.sortBy.isEmpty ? "" : ", sorted") and paged"
+        }
     }
 
     /// The models matching `descriptor`, built `batchSize` at a time as
@@ -118,9 +176,10 @@ extension ModelContext {
         var stored = descriptor
         stored.includePendingChanges = false
         // A migration stage reads through its open write transaction: no
-        // snapshot to hold, so its batched fetch is a plain one.
-        guard store.pinned == nil else {
-            return FetchResultsCollection(models: try withQuery(stored) { try $0.results(materialize: true).models })
+        // snapshot to hold, so its batched fetch is a plain one. So is a
+        // fetch over a hierarchy (several entities' trees, merged).
+        guard store.pinned == nil, try !entity(for: T.self).hasSubentities else {
+            return FetchResultsCollection(models: try fetch(stored))
         }
         let entity = try entity(for: T.self)
         try descriptor.checkKeyPaths(of: entity)
@@ -252,6 +311,21 @@ extension ModelContext {
         try descriptor.checkKeyPaths(of: entity)
         let size = max(batchSize, 1)
         let hadChanges = hasChanges
+        if entity.hasSubentities {
+            // Several entities' rows, merged: fetched whole, then handed
+            // out in batches.
+            let models = try fetch(descriptor)
+            for start in stride(from: 0, to: models.count, by: size) {
+                for model in models[start..<min(start + size, models.count)] { try block(model) }
+                if !allowEscapingMutations && !hadChanges && hasChanges {
+                    throw SwiftDataError(
+                        .modelValidationFailure,
+                        "enumerate(\(T.self)): the block left unsaved changes; save in the block or pass "
+                            + "allowEscapingMutations: true")
+                }
+            }
+            return
+        }
         var previousRows: [Int64] = []
         // Each batch ends with the mutation check and the release of its
         // models (and of the previous batch's weak entries that are gone).

@@ -50,10 +50,15 @@ struct PredicateConversion {
 
     init(schema: Schema) { self.schema = schema }
 
-    /// Translates `predicate` over models of `T`.
-    static func convert<T: PersistentModel>(_ predicate: Predicate<T>, schema: Schema) throws -> Result {
+    /// Translates `predicate` over models of `T` stored as rows of
+    /// `entity` (`T`'s entity, or one of its subentities, whose rows a
+    /// fetch of `T` runs over separately: type checks and casts of the
+    /// fetched model are then known while translating).
+    static func convert<T: PersistentModel>(_ predicate: Predicate<T>, schema: Schema, entity: Schema.Entity? = nil)
+        throws -> Result
+    {
         var converter = PredicateConversion(schema: schema)
-        converter.variables[predicate.variable.key] = (0, schema.entity(for: T.self))
+        converter.variables[predicate.variable.key] = (0, entity ?? schema.entity(for: T.self))
         var parts: [QueryExpr] = []
         var isExact = true
         var pending: [Any] = [predicate.expression]
@@ -363,7 +368,7 @@ extension PredicateExpressions.KeyPath: QueryNode {
             }
             return Converted(.member(base.expression, path), entity: c.entity(of: Output.self))
         }
-        if let property = entity.properties.first(where: { $0.keypath == path }) {
+        if let property = entity.property(at: path) {
             if property.isEphemeral {
                 return Converted(.modelMember(base.expression, path))
             }
@@ -559,15 +564,38 @@ extension PredicateExpressions.DictionaryKeyDefaultValueSubscript: QueryNode {
 
 extension PredicateExpressions.TypeCheck: QueryNode {
     var children: [Any] { [input] }
+    /// `$0 is BusinessTrip`: known for the fetched model, whose rows are
+    /// read one entity at a time; left to Foundation for any other model.
     func convert(_ c: inout PredicateConversion) throws -> Converted {
-        throw PredicateConversion.Failure.foundationOnly("a type check")
+        guard let (entity, target) = try c.fetchedModelCast(input, to: Desired.self) else {
+            throw PredicateConversion.Failure.foundationOnly("a type check")
+        }
+        return Converted(.constant(.scalar(.bool(entity.isKind(of: target)))))
     }
 }
 
 extension PredicateExpressions.ConditionalCast: QueryNode {
     var children: [Any] { [input] }
+    /// `$0 as? BusinessTrip`: the fetched model itself for rows of that
+    /// entity or below it, nil for the others.
     func convert(_ c: inout PredicateConversion) throws -> Converted {
-        throw PredicateConversion.Failure.foundationOnly("a conditional cast")
+        guard let (entity, target) = try c.fetchedModelCast(input, to: Desired.self) else {
+            throw PredicateConversion.Failure.foundationOnly("a conditional cast")
+        }
+        guard entity.isKind(of: target) else { return Converted(.constant(.null)) }
+        return Converted(.variable(0), entity: entity)
+    }
+}
+
+extension PredicateConversion {
+    /// For a cast or type check of the fetched model (variable 0) to a
+    /// model type of the schema: the entity being read and the one cast
+    /// to. Nil for anything else.
+    mutating func fetchedModelCast(_ input: Any, to type: Any.Type) throws -> (Schema.Entity, Schema.Entity)? {
+        guard let target = entity(of: type), TypeFacts.of(type).modelType != nil else { return nil }
+        let base = try convert(input)
+        guard case .variable(0) = base.expression, let entity = base.entity else { return nil }
+        return (entity, target)
     }
 }
 

@@ -100,7 +100,8 @@ final class QueryEvaluator {
         case .identifier(let base, let entity):
             guard case .row(let row) = try evaluate(base) else { return .null }
             return .opaque(
-                PersistentIdentifier(storeIdentifier: context.store.identifier, entityName: entity.name, rowID: row))
+                PersistentIdentifier(
+                    storeIdentifier: context.store.identifier, entityName: entity.concreteOrSelf(row).name, rowID: row))
         case .collection(let base, let member):
             return try collectionMember(member, of: evaluate(base), expression)
         case .member(let base, let path):
@@ -297,7 +298,11 @@ final class QueryEvaluator {
 
     /// Property `property` of row `row` of `entity`: from the root's record
     /// or model, from a changed or inserted model, or from the record.
-    private func read(_ property: Schema.Property, of entity: Schema.Entity, row: Int64) throws -> QueryValue {
+    private func read(_ property: Schema.Property, of declared: Schema.Entity, row: Int64) throws -> QueryValue {
+        // A row of a subentity (a `BusinessTrip` a `Trip` relationship
+        // holds) is read from its own entity's tree; inherited
+        // properties keep their field numbers there.
+        let entity = declared.concreteOrSelf(row)
         if row == rootRow && entity === rootEntity {
             if let rootModel { return modelValue(property, of: rootModel) }
             if let rootBytes { return try recordValue(property, of: entity, row: row, bytes: rootBytes) }

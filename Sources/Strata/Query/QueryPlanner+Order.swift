@@ -16,7 +16,7 @@ extension QueryPlanner {
         var keys: [QueryPlan.SortKey] = []
         for sort in sortBy {
             guard let path = sort.keyPath,
-                let property = entity.attributes.first(where: { $0.keypath == path as AnyKeyPath }),
+                let property = entity.attribute(at: path),
                 property.storedKind.sortsByQueryValue, entity.externalTrees[property.field] == nil,
                 Self.sortsAsStored(property.valueType)
             else { return (.models, access) }

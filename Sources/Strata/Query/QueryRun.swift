@@ -54,14 +54,24 @@ final class QueryRun<T: PersistentModel> {
         self.entity = entity
         self.snapshot = snapshot
         self.descriptor = descriptor
-        let conversion = try descriptor.predicate.map { try PredicateConversion.convert($0, schema: context.container.schema) }
+        let conversion = try descriptor.predicate.map {
+            try PredicateConversion.convert($0, schema: context.container.schema, entity: entity)
+        }
         self.isExact = conversion?.isExact ?? true
         self.expression = isExact ? conversion?.expression : nil
         self.evaluator = QueryEvaluator(
             context: context, snapshot: snapshot, entity: entity, variableCount: conversion?.variableCount ?? 1)
         let planner = try QueryPlanner(entity: entity, snapshot: snapshot, storeIdentifier: context.store.identifier)
-        let conjuncts = conversion?.expression.map(QueryPlanner.conjuncts) ?? []
-        let (access, covered, _) = conjuncts.isEmpty ? (.scan, [], planner.rowCount) : try planner.access(for: conjuncts)
+        // A type check that holds for this entity's rows is no condition.
+        let conjuncts = (conversion?.expression.map(QueryPlanner.conjuncts) ?? []).filter {
+            if case .constant(.scalar(.bool(true))) = $0 { false } else { true }
+        }
+        var (access, covered, _) = conjuncts.isEmpty ? (.scan, [], planner.rowCount) : try planner.access(for: conjuncts)
+        // A type check that fails for this entity's rows (`$0 is
+        // BusinessTrip` read over `Trip`'s own rows) leaves none to read.
+        if let never = conjuncts.firstIndex(where: { if case .constant(.scalar(.bool(false))) = $0 { true } else { false } }) {
+            (access, covered) = (.rows([]), [never])
+        }
         let rest = conjuncts.enumerated().filter { !covered.contains($0.offset) }.map(\.element)
         let filter = rest.isEmpty ? nil : rest.dropFirst().reduce(rest[0]) { .and($0, $1) }
         plan = QueryPlan(
@@ -121,8 +131,12 @@ final class QueryRun<T: PersistentModel> {
     /// The context's inserted and changed models of `T` that match.
     func pendingMatches() throws -> [T] {
         guard descriptor.includePendingChanges, context.hasChanges else { return [] }
-        var candidates: [T] = context.inserted.compactMap { $0 as? T }
-        for case let model as T in context.changed.values where model._strataState.status != .deleted {
+        // Models of this run's entity only: a fetch over a hierarchy runs
+        // once per entity, and a subclass's model is not the base's.
+        let type = ObjectIdentifier(entity.type)
+        var candidates: [T] = context.inserted.compactMap { ObjectIdentifier(Swift.type(of: $0)) == type ? $0 as? T : nil }
+        for case let model as T in context.changed.values
+        where model._strataState.status != .deleted && ObjectIdentifier(Swift.type(of: model)) == type {
             candidates.append(model)
         }
         return try candidates.filter(matches)
@@ -472,34 +486,7 @@ final class QueryRun<T: PersistentModel> {
                 return true
             }
             all += pending
-            let sortBy = descriptor.sortBy
-            // Stored floating-point attributes sort in totalOrder here too,
-            // as they do by keys and through an index (`SortDescriptor`
-            // would use `<`, leaving NaN unordered); the rest sort through
-            // the descriptor.
-            let floating = sortBy.map { sort in
-                sort.keyPath.flatMap { path in
-                    entity.attributes.first { $0.keypath == path as AnyKeyPath && QuerySort.sortsInTotalOrder($0) }
-                }
-            }
-            all.sort { a, b in
-                for (sort, property) in zip(sortBy, floating) {
-                    var result: ComparisonResult
-                    if let property {
-                        result = QuerySort.compare(
-                            .make(a[keyPath: property.keypath] as Any), .make(b[keyPath: property.keypath] as Any), nil)
-                        if sort.order == .reverse { result = QuerySort.reversed(result) }
-                    } else {
-                        result = sort.compare(a, b)
-                    }
-                    switch result {
-                    case .orderedAscending: return true
-                    case .orderedDescending: return false
-                    case .orderedSame: continue
-                    }
-                }
-                return a._strataState.rowID < b._strataState.rowID
-            }
+            all.sort(by: Self.order(descriptor.sortBy, entity: entity))
             let start = min(offset, all.count)
             let end = limit.map { min(start + $0, all.count) } ?? all.count
             models = Array(all[start..<end])
@@ -507,6 +494,37 @@ final class QueryRun<T: PersistentModel> {
         }
         if materialize { try prefetch(models) }
         return (rows, models)
+    }
+
+    /// The order `sortBy` gives models of `entity`, ties in row order.
+    ///
+    /// Stored floating-point attributes sort in totalOrder here too, as
+    /// they do by keys and through an index (`SortDescriptor` would use
+    /// `<`, leaving NaN unordered); the rest sort through the descriptor.
+    static func order(_ sortBy: [SortDescriptor<T>], entity: Schema.Entity) -> (T, T) -> Bool {
+        let floating = sortBy.map { sort in
+            sort.keyPath.flatMap { path in
+                entity.attribute(at: path).flatMap { QuerySort.sortsInTotalOrder($0) ? $0 : nil }
+            }
+        }
+        return { a, b in
+            for (sort, property) in zip(sortBy, floating) {
+                var result: ComparisonResult
+                if let property {
+                    result = QuerySort.compare(
+                        .make(a[keyPath: property.keypath] as Any), .make(b[keyPath: property.keypath] as Any), nil)
+                    if sort.order == .reverse { result = QuerySort.reversed(result) }
+                } else {
+                    result = sort.compare(a, b)
+                }
+                switch result {
+                case .orderedAscending: return true
+                case .orderedDescending: return false
+                case .orderedSame: continue
+                }
+            }
+            return a._strataState.rowID < b._strataState.rowID
+        }
     }
 
     // MARK: Prefetching
@@ -521,7 +539,7 @@ final class QueryRun<T: PersistentModel> {
         guard !paths.isEmpty, !models.isEmpty else { return }
         let schema = context.container.schema
         for path in paths {
-            guard let relationship = entity.relationships.first(where: { $0.keypath == path as AnyKeyPath }),
+            guard let relationship = entity.relationship(at: path),
                 let type = relationship.destinationType, let target = schema.entity(forType: type),
                 let records = try snapshot.tree(target.recordTree)
             else { continue }

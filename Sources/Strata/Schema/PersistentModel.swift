@@ -52,7 +52,7 @@ extension PersistentModel {
         let row = state.identifierRow
         return PersistentIdentifier(
             storeIdentifier: row > 0 ? state.link?.storeIdentifier ?? state.formerStoreIdentifier : nil,
-            entityName: Self._strataEntityName, rowID: row)
+            entityName: type(of: self)._strataEntityName, rowID: row)
     }
 
     /// The model's identifier: its `persistentModelID`.
@@ -362,6 +362,17 @@ public final class _ModelState {
     func faultRows(field: Int) -> [Int64]? {
         if case .rows(let rows)? = faults[field] { return rows }
         return nil
+    }
+
+    /// Takes the faults and left-out attributes a subclass's initializer
+    /// recorded in `staged` while it read its own fields (before
+    /// `super.init`, it cannot reach the model's state). Called by code
+    /// the `@Model` macro generates; not meant to be called directly.
+    public func _absorb(_ staged: _ModelState) {
+        guard staged.hasFaults else { return }
+        faults.merge(staged.faults) { _, new in new }
+        unloaded.formUnion(staged.unloaded)
+        noteFaultsChanged()
     }
 
     func clearFaults() {

@@ -48,12 +48,24 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
         }
     }
 
+    /// The name of the model class, `type` or one of its superclasses,
+    /// that declares property `field` of `type`.
+    static func declaringName(of type: any PersistentModel.Type, field: Int) -> String {
+        var declaring = type
+        while let parent = _getSuperclass(declaring) as? any PersistentModel.Type, field < parent.schemaMetadata.count {
+            declaring = parent
+        }
+        return declaring._strataEntityName
+    }
+
     /// The storage of every relationship of `entity`, by field.
     static func plan(for entity: Schema.Entity) -> [Int: RelationshipStorage] {
         var plan: [Int: RelationshipStorage] = [:]
         for relationship in entity.relationships {
             let field = relationship.field
-            let own = (entity: entity.name, relationship: relationship.name)
+            // An inherited relationship lives in the trees of the class
+            // that declares it, shared by the rows of its subclasses.
+            let own = (entity: entity.declaringEntityNames[field], relationship: relationship.name)
             if relationship.isToOneRelationship {
                 plan[field] = .toOne(index: TreeName.toOneIndex(entity: own.entity, relationship: own.relationship))
                 continue
@@ -66,7 +78,8 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
                 continue
             }
             let other = (
-                entity: inverse.type._strataEntityName, relationship: inverse.type.schemaMetadata[inverse.field].name
+                entity: declaringName(of: inverse.type, field: inverse.field),
+                relationship: inverse.type.schemaMetadata[inverse.field].name
             )
             if inverse.isToOne {
                 plan[field] = .viaInverse(index: TreeName.toOneIndex(entity: other.entity, relationship: other.relationship))

@@ -97,6 +97,7 @@ public final class Schema: @unchecked Sendable {
             let entity = Entity(type)
             byType[ObjectIdentifier(type)] = entity
             pending.append(contentsOf: entity.relationships.compactMap(\.destinationType))
+            if let superType = entity.superType { pending.append(superType) }
         }
         self.version = version
         self.entities = byType.values.sorted { $0.name < $1.name }
@@ -104,12 +105,14 @@ public final class Schema: @unchecked Sendable {
         self.declaresModelCounts = entities.contains { entity in
             entity.relationships.contains { ($0.minimumModelCount ?? 0) > 0 || ($0.maximumModelCount ?? 0) > 0 }
         }
-        // Relationships without an inverse, by the entity they point at.
+        Entity.linkHierarchies(entities, byType: byType)
+        // Relationships without an inverse, by the entity they point at
+        // (and its subentities, whose models the relationship may hold).
         for source in entities {
             for relationship in source.relationships
             where InverseGraph.inverse(of: source.type, field: relationship.field) == nil {
                 guard let type = relationship.destinationType, let target = byType[ObjectIdentifier(type)] else { continue }
-                target.incomingWithoutInverse.append((source, relationship))
+                for member in target.family { member.entity.incomingWithoutInverse.append((source, relationship)) }
             }
         }
         self.entitiesByType = byType
@@ -175,17 +178,98 @@ extension Schema {
         public var storedPropertiesByName: [String: Property] {
             Dictionary(storedProperties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         }
-        /// The entity this one inherits from: nil, as Strata's models do
-        /// not subclass other models yet.
-        public var superentity: Entity? { nil }
-        /// The name of ``superentity``: nil.
-        public var superentityName: String? { nil }
-        /// The entities that inherit from this one: none yet.
-        public var subentities: Set<Entity> { [] }
-        /// The properties inherited from ``superentity``: none yet.
-        public var inheritedProperties: [Property] { [] }
+        /// The entity this one inherits from: the entity of the model
+        /// class's superclass, when that is a model too (`@Model class
+        /// BusinessTrip: Trip`); nil otherwise.
+        public internal(set) weak var superentity: Entity?
+        /// The name of ``superentity``.
+        public var superentityName: String? { superentity?.name }
+        /// The entities whose model classes subclass this one's directly.
+        @exclusivity(unchecked) public internal(set) var subentities: Set<Entity> = []
+        /// The properties inherited from ``superentity``: the first
+        /// ones of ``properties``, with the same field numbers as there.
+        public var inheritedProperties: [Property] { Array(properties.prefix(inheritedCount)) }
         /// ``inheritedProperties`` by name.
-        public var inheritedPropertiesByName: [String: Property] { [:] }
+        public var inheritedPropertiesByName: [String: Property] {
+            Dictionary(inheritedProperties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        /// How many of ``properties`` the model class inherits.
+        let inheritedCount: Int
+        /// The superclass's model type, when the class subclasses a model.
+        let superType: (any PersistentModel.Type)?
+
+        /// The entity and its descendants, this one first: the entities
+        /// whose rows a fetch of this one returns. Set with the schema.
+        @exclusivity(unchecked) private(set) var family: [Unowned] = []
+        /// True when some model class subclasses this one's.
+        @exclusivity(unchecked) private(set) var hasSubentities = false
+        /// The tag in the high bits of the entity's row ids (see
+        /// ``rowTagShift``): 0 for an entity at the top of its hierarchy,
+        /// a number from 1 to 32,767 made from the name for a subentity.
+        @exclusivity(unchecked) private(set) var rowTag: Int64 = 0
+        /// The entities of the whole hierarchy by row tag, when the entity
+        /// is part of one (empty otherwise).
+        @exclusivity(unchecked) private(set) var hierarchyByTag: [Int64: Unowned] = [:]
+        /// Each property's key path, by the key path's of the class that
+        /// declares it too (`\Trip.name` and `\BusinessTrip.name`).
+        let fieldsByKeyPath: [AnyKeyPath: Int]
+
+        /// Row ids of a subentity carry its tag above this bit, so that a
+        /// row id alone names its entity: a relationship to `Trip` that
+        /// holds a `BusinessTrip` stores only the row.
+        static let rowTagShift: Int64 = 48
+        /// The largest row id an entity of a hierarchy allocates.
+        var lastRowID: Int64 {
+            hierarchyByTag.isEmpty ? .max : (rowTag << Self.rowTagShift) | ((1 << Self.rowTagShift) - 1)
+        }
+        /// The row id before an entity's first.
+        var rowBase: Int64 { rowTag << Self.rowTagShift }
+
+        /// The entity of `row`: this one, or the subentity whose tag the
+        /// row carries; nil when the row belongs to no entity of this
+        /// hierarchy that is this one or below it.
+        @inline(__always) func concrete(_ row: Int64) -> Entity? {
+            guard hasSubentities || rowTag != 0 else { return self }
+            let entity = hierarchyByTag[row >> Self.rowTagShift]?.entity
+            return entity.flatMap { $0.isKind(of: self) ? $0 : nil }
+        }
+
+        /// The entity of `row` anywhere in this entity's hierarchy.
+        func hierarchyEntity(ofRow row: Int64) -> Entity? {
+            hierarchyByTag.isEmpty ? self : hierarchyByTag[row >> Self.rowTagShift]?.entity
+        }
+
+        /// ``concrete(_:)``, or this entity when the row names none.
+        @inline(__always) func concreteOrSelf(_ row: Int64) -> Entity { concrete(row) ?? self }
+
+        /// True when this entity is `other` or descends from it.
+        func isKind(of other: Entity) -> Bool {
+            var current: Entity? = self
+            while let entity = current {
+                if entity === other { return true }
+                current = entity.superentity
+            }
+            return false
+        }
+
+        /// The stored property of `keyPath` (rooted at this entity's model
+        /// class or at the class that declares the property).
+        func property(at keyPath: AnyKeyPath) -> Property? {
+            if let field = fieldsByKeyPath[keyPath] { return properties[field] }
+            return nil
+        }
+
+        /// The attribute of `keyPath`, as ``property(at:)``.
+        func attribute(at keyPath: AnyKeyPath) -> Attribute? { property(at: keyPath) as? Attribute }
+
+        /// The relationship of `keyPath`, as ``property(at:)``.
+        func relationship(at keyPath: AnyKeyPath) -> Relationship? { property(at: keyPath) as? Relationship }
+
+        /// An unowned reference: entities refer to one another in their
+        /// schema, which holds them all.
+        struct Unowned {
+            unowned(unsafe) let entity: Entity
+        }
 
         /// Two entities are equal when they are the same object.
         public static func == (a: Entity, b: Entity) -> Bool { a === b }
@@ -195,6 +279,9 @@ extension Schema {
         init(_ type: any PersistentModel.Type) {
             self.type = type
             self.name = type._strataEntityName
+            let superType = _getSuperclass(type) as? any PersistentModel.Type
+            self.superType = superType
+            self.inheritedCount = superType?.schemaMetadata.count ?? 0
             var properties: [Property] = []
             var names: [AnyKeyPath: String] = [:]
             for (field, metadata) in type.schemaMetadata.enumerated() {
@@ -213,16 +300,39 @@ extension Schema {
                 properties.append(property)
             }
             self.properties = properties
+            // Key paths of the classes that declare inherited properties
+            // name the same fields (a predicate over `Trip` is run on a
+            // `BusinessTrip`'s records).
+            var keyPathFields: [AnyKeyPath: Int] = [:]
+            var ancestor = superType
+            while let type = ancestor {
+                for (field, metadata) in type.schemaMetadata.enumerated() {
+                    names[metadata.keypath] = metadata.name
+                    keyPathFields[metadata.keypath] = field
+                }
+                ancestor = _getSuperclass(type) as? any PersistentModel.Type
+            }
+            for property in properties { keyPathFields[property.keypath] = property.field }
+            self.fieldsByKeyPath = keyPathFields
             self.attributes = properties.compactMap { $0 as? Attribute }
             self.relationships = properties.compactMap { $0 as? Relationship }
             self.hasRequiredToOne = relationships.contains { $0.isToOneRelationship && !$0.isOptional }
             let resolve: ([[AnyKeyPath]]) -> [[String]] = { groups in
                 groups.map { group in group.map { names[$0] ?? "\($0)" } }
             }
+            // A class's groups, then its superclasses' (each class's
+            // `_strataUniqueness` lists only the groups it declares).
+            var declaredUnique: [[String]] = []
+            var declaredIndexes: [[String]] = []
+            var declaring: (any PersistentModel.Type)? = type
+            while let type = declaring {
+                declaredUnique = resolve(type._strataUniqueness) + declaredUnique
+                declaredIndexes = resolve(type._strataIndexes) + declaredIndexes
+                declaring = _getSuperclass(type) as? any PersistentModel.Type
+            }
             self.uniquenessConstraints =
-                properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil }
-                + resolve(type._strataUniqueness)
-            self.indices = resolve(type._strataIndexes)
+                properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil } + declaredUnique
+            self.indices = declaredIndexes
             var problems: [String]
             (self.keyGroups, problems) = KeyGroup.groups(
                 entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
@@ -256,6 +366,14 @@ extension Schema {
                 attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
             self.recordTree = Store.treeName(entityName: name)
             self.problems = problems
+            var owners = Array(repeating: name, count: properties.count)
+            var owner = superType
+            while let type = owner {
+                let count = min(type.schemaMetadata.count, owners.count)
+                for field in 0..<count { owners[field] = type._strataEntityName }
+                owner = _getSuperclass(type) as? any PersistentModel.Type
+            }
+            self.declaringEntityNames = owners
             self.inverseSides = InverseGraph.info(type).inverses
             self.relationshipStorage = [:]
             self.relationshipStorage = RelationshipStorage.plan(for: self)
@@ -298,15 +416,110 @@ extension Schema {
         /// Where each relationship lives, by field.
         @exclusivity(unchecked) private(set) var relationshipStorage: [Int: RelationshipStorage]
         /// The trees of this entity's relationships (reverse indexes, joins).
-        var relationshipTrees: [String] { relationshipStorage.values.flatMap(\.ownedTrees).sorted() }
+        /// An inherited relationship's trees are its superentity's, listed
+        /// there only.
+        var relationshipTrees: [String] {
+            relationshipStorage.filter { $0.key >= inheritedCount }.values.flatMap(\.ownedTrees).sorted()
+        }
 
         /// The entity's unique constraints, then its indexes, each with
         /// its tree.
         let keyGroups: [KeyGroup]
         var uniqueGroups: [KeyGroup] { keyGroups.filter { $0.kind == .unique } }
         /// What is wrong with the declaration (an index on an unknown or
-        /// unkeyable property); the container refuses such a schema.
-        let problems: [String]
+        /// unkeyable property, a hierarchy whose classes disagree); the
+        /// container refuses such a schema.
+        @exclusivity(unchecked) private(set) var problems: [String]
+
+        /// The name of the entity that declares each property, by field:
+        /// this one's, or an ancestor's for an inherited property. An
+        /// inherited relationship keeps its trees under that name, so
+        /// that the rows of the whole hierarchy share them.
+        let declaringEntityNames: [String]
+
+        /// The trees of the same unique constraint in the other entities
+        /// of the hierarchy, by this entity's tree: a value is unique
+        /// across the hierarchy, as SwiftData keeps it in one table.
+        @exclusivity(unchecked) private(set) var uniqueSiblings: [String: [String]] = [:]
+
+        /// Links the entities of `schema` into hierarchies: superentities,
+        /// subentities, row tags and the unique constraints they share.
+        /// Reports a hierarchy that cannot be stored as a problem of the
+        /// entity at fault.
+        static func linkHierarchies(_ entities: [Entity], byType: [ObjectIdentifier: Entity]) {
+            for entity in entities {
+                guard let superType = entity.superType, let parent = byType[ObjectIdentifier(superType)] else { continue }
+                entity.superentity = parent
+                parent.subentities.insert(entity)
+            }
+            for root in entities where root.superentity == nil && !root.subentities.isEmpty {
+                var members: [Entity] = []
+                var pending = [root]
+                while let entity = pending.popLast() {
+                    members.append(entity)
+                    pending += entity.subentities.sorted { $0.name < $1.name }
+                }
+                var byTag: [Int64: Unowned] = [0: Unowned(entity: root)]
+                for entity in members where entity !== root {
+                    let tag = rowTag(of: entity.name)
+                    if let other = byTag[tag]?.entity {
+                        entity.problems.append(
+                            "\(entity.name) and \(other.name), in \(root.name)'s hierarchy, have the same row tag (\(tag)); "
+                                + "rename one of the two classes")
+                    }
+                    entity.rowTag = tag
+                    byTag[tag] = Unowned(entity: entity)
+                }
+                for entity in members {
+                    entity.hierarchyByTag = byTag
+                    entity.hasSubentities = !entity.subentities.isEmpty
+                }
+                for entity in members { entity.family = members.filter { $0.isKind(of: entity) }.map(Unowned.init) }
+                linkUniqueConstraints(members)
+            }
+            for entity in entities where entity.family.isEmpty { entity.family = [Unowned(entity: entity)] }
+        }
+
+        /// A subentity's own unique constraints must not cover an inherited
+        /// property that its superentity's constraints leave free (the two
+        /// classes would disagree on what is unique); the constraints they
+        /// share are checked in every class's tree.
+        private static func linkUniqueConstraints(_ members: [Entity]) {
+            for entity in members {
+                guard let parent = entity.superentity else { continue }
+                let inherited = Set(parent.uniqueGroups.map { $0.properties.map(\.name) })
+                for group in entity.uniqueGroups where !inherited.contains(group.properties.map(\.name)) {
+                    let borrowed = group.properties.filter { $0.field < entity.inheritedCount }
+                    guard !borrowed.isEmpty else { continue }
+                    entity.problems.append(
+                        "\(entity.name) declares a unique constraint on (\(group.properties.map(\.name).joined(separator: ", "))) "
+                            + "that \(parent.name) does not: \(borrowed.map(\.name).joined(separator: ", ")) "
+                            + "\(borrowed.count == 1 ? "is" : "are") inherited from \(parent.name), and a unique value "
+                            + "is unique across the whole hierarchy; declare the constraint on \(parent.name)")
+                }
+            }
+            for entity in members {
+                for group in entity.uniqueGroups {
+                    let names = group.properties.map(\.name)
+                    let others = members.filter { $0 !== entity }.compactMap { other in
+                        other.uniqueGroups.first { $0.properties.map(\.name) == names }?.treeName
+                    }
+                    if !others.isEmpty { entity.uniqueSiblings[group.treeName] = others }
+                }
+            }
+        }
+
+        /// A subentity's row tag: FNV-1a of its name, folded to 1...32,767.
+        /// Made from the name alone, so every process and every store
+        /// agrees on it without recording it.
+        static func rowTag(of name: String) -> Int64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in name.utf8 {
+                hash ^= UInt64(byte)
+                hash &*= 0x100_0000_01b3
+            }
+            return Int64(hash % 32_767) + 1
+        }
 
         /// The entity as `Entity(<name>)`.
         public var description: String { "Entity(\(name))" }

@@ -1,0 +1,1 @@
+../FidelityTests/InheritanceTests.swift

@@ -1,0 +1,1 @@
+../FidelityTests/Journeys.swift
