@@ -16,7 +16,7 @@ package enum StoreInspector {
         guard !stored.entities.isEmpty else { return nil }
         var lines = ["version \(stored.version ?? "unknown"), hash \(stored.hash ?? "none")"]
         for (name, entity) in stored.entities.sorted(by: { $0.key < $1.key }) {
-            lines.append("entity \(name)")
+            lines.append("entity \(name)" + (entity.superentity.map { " (subclass of \($0))" } ?? ""))
             for property in entity.properties {
                 let detail = property.detail.isEmpty ? "" : " [\(property.detail)]"
                 lines.append(
@@ -154,16 +154,25 @@ package enum StoreInspector {
         let inverses = oneToOneInverses(stored)
         // One-to-one pointers to check once every record is read.
         var pointers: [(entity: String, row: Int64, field: Int, target: Int64)] = []
+        var sharedPairs: [String: (count: Int, what: String)] = [:]
+        let parents = Set(stored.entities.values.compactMap(\.superentity))
         for (name, entity) in stored.entities.sorted(by: { $0.key < $1.key }) {
             guard let tree = try tx.treeIfPresent(Store.treeName(entityName: name)) else {
                 problems.append("entity \(name): its record tree e.\(name) is missing")
                 continue
             }
-            var targets: [Int: Tree] = [:]
+            var targets: [Int: [Int64: Tree]] = [:]
             for property in entity.properties where property.kind == "to-one" {
                 let destination = StoredEntity.baseType(property.type, array: true)
-                if let target = try tx.treeIfPresent(Store.treeName(entityName: destination)) {
-                    targets[property.field] = target
+                if try tx.treeIfPresent(Store.treeName(entityName: destination)) != nil {
+                    // A to-one to a class holds rows of its subclasses too,
+                    // each in its own tree, known by the row's tag.
+                    var byTag: [Int64: Tree] = [:]
+                    for member in family(of: destination, in: stored) {
+                        guard let tree = try tx.treeIfPresent(Store.treeName(entityName: member)) else { continue }
+                        byTag[member == root(of: member, in: stored) ? 0 : Schema.Entity.rowTag(of: member)] = tree
+                    }
+                    targets[property.field] = byTag
                 } else {
                     problems.append("\(name).\(property.name): the destination \(destination) has no record tree")
                 }
@@ -197,7 +206,21 @@ package enum StoreInspector {
                 }
             }
             if problems.count < limit {
-                try problems += checkDerived(name: name, entity: entity, rows: try tx.count(tree), toOnes: toOnes, tx: tx)
+                try problems += checkDerived(
+                    name: name, entity: entity, rows: try tx.count(tree), toOnes: toOnes, tx: tx,
+                    inHierarchy: entity.superentity != nil || parents.contains(name), shared: &sharedPairs)
+            }
+        }
+        // A reverse index of an inherited to-one holds the pairs of every
+        // class of the hierarchy.
+        for (index, expected) in sharedPairs.sorted(by: { $0.key < $1.key }) where problems.count < limit {
+            guard let tree = try tx.treeIfPresent(index) else {
+                problems.append("\(index): missing (\(expected.what))")
+                continue
+            }
+            let count = try tx.count(tree)
+            if count != expected.count {
+                problems.append("\(index): \(count) entries, expected \(expected.count) (\(expected.what))")
             }
         }
         for pointer in pointers where problems.count < limit {
@@ -223,6 +246,34 @@ package enum StoreInspector {
         }
         progress(done, total)
         return Array(problems.prefix(limit))
+    }
+
+    /// The stored entity `name` and every entity below it, by the stored
+    /// schema's `super` lines.
+    private static func family(of name: String, in stored: StoredSchema) -> [String] {
+        stored.entities.keys.sorted().filter { member in
+            var current: String? = member
+            var steps = 0
+            while let entity = current, steps <= stored.entities.count {
+                if entity == name { return true }
+                current = stored.entities[entity]?.superentity
+                steps += 1
+            }
+            return false
+        }
+    }
+
+    /// The entity at the top of `name`'s hierarchy.
+    private static func root(of name: String, in stored: StoredSchema) -> String {
+        var current = name
+        var steps = 0
+        while let parent = stored.entities[current]?.superentity, stored.entities[parent] != nil,
+            steps <= stored.entities.count
+        {
+            current = parent
+            steps += 1
+        }
+        return current
     }
 
     /// A to-one property: entity name and field.
@@ -288,9 +339,10 @@ package enum StoreInspector {
     /// unique constraint and index holds one entry per row, each reverse
     /// index one per non-nil to-one, a join as many pairs as its mirror)
     /// and each unique entry's row by existence.
-    private static func checkDerived(name: String, entity: StoredEntity, rows: Int, toOnes: [Int: Int], tx: ReadTransaction)
-        throws -> [String]
-    {
+    private static func checkDerived(
+        name: String, entity: StoredEntity, rows: Int, toOnes: [Int: Int], tx: ReadTransaction,
+        inHierarchy: Bool, shared: inout [String: (count: Int, what: String)]
+    ) throws -> [String] {
         var problems: [String] = []
         let records = try tx.tree(Store.treeName(entityName: name))
         func expect(_ treeName: String, _ expected: Int, _ what: String) throws -> Tree? {
@@ -323,7 +375,13 @@ package enum StoreInspector {
                 switch storage.kind {
                 case .toOne:
                     let field = entity.property(named: storage.property)?.field ?? -1
-                    _ = try expect(storage.tree, toOnes[field] ?? 0, "one per non-nil \(storage.property)")
+                    let what = "one per non-nil \(storage.property)"
+                    if inHierarchy {
+                        // Shared by a hierarchy: counted once every class is read.
+                        shared[storage.tree, default: (0, what)].count += toOnes[field] ?? 0
+                    } else {
+                        _ = try expect(storage.tree, toOnes[field] ?? 0, what)
+                    }
                 case .join:
                     let mirror = StoredStorage.mirror(ofJoin: storage.tree)
                     if let join = try tx.treeIfPresent(storage.tree) {
@@ -352,7 +410,8 @@ package enum StoreInspector {
     }
 
     private static func checkFields(
-        _ bytes: [UInt8], row: Int64, entity: StoredEntity, name: String, targets: [Int: Tree], tx: ReadTransaction,
+        _ bytes: [UInt8], row: Int64, entity: StoredEntity, name: String, targets: [Int: [Int64: Tree]],
+        tx: ReadTransaction,
         toOnes: inout [Int: Int]
     ) throws -> [String] {
         var problems: [String] = []
@@ -376,9 +435,11 @@ package enum StoreInspector {
                 }
                 if property.kind == "to-one" {
                     toOnes[field.field, default: 0] += 1
-                    guard let target = targets[field.field] else { continue }
+                    guard let trees = targets[field.field] else { continue }
                     let value = try reader.payloadVarint(field.slot, field: field.field)
-                    if try !tx.contains(RowKey.encode(Int64(bitPattern: value)), in: target) {
+                    let target = Int64(bitPattern: value)
+                    let tree = trees.count == 1 ? trees.first?.value : trees[target >> Schema.Entity.rowTagShift]
+                    if try tree.map({ try !tx.contains(RowKey.encode(target), in: $0) }) ?? true {
                         problems.append("\(TreeName.records(name)) row \(row): \(property.name) points at missing row \(value)")
                     }
                 } else if let allowed = wires(property.type), !allowed.contains(field.slot.wire) {

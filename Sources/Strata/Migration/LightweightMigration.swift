@@ -283,7 +283,10 @@ struct LightweightMigration {
         }
         // A new to-one whose inverse held pairs would lose them.
         for plan in plans {
-            for relationship in plan.entity.relationships where relationship.isToOneRelationship {
+            // An inherited to-one is its superentity's (same trees), not
+            // a new one, even on a subentity the migration adds.
+            for relationship in plan.entity.relationships
+            where relationship.isToOneRelationship && relationship.field >= plan.entity.inheritedCount {
                 guard plan.source[relationship.field] == nil,
                     let inverse = InverseGraph.inverse(of: plan.entity.type, field: relationship.field),
                     let other = plans.first(where: { ObjectIdentifier($0.entity.type) == ObjectIdentifier(inverse.type) }),

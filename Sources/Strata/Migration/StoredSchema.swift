@@ -37,8 +37,14 @@ struct StoredEntity: Equatable {
 
     var properties: [Property]
     /// The unique constraints, indexes and relationship/external storage,
-    /// as `unique a+b`, `index a`, `storage …`.
+    /// as `unique a+b`, `index a`, `storage …`, and for the entity of a
+    /// subclass its superentity, as `super Name`.
     var keys: [String]
+
+    /// The superentity the `super` line names.
+    var superentity: String? {
+        keys.first { $0.hasPrefix("super ") }.map { String($0.dropFirst(6)) }
+    }
     /// Field numbers that may appear in records are below this: more than
     /// the properties when a migration removed trailing fields without
     /// rewriting records (line `r <n>`; nil: the property count). A
@@ -62,6 +68,7 @@ struct StoredEntity: Equatable {
                 entity.relationshipStorage[relationship.field].map { "storage \(relationship.name) \($0)" }
             }
             + entity.externalTrees.sorted { $0.key < $1.key }.map { "storage \(entity.properties[$0.key].name) in \($0.value)" }
+            + (entity.superentity.map { ["super \($0.name)"] } ?? [])
         properties = entity.properties.map { property in
             Property(
                 field: property.field, id: ids[property.field] ?? property.field + 1, name: property.name,

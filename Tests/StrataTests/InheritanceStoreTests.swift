@@ -1,0 +1,114 @@
+import Foundation
+import StrataEngine
+import StrataTesting
+import XCTest
+
+@testable import Strata
+
+/// A hierarchy in the store: migrations that add a subclass or an
+/// attribute to one, a custom stage that moves rows into a new subclass,
+/// history that names the concrete class, and the store tool's view of it.
+final class InheritanceStoreTests: StoreTestCase {
+    private func open(_ schema: any VersionedSchema.Type, plan: (any SchemaMigrationPlan.Type)? = nil) throws
+        -> ModelContainer
+    {
+        try track(
+            ModelContainer(
+                for: Schema(versionedSchema: schema), migrationPlan: plan,
+                configurations: [ModelConfiguration(url: storeURL("fleet.store"))]))
+    }
+
+    func testLightweightStagesAddASubclassAndAnAttributeToIt() throws {
+        do {
+            let context = ModelContext(try open(FleetV1Plain.self))
+            let depot = FleetV1Plain.Depot(name: "North")
+            context.insert(depot)
+            for plate in ["A1", "A2"] {
+                let vehicle = FleetV1Plain.Vehicle(plate: plate)
+                context.insert(vehicle)
+                vehicle.depot = depot
+            }
+            try context.save()
+        }
+        do {
+            let context = ModelContext(try open(FleetV2.self, plan: FleetLightweightPlan.self))
+            XCTAssertEqual(try context.fetch(FetchDescriptor<FleetV2.Vehicle>()).map(\.plate).sorted(), ["A1", "A2"])
+            let depot = try XCTUnwrap(context.fetch(FetchDescriptor<FleetV2.Depot>()).first)
+            let truck = FleetV2.Truck(plate: "T1", load: 12)
+            context.insert(truck)
+            truck.depot = depot
+            try context.save()
+        }
+        let container = try open(FleetV3.self, plan: FleetLightweightPlan.self)
+        let context = ModelContext(container)
+        let all = try context.fetch(FetchDescriptor<FleetV3.Vehicle>(sortBy: [SortDescriptor(\.plate)]))
+        XCTAssertEqual(all.map(\.plate), ["A1", "A2", "T1"])
+        let truck = try XCTUnwrap(all.last as? FleetV3.Truck)
+        XCTAssertEqual([truck.load, truck.axles], [12, 2], "the added attribute reads as its default")
+        XCTAssertEqual(try context.fetch(FetchDescriptor<FleetV3.Depot>()).first?.vehicles.count, 3)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
+    func testACustomStageMovesRowsIntoANewSubclass() throws {
+        do {
+            let context = ModelContext(try open(FleetV1.self))
+            let depot = FleetV1.Depot(name: "South")
+            context.insert(depot)
+            for (plate, isTruck, load) in [("C1", false, 0), ("T7", true, 30), ("T8", true, 40)] {
+                let vehicle = FleetV1.Vehicle(plate: plate, isTruck: isTruck, load: load)
+                context.insert(vehicle)
+                vehicle.depot = depot
+            }
+            try context.save()
+        }
+        let container = try open(FleetV2.self, plan: FleetSubclassPlan.self)
+        let context = ModelContext(container)
+        let trucks = try context.fetch(FetchDescriptor<FleetV2.Truck>(sortBy: [SortDescriptor(\.plate)]))
+        XCTAssertEqual(trucks.map(\.plate), ["T7", "T8"])
+        XCTAssertEqual(trucks.map(\.load), [30, 40])
+        XCTAssertEqual(trucks.map { $0.depot?.name }, ["South", "South"])
+        let all = try context.fetch(FetchDescriptor<FleetV2.Vehicle>(sortBy: [SortDescriptor(\.plate)]))
+        XCTAssertEqual(all.map { "\(type(of: $0))" }, ["Vehicle", "Truck", "Truck"])
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
+    func testHistoryNamesTheConcreteClass() throws {
+        let context = ModelContext(try open(FleetV2.self))
+        let truck = FleetV2.Truck(plate: "H1", load: 5)
+        let base: FleetV2.Vehicle = truck
+        context.insert(base)
+        try context.save()
+        truck.load = 6
+        try context.save()
+        let changes = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).flatMap(\.changes)
+        XCTAssertEqual(changes.map(\.changedPersistentIdentifier.entityName), ["Truck", "Truck"])
+        guard case .update(let change)? = changes.last, let update = change as? DefaultHistoryUpdate<FleetV2.Truck> else {
+            return XCTFail("the last change is not an update of a Truck: \(String(describing: changes.last))")
+        }
+        XCTAssertEqual(update.updatedAttributes.count, 1)
+        XCTAssertTrue(update.updatedAttributes.first == \FleetV2.Truck.load)
+    }
+
+    func testTheStoreToolShowsAndChecksTheHierarchy() throws {
+        let container = try open(FleetV2.self)
+        let context = ModelContext(container)
+        let depot = FleetV2.Depot(name: "East")
+        context.insert(depot)
+        for index in 0..<3 {
+            let vehicle: FleetV2.Vehicle =
+                index == 0 ? FleetV2.Vehicle(plate: "V\(index)") : FleetV2.Truck(plate: "V\(index)", load: index)
+            context.insert(vehicle)
+            vehicle.depot = depot
+        }
+        try context.save()
+        try container.store.database.read { tx in
+            let schema = try XCTUnwrap(StoreInspector.schemaText(tx))
+            XCTAssertTrue(schema.contains("entity Truck (subclass of Vehicle)"), schema)
+            XCTAssertEqual(try StoreInspector.checkRecords(tx), [])
+            var lines: [String] = []
+            try StoreInspector.dump(tx, entity: "Truck", json: false) { lines.append($0) }
+            XCTAssertEqual(lines.count, 2)
+            XCTAssertTrue(lines.allSatisfy { $0.hasPrefix("Truck p") && $0.contains("load=") }, "\(lines)")
+        }
+    }
+}
