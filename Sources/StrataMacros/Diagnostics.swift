@@ -48,3 +48,18 @@ extension DiagnosticsError {
         self.init(diagnostics: [Diagnostic(node: Syntax(node), message: message)])
     }
 }
+
+/// A stored property a `@Model` subclass declares again (`override var`):
+/// a class of a hierarchy cannot store what its superclass stores.
+struct RedeclaredStoredProperty: DiagnosticMessage {
+    let property: String
+    let subclass: String
+    let superclass: String
+
+    var message: String {
+        "'\(property)' is a stored property of \(superclass), which \(subclass) inherits: a @Model subclass cannot "
+            + "declare it again; remove it from \(subclass), or override it with a computed property"
+    }
+    var diagnosticID: MessageID { MessageID(domain: "StrataMacros", id: "redeclaredStoredProperty") }
+    var severity: DiagnosticSeverity { .error }
+}

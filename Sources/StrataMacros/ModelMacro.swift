@@ -38,6 +38,18 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         // members below override the superclass's.
         let superclass = modelSuperclass(of: classDecl, conformingTo: protocols)
         let override = superclass == nil ? "" : "override "
+        if let superclass {
+            let redeclared = classDecl.memberBlock.members.compactMap { item -> Diagnostic? in
+                guard let variable = item.decl.as(VariableDeclSyntax.self), !variable.isStatic, !variable.isComputed,
+                    variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.override) }),
+                    let name = variable.bindings.first?.pattern.trimmedDescription
+                else { return nil }
+                return Diagnostic(
+                    node: Syntax(variable),
+                    message: RedeclaredStoredProperty(property: name, subclass: typeName, superclass: superclass))
+            }
+            if !redeclared.isEmpty { throw DiagnosticsError(diagnostics: redeclared) }
+        }
 
         var metadata: [String] = []
         var reads: [String] = []

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Compiles each Tests/Diagnostics/*.swift.txt in the FidelityTests target and
-# checks that the build fails with the diagnostic the file's case expects:
-# bad model code must give a compile-time error that says what to write.
+# checks that the build fails with the diagnostic the file's first line
+# names (`// expect: <message>`): bad model code must give a compile-time
+# error that says what to write.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-expected="a @Model property must be Codable, a RawRepresentable enum, Data, a model or an array of models; store another type with @Attribute(.transformable(by:)), or mark the property @Transient"
 status=0
 for source in Tests/Diagnostics/*.swift.txt; do
+  expected=$(head -1 "$source" | sed -n 's|^// expect: ||p')
+  if [ -z "$expected" ]; then
+    echo "$source: its first line must be '// expect: <message>'"
+    status=1
+    continue
+  fi
   target="Tests/FidelityTests/Diagnostics_$(basename "$source" .txt)"
   cp "$source" "$target"
   log=$(swift build --target FidelityTests 2>&1)
