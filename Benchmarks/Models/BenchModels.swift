@@ -242,3 +242,74 @@ func durablePool(path: String, configuration base: Configuration = Configuration
     }
     return pool
 }
+
+// MARK: query-bench --inheritance: a hierarchy, the same data flat, and GRDB
+
+@Model
+class Parcel {
+    #Index<Parcel>([\.category])
+    var code: Int
+    var category: Int
+    var weight: Double
+
+    init(code: Int, category: Int, weight: Double) {
+        self.code = code
+        self.category = category
+        self.weight = weight
+    }
+}
+
+@Model
+final class ExpressParcel: Parcel {
+    var deadline: Int
+
+    init(code: Int, category: Int, weight: Double, deadline: Int) {
+        self.deadline = deadline
+        super.init(code: code, category: category, weight: weight)
+    }
+}
+
+@Model
+final class FragileParcel: Parcel {
+    var insured: Bool
+
+    init(code: Int, category: Int, weight: Double, insured: Bool) {
+        self.insured = insured
+        super.init(code: code, category: category, weight: weight)
+    }
+}
+
+/// The hierarchy's data in one entity, as a single table keeps it: a kind
+/// (0 plain, 1 express, 2 fragile) and the subclasses' columns optional.
+@Model
+final class FlatParcel {
+    #Index<FlatParcel>([\.category], [\.kind])
+    var kind: Int
+    var code: Int
+    var category: Int
+    var weight: Double
+    var deadline: Int?
+    var insured: Bool?
+
+    init(kind: Int, code: Int, category: Int, weight: Double, deadline: Int?, insured: Bool?) {
+        self.kind = kind
+        self.code = code
+        self.category = category
+        self.weight = weight
+        self.deadline = deadline
+        self.insured = insured
+    }
+}
+
+struct ParcelRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "parcel"
+    var id: Int64?
+    var kind: Int
+    var code: Int
+    var category: Int
+    var weight: Double
+    var deadline: Int?
+    var insured: Bool?
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}

@@ -8,6 +8,7 @@ import Strata
 //
 //     swift run -c release query-bench [--count N] [--only NAME] [--blocks N]
 //     swift run -c release query-bench --enumerate [--count N]
+//     swift run -c release query-bench --inheritance [--count N]   (Inheritance.swift)
 //     swift run -c release query-bench --only NAME --profile [--reps N] [--grdb]   (one side only, Strata's unless --grdb: fastest and median run)
 //
 // N objects (default 100,000) with an indexed Int (`category`, 1,000
@@ -63,6 +64,11 @@ if let path = argument("--build-store") {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("query-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
+
+if CommandLine.arguments.contains("--inheritance") {
+    try runInheritance(count: count, directory: directory)
+    exit(0)
+}
 
 if enumerateMode {
     let path = directory.appendingPathComponent("enumerate.store").path

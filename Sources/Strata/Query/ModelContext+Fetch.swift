@@ -38,19 +38,49 @@ extension ModelContext {
         }
     }
 
-    /// Merges the runs of a fetch over a hierarchy: sorted as `descriptor`
-    /// says (entity by entity otherwise), then paged.
-    func mergeHierarchy<T: PersistentModel, Element>(
-        _ parts: [[(model: T, element: Element)]], _ descriptor: FetchDescriptor<T>, entity: Schema.Entity
-    ) -> [Element] {
-        var all = parts.flatMap { $0 }
-        if !descriptor.sortBy.isEmpty {
-            let order = QueryRun<T>.order(descriptor.sortBy, entity: entity)
-            all.sort { order($0.model, $1.model) }
+    /// Merges the runs of a fetch over a hierarchy, each in the order
+    /// `descriptor` sorts by (entity by entity when it does not sort),
+    /// then pages the whole.
+    ///
+    /// Each run is sorted already, so the runs are merged, not sorted
+    /// again: a top-k fetch compares about k × runs models.
+    func mergeHierarchy<T: PersistentModel>(_ parts: [[T]], _ descriptor: FetchDescriptor<T>, entity: Schema.Entity)
+        -> [T]
+    {
+        let offset = max(descriptor.fetchOffset ?? 0, 0)
+        let total = parts.reduce(0) { $0 + $1.count }
+        let wanted = descriptor.fetchLimit.map { min(total, offset + max($0, 0)) } ?? total
+        guard offset < wanted else { return [] }
+        if descriptor.sortBy.isEmpty {
+            if offset == 0 && wanted == total { return parts.count == 1 ? parts[0] : Array(parts.joined()) }
+            var merged: [T] = []
+            merged.reserveCapacity(wanted - offset)
+            var position = 0
+            for part in parts {
+                for model in part {
+                    if position >= wanted { return merged }
+                    if position >= offset { merged.append(model) }
+                    position += 1
+                }
+            }
+            return merged
         }
-        let start = min(max(descriptor.fetchOffset ?? 0, 0), all.count)
-        let end = descriptor.fetchLimit.map { min(start + max($0, 0), all.count) } ?? all.count
-        return all[start..<end].map(\.element)
+        let order = QueryRun<T>.order(descriptor.sortBy, entity: entity)
+        var heads = Array(repeating: 0, count: parts.count)
+        var merged: [T] = []
+        merged.reserveCapacity(wanted - offset)
+        var taken = 0
+        while taken < wanted {
+            var best = -1
+            for index in parts.indices where heads[index] < parts[index].count {
+                if best < 0 || order(parts[index][heads[index]], parts[best][heads[best]]) { best = index }
+            }
+            guard best >= 0 else { break }
+            if taken >= offset { merged.append(parts[best][heads[best]]) }
+            heads[best] += 1
+            taken += 1
+        }
+        return merged
     }
 
     /// The models matching `descriptor`, sorted and paged as it says.
@@ -71,7 +101,7 @@ extension ModelContext {
         let entity = try entity(for: T.self)
         guard entity.hasSubentities else { return try withQuery(descriptor) { try $0.results(materialize: true).models } }
         let runs = try withHierarchyQueries(descriptor) { runs in
-            try runs.map { try $0.results(materialize: true).models.map { ($0, $0) } }
+            try runs.map { try $0.results(materialize: true).models }
         }
         return mergeHierarchy(runs, descriptor, entity: entity)
     }
