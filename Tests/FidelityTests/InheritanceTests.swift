@@ -239,4 +239,23 @@ nonisolated final class InheritanceTests: FidelityTestCase {
             XCTAssertTrue(text.contains("StrictGauge") && text.contains("Gauge") && text.contains("label"), text)
         }
     }
+
+    func testAnotherContextsSaveRefreshesASubclassModelsRelationships() throws {
+        let container = try stocked()
+        let here = ModelContext(container)
+        let pitch = try XCTUnwrap(
+            here.fetch(FetchDescriptor<BusinessJourney>(predicate: #Predicate { $0.name == "Pitch" })).first)
+        pitch.expenses.append(Expense(amount: 5))
+        pitch.expenses.append(Expense(amount: 7))
+        try here.save()
+        XCTAssertEqual(pitch.expenses.map(\.amount).sorted(), [5, 7])
+
+        // Another context deletes them by predicate, without loading
+        // them or the journey: the model here loses them once it merges.
+        let there = ModelContext(container)
+        try there.delete(model: Expense.self, where: #Predicate { $0.amount > 1 })
+        try there.save()
+        XCTAssertEqual(try here.fetchCount(FetchDescriptor<Expense>()), 0)
+        XCTAssertEqual(pitch.expenses.map(\.amount), [])
+    }
 }

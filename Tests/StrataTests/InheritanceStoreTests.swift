@@ -184,4 +184,103 @@ final class InheritanceStoreTests: StoreTestCase {
         }
         XCTAssertNotNil(outcomes["after"], "some crash points come after the commit: \(outcomes)")
     }
+
+    /// Another process's insert of a subclass's model refreshes a to-many
+    /// to the base that this process holds (two stores on one file stand
+    /// for two processes).
+    func testAnotherProcessesSubclassInsertRefreshesAToManyToTheBase() throws {
+        let url = storeURL("fleet.store")
+        func open() throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema(versionedSchema: FleetV2.self),
+                configurations: [ModelConfiguration(url: url, fileSystem: POSIXFileSystem())])
+        }
+        let here = track(try open())
+        let context = ModelContext(here)
+        let depot = FleetV2.Depot(name: "Central")
+        context.insert(depot)
+        let van = FleetV2.Vehicle(plate: "VAN")
+        context.insert(van)
+        van.depot = depot
+        let garage = FleetV2.Garage(name: "G")
+        context.insert(garage)
+        let parked = FleetV2.Truck(plate: "PARKED", load: 1)
+        garage.parked = [van, parked]
+        try context.save()
+        XCTAssertEqual(depot.vehicles.map(\.plate), ["VAN"])
+        XCTAssertEqual(garage.parked.map(\.plate), ["VAN", "PARKED"])
+
+        let there = ModelContext(try open())
+        let theirDepot = try XCTUnwrap(there.fetch(FetchDescriptor<FleetV2.Depot>()).first)
+        let truck = FleetV2.Truck(plate: "TRK", load: 3)
+        there.insert(truck)
+        truck.depot = theirDepot
+        try there.save()
+
+        // The next call into the store catches up with the other save.
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<FleetV2.Vehicle>()), 3)
+        XCTAssertEqual(depot.vehicles.map(\.plate).sorted(), ["TRK", "VAN"])
+        XCTAssertTrue(depot.vehicles.contains { $0 is FleetV2.Truck })
+
+        // The other process deletes the truck by predicate: the depot's row
+        // is not written, and its to-many here refreshes because a row of
+        // the class it leads to (through a subclass) changed.
+        try there.delete(model: FleetV2.Truck.self, where: #Predicate { $0.plate == "TRK" })
+        try there.save()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<FleetV2.Vehicle>()), 2)
+        XCTAssertEqual(depot.vehicles.map(\.plate), ["VAN"])
+
+        // The other process moves a truck to another depot without
+        // loading the one it leaves: that depot's row is not written, and
+        // its list here refreshes because a row of a class below the one
+        // it leads to changed.
+        let south = FleetV2.Depot(name: "South")
+        there.insert(south)
+        try there.save()
+        let mover = FleetV2.Truck(plate: "MOVER", load: 2)
+        context.insert(mover)
+        mover.depot = depot
+        try context.save()
+        XCTAssertEqual(depot.vehicles.map(\.plate).sorted(), ["MOVER", "VAN"])
+        let elsewhere = ModelContext(try open())
+        let moving = try XCTUnwrap(
+            elsewhere.fetch(FetchDescriptor<FleetV2.Truck>(predicate: #Predicate { $0.plate == "MOVER" })).first)
+        moving.depot = try XCTUnwrap(
+            elsewhere.fetch(FetchDescriptor<FleetV2.Depot>(predicate: #Predicate { $0.name == "South" })).first)
+        try elsewhere.save()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<FleetV2.Depot>()), 2)
+        XCTAssertEqual(depot.vehicles.map(\.plate), ["VAN"])
+
+        // A to-many without an inverse holds only a join: when the other
+        // process deletes a truck it holds, the garage's row is not
+        // written, and its list here refreshes because a row of a class
+        // below the one it leads to changed.
+        try there.delete(model: FleetV2.Truck.self, where: #Predicate { $0.plate == "PARKED" })
+        try there.save()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<FleetV2.Vehicle>()), 2)
+        XCTAssertEqual(garage.parked.map(\.plate), ["VAN"])
+    }
+
+    /// A subclass's own and inherited properties are observed, each on
+    /// its own.
+    func testASubclassModelIsObservedPropertyByProperty() throws {
+        let truck = FleetV2.Truck(plate: "OBS", load: 1)
+        let loadChanged = LockedFlag()
+        withObservationTracking {
+            _ = truck.load
+        } onChange: {
+            loadChanged.set()
+        }
+        let plateChanged = LockedFlag()
+        withObservationTracking {
+            _ = truck.plate
+        } onChange: {
+            plateChanged.set()
+        }
+        truck.plate = "OBS-2"
+        XCTAssertTrue(plateChanged.value)
+        XCTAssertFalse(loadChanged.value, "an inherited property's change is not the subclass's own")
+        truck.load = 2
+        XCTAssertTrue(loadChanged.value)
+    }
 }

@@ -51,8 +51,11 @@ final class SavedChanges: Sendable {
             deletes = Array(repeating: [], count: entityCount)
         }
 
-        mutating func update(_ entity: Schema.Entity, row: Int64, fields: _FieldSet) {
+        mutating func update(_ declared: Schema.Entity, row: Int64, fields: _FieldSet) {
             guard row > 0, !fields.isEmpty else { return }
+            // A row reached through a relationship to a base class may be
+            // a subclass's, registered under its own entity.
+            let entity = declared.concreteOrSelf(row)
             updates[entity.ordinal].append(Update(row: row, fields: fields))
             isEmpty = false
         }
@@ -63,9 +66,16 @@ final class SavedChanges: Sendable {
             update(entity, row: row, fields: fields)
         }
 
-        mutating func delete(_ entity: Schema.Entity, rows: some Sequence<Int64>) {
-            deletes[entity.ordinal].append(contentsOf: rows)
-            if !deletes[entity.ordinal].isEmpty { isEmpty = false }
+        mutating func delete(_ declared: Schema.Entity, rows: some Sequence<Int64>) {
+            guard declared.hasSubentities else {
+                deletes[declared.ordinal].append(contentsOf: rows)
+                if !deletes[declared.ordinal].isEmpty { isEmpty = false }
+                return
+            }
+            for row in rows {
+                deletes[declared.concreteOrSelf(row).ordinal].append(row)
+                isEmpty = false
+            }
         }
 
         func build(everywhere: [_FieldSet] = [], inserts: [[Int64]] = []) -> SavedChanges {

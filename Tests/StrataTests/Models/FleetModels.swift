@@ -32,7 +32,7 @@ enum FleetV1: VersionedSchema {
 
 enum FleetV2: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
-    static var models: [any PersistentModel.Type] { [Vehicle.self, Truck.self, Depot.self] }
+    static var models: [any PersistentModel.Type] { [Vehicle.self, Truck.self, Depot.self, Garage.self] }
 
     @Model class Vehicle {
         @Attribute(.unique) var plate: String
@@ -53,11 +53,18 @@ enum FleetV2: VersionedSchema {
         @Relationship(inverse: \Vehicle.depot) var vehicles: [Vehicle] = []
         init(name: String) { self.name = name }
     }
+
+    /// Parks vehicles without an inverse: the list is a join tree only.
+    @Model final class Garage {
+        var name: String
+        var parked: [Vehicle] = []
+        init(name: String) { self.name = name }
+    }
 }
 
 enum FleetV3: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(3, 0, 0) }
-    static var models: [any PersistentModel.Type] { [Vehicle.self, Truck.self, Depot.self] }
+    static var models: [any PersistentModel.Type] { [Vehicle.self, Truck.self, Depot.self, Garage.self] }
 
     @Model class Vehicle {
         @Attribute(.unique) var plate: String
@@ -77,6 +84,13 @@ enum FleetV3: VersionedSchema {
     @Model final class Depot {
         var name: String
         @Relationship(inverse: \Vehicle.depot) var vehicles: [Vehicle] = []
+        init(name: String) { self.name = name }
+    }
+
+    /// Parks vehicles without an inverse: the list is a join tree only.
+    @Model final class Garage {
+        var name: String
+        var parked: [Vehicle] = []
         init(name: String) { self.name = name }
     }
 }
