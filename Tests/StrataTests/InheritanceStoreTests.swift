@@ -283,4 +283,43 @@ final class InheritanceStoreTests: StoreTestCase {
         truck.load = 2
         XCTAssertTrue(loadChanged.value)
     }
+
+    /// Damage a hierarchy can meet: a record under a row id outside its
+    /// class's range refuses the store at open, naming the class; an
+    /// identifier of a row of no class finds no model. Typed errors, never
+    /// a trap.
+    func testDamagedRowIdsOfAHierarchyAreReportedNotTrapped() throws {
+        let container = try open(FleetV2.self)
+        let context = ModelContext(container)
+        let truck = FleetV2.Truck(plate: "T", load: 1)
+        context.insert(truck)
+        try context.save()
+        let truckRow = truck._strataState.rowID
+        XCTAssertGreaterThan(truckRow, Int64(1) << 48, "a subclass's row carries its tag")
+        let truckTree = Store.treeName(entityName: "Truck")
+        // A Truck record copied under a row whose tag no class has.
+        let stray = (Int64(32_700) << 48) | 5
+        try container.store.database.write { tx in
+            let record = try XCTUnwrap(try tx.get(RowKey.encode(truckRow), in: tx.tree(truckTree)))
+            try tx.put(RowKey.encode(stray), record, in: tx.tree(truckTree))
+        }
+        XCTAssertThrowsError(
+            try ModelContainer(
+                for: Schema(versionedSchema: FleetV2.self),
+                configurations: [ModelConfiguration(url: storeURL("fleet.store"), fileSystem: POSIXFileSystem())])
+        ) { error in
+            XCTAssertEqual((error as? SwiftDataError)?.code, .corruptRecord, "\(error)")
+            XCTAssertTrue("\(error)".contains("Truck"), "\(error)")
+        }
+        try container.store.database.write { tx in try tx.delete(RowKey.encode(stray), in: tx.tree(truckTree)) }
+
+        // Identifiers of rows of no class, or of another class's range.
+        let fresh = ModelContext(container)
+        XCTAssertTrue(fresh.model(for: PersistentIdentifier(entityName: "Truck", rowID: stray)) is MissingModel)
+        let vehicle: FleetV2.Vehicle? = try fresh.existingModel(for: PersistentIdentifier(entityName: "Vehicle", rowID: stray))
+        XCTAssertNil(vehicle)
+        let misfiled: FleetV2.Truck? = try fresh.existingModel(for: PersistentIdentifier(entityName: "Truck", rowID: 1))
+        XCTAssertNil(misfiled)
+        XCTAssertEqual(try fresh.fetchCount(FetchDescriptor<FleetV2.Vehicle>()), 1)
+    }
 }
