@@ -13,6 +13,7 @@ enum ModelDiagnostic: String, DiagnosticMessage {
     case transientWithoutDefault
     case ephemeralWithoutDefault
     case constraintArgument
+    case queryDeclaration
 
     var message: String {
         switch self {
@@ -36,6 +37,8 @@ enum ModelDiagnostic: String, DiagnosticMessage {
             return "an @Attribute(.ephemeral) property needs a default value: it is not stored, so a loaded model starts with it"
         case .constraintArgument:
             return "each argument of #Unique and #Index must be an array literal of key paths, like [\\.name, \\.date]"
+        case .queryDeclaration:
+            return "@Query goes on one 'var' with an array type and no initial value, like '@Query var trips: [Trip]'"
         }
     }
 

@@ -10,5 +10,6 @@ struct StrataMacrosPlugin: CompilerPlugin {
         ConstraintMacro.self,
         ModelActorMacro.self,
         PredicateMacro.self,
+        QueryMacro.self,
     ]
 }

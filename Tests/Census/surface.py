@@ -61,6 +61,12 @@ LINKED = [
     ("HistoryTombstone/subscript(_:)", "Instance Subscript", "18.0",
      "subscript(keyPath: PartialKeyPath<Model>) -> (any Sendable)? { get }"),
     ("PersistentIdentifier/ID-swift.struct", "Structure", "16.0", "struct ID"),
+    ("Query/init(filter:sort:animation:)", "Initializer", "17.0",
+     "@MainActor @preconcurrency init(filter: Predicate<Element>? = nil, sort descriptors: [SortDescriptor<Element>] = [], "
+     "animation: Animation) where Result == [Element]"),
+    ("Query/init(filter:sort:order:animation:)-3qovd", "Initializer", "17.0",
+     "@MainActor @preconcurrency init<Value>(filter: Predicate<Element>? = nil, sort keyPath: KeyPath<Element, Value>, "
+     "order: SortOrder = .forward, animation: Animation) where Result == [Element], Value : Comparable"),
     ("Schema/Entity/name", "Instance Property", "17.0", "var name: String"),
     ("Schema/Entity/attributes", "Instance Property", "17.0", "var attributes: Set<Schema.Attribute>"),
     ("Schema/Entity/relationships", "Instance Property", "17.0", "var relationships: Set<Schema.Relationship>"),
@@ -92,7 +98,36 @@ CHECKS = {
     "Unique(_:)": "_ = CensusShapes.uniqueCheck",
     "Index(_:)-74ia2": "_ = CensusShapes.indexCheck",
     "ModelActor()": "_ = CensusActor.self as any ModelActor.Type",
+    # @Query: CensusQueries holds a property of each form.
+    "Query(transaction:)": "_ = CensusQueries.self",
+    "Query(animation:)": "_ = CensusQueries.self",
+    "Query(_:animation:)": "_ = CensusQueries.self",
+    "Query(filter:sort:transaction:)": "_ = CensusQueries.self",
+    "Query(filter:sort:animation:)": "_ = CensusQueries.self",
+    "Query(filter:sort:order:transaction:)-8tk8u": "_ = CensusQueries.self",
+    "Query": "let _: Query<Recipe, [Recipe]>.Type = Query<Recipe, [Recipe]>.self",
+    "Query/wrappedValue": "let _: @MainActor (Query<Recipe, [Recipe]>) -> [Recipe] = { $0.wrappedValue }",
+    "Query/modelContext": "let _: @MainActor (Query<Recipe, [Recipe]>) -> ModelContext = { $0.modelContext }",
+    "Query/fetchError": "let _: @MainActor (Query<Recipe, [Recipe]>) -> (any Error)? = { $0.fetchError }",
+    "Query/init(_:animation:)":
+        "let _: @MainActor (FetchDescriptor<Recipe>, Animation) -> Query<Recipe, [Recipe]> = { Query($0, animation: $1) }",
+    "Query/init(_:transaction:)":
+        "let _: @MainActor (FetchDescriptor<Recipe>, Transaction?) -> Query<Recipe, [Recipe]> = "
+        "{ Query($0, transaction: $1) }",
+    "Query/init(filter:sort:transaction:)":
+        "let _: @MainActor (Predicate<Recipe>?, [SortDescriptor<Recipe>], Transaction?) -> Query<Recipe, [Recipe]> = "
+        "{ Query(filter: $0, sort: $1, transaction: $2) }",
+    "Query/init(filter:sort:animation:)":
+        "let _: @MainActor (Predicate<Recipe>?, [SortDescriptor<Recipe>], Animation) -> Query<Recipe, [Recipe]> = "
+        "{ Query(filter: $0, sort: $1, animation: $2) }",
+    "Query/init(filter:sort:order:animation:)-1qfoj":
+        "let _: @MainActor (Predicate<Ingredient>?, Animation) -> Query<Ingredient, [Ingredient]> = "
+        "{ Query(filter: $0, sort: \\Ingredient.recipe?.name, order: .reverse, animation: $1) }",
+    "Query/init(filter:sort:order:animation:)-3qovd":
+        "let _: @MainActor (Predicate<Recipe>?, Animation) -> Query<Recipe, [Recipe]> = "
+        "{ Query(filter: $0, sort: \\Recipe.name, order: .reverse, animation: $1) }",
     # ModelContainer
+    "ModelContainer/invalidate()": "let _: () -> Void = container.invalidate",
     "ModelContainer": "requireSendable(ModelContainer.self)",
     "ModelContainer/init(for:migrationPlan:configurations:)-8s4ts":
         "let _: (any PersistentModel.Type, (any SchemaMigrationPlan.Type)?, ModelConfiguration) throws -> ModelContainer = "
@@ -337,7 +372,7 @@ CHECKS = {
 
 # Symbols not provided, by reason (the Differences article explains each).
 REASONS = {
-    "swiftui": "SwiftUI does not exist on Linux (view modifiers, environment, @Query); live results are issue 43",
+    "swiftui": "SwiftUI does not exist on Linux (view modifiers, environment); `@Query` is provided, see Live results",
     "datastore": "custom data stores (iOS 18 DataStore API): Strata is the store; no plug-in store API",
     "backing-data": "the storage `@Model` generates differs: Strata's macro generates record hooks, not BackingData",
     "ios27": "iOS 27, after the range this census covers (iOS 17 to 26)",
@@ -348,7 +383,6 @@ REASONS = {
 NOTES = {
     "ModelContainer/init(for:configurations:)-621ei": ("datastore", "takes DataStoreConfiguration values"),
     "ModelContainer/init(for:configurations:)-93ifi": ("datastore", "takes DataStoreConfiguration values"),
-    "ModelContainer/invalidate()": ("differs", "not provided: the store closes with the last container"),
     "Schema/Entity/properties": ("differs", "[Schema.Property] (a class), not [any SchemaProperty]"),
     "Schema/Entity/storedProperties": ("differs", "[Schema.Property], not [any SchemaProperty]"),
     "Schema/Entity/inheritedProperties": ("differs", "[Schema.Property], get-only"),
@@ -403,7 +437,7 @@ BACKING_PREFIXES = ("BackingData", "PersistentModel/createBackingData", "Persist
                     "PersistentModel/init(backingData:)", "PersistentModel/persistentBackingData",
                     "PersistentModel/setValue")
 DATASTORE_PREFIXES = ("DataStore", "DefaultStore", "DefaultSnapshot")
-SWIFTUI_PREFIXES = ("SwiftUI:", "Query")
+SWIFTUI_PREFIXES = ("SwiftUI:",)
 
 
 def derived_check(path, declaration):

@@ -56,3 +56,26 @@ actor CensusActor {
     /// `modelContainer` and `modelExecutor` are nonisolated.
     nonisolated func nonisolatedMembers() -> (ModelContainer, any ModelExecutor) { (modelContainer, modelExecutor) }
 }
+
+/// `@Query` in each of SwiftData's forms, held as a SwiftUI view holds
+/// them (views are main-actor types).
+@MainActor
+struct CensusQueries {
+    @Query var all: [Recipe]
+    @Query(transaction: nil) var withTransaction: [Recipe]
+    @Query(animation: .default) var animated: [Recipe]
+    @Query(FetchDescriptor<Recipe>(), animation: .default) var described: [Recipe]
+    @Query(FetchDescriptor<Recipe>(sortBy: [SortDescriptor(\.name)]), transaction: nil) var describedTransaction: [Recipe]
+    @Query(filter: #Predicate<Recipe> { $0.isFavorite }, sort: [SortDescriptor(\Recipe.name)]) var favorites: [Recipe]
+    @Query(filter: #Predicate<Recipe> { $0.isFavorite }, sort: [SortDescriptor(\Recipe.name)], animation: .default)
+    var animatedFavorites: [Recipe]
+    @Query(sort: \Recipe.rating, order: .reverse) var byRating: [Recipe]
+    @Query(sort: \Ingredient.recipe?.name, order: .forward, transaction: nil) var byRecipe: [Ingredient]
+
+    init() {}
+
+    /// A view's initializer sets its query from its arguments.
+    init(named name: String) {
+        _all = Query(filter: #Predicate { $0.name == name }, sort: [SortDescriptor(\.name)])
+    }
+}

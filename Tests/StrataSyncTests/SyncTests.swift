@@ -106,6 +106,38 @@
             try notes(container).map { "\($0.title)|\($0.body)|\($0.stars)|\($0.due?.timeIntervalSince1970 ?? -1)" }
         }
 
+        /// A sync pull is a commit like any other: a live sequence on the
+        /// pulling device gets exactly one new value for it.
+        func testAPullGivesALiveSequenceExactlyOneNewValue() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let values = Recorder<[String]>()
+            let watcher = Task.detached {
+                let context = ModelContext(b)
+                do {
+                    let all = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])
+                    for try await notes in context.liveResults(all) { values.record(notes.map(\.title)) }
+                    values.finish()
+                } catch {
+                    values.finish(error)
+                }
+            }
+            defer { watcher.cancel() }
+            let first = await values.wait(forCount: 1)
+            XCTAssertTrue(first)
+            let context = ModelContext(a)
+            context.insert(Note(title: "one"))
+            context.insert(Note(title: "two"))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            let pulled = await values.wait(forCount: 2)
+            XCTAssertTrue(pulled)
+            try await Task.sleep(for: .milliseconds(150))
+            XCTAssertEqual(values.recorded, [[], ["one", "two"]])
+        }
+
         func testSavesOnOneDeviceAppearOnAnother() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

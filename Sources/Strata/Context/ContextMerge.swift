@@ -32,12 +32,26 @@ final class SavedChanges: Sendable {
     /// ``Store/catchUpWithOtherProcesses()``). Empty for this process's
     /// saves.
     let inserts: [[Int64]]
+    /// Entities this process's save inserted rows of, by ordinal: for
+    /// live observers only (contexts hold no model of a new row).
+    let insertedEntities: Set<Int>
 
-    init(updates: [[Update]], deletes: [[Int64]], everywhere: [_FieldSet] = [], inserts: [[Int64]] = []) {
+    init(
+        updates: [[Update]], deletes: [[Int64]], everywhere: [_FieldSet] = [], inserts: [[Int64]] = [],
+        insertedEntities: Set<Int> = []
+    ) {
         self.updates = updates
         self.deletes = deletes
         self.everywhere = everywhere
         self.inserts = inserts
+        self.insertedEntities = insertedEntities
+    }
+
+    /// True when contexts have something to merge: rows updated or
+    /// deleted, or inserted by another process.
+    var concernsContexts: Bool {
+        updates.contains { !$0.isEmpty } || deletes.contains { !$0.isEmpty } || everywhere.contains { !$0.isEmpty }
+            || inserts.contains { !$0.isEmpty }
     }
 
     /// Gathers a save's changes inside its write transaction.
@@ -45,6 +59,7 @@ final class SavedChanges: Sendable {
         private(set) var updates: [[Update]]
         private(set) var deletes: [[Int64]]
         private(set) var isEmpty = true
+        private(set) var insertedEntities: Set<Int> = []
 
         init(entityCount: Int) {
             updates = Array(repeating: [], count: entityCount)
@@ -78,8 +93,16 @@ final class SavedChanges: Sendable {
             }
         }
 
+        /// The save inserted a row of `entity` (the model's own entity).
+        mutating func insert(_ entity: Schema.Entity) {
+            insertedEntities.insert(entity.ordinal)
+            isEmpty = false
+        }
+
         func build(everywhere: [_FieldSet] = [], inserts: [[Int64]] = []) -> SavedChanges {
-            SavedChanges(updates: updates, deletes: deletes, everywhere: everywhere, inserts: inserts)
+            SavedChanges(
+                updates: updates, deletes: deletes, everywhere: everywhere, inserts: inserts,
+                insertedEntities: insertedEntities)
         }
     }
 }
@@ -150,14 +173,95 @@ final class ContextInbox: Sendable {
     }
 }
 
-/// The container's contexts, so that each save reaches the others.
+/// The container's contexts, so that each save reaches the others, and
+/// its live observers (see LiveObserver.swift).
 final class MergeHub: Sendable {
     private struct Entry {
         weak var inbox: ContextInbox?
     }
 
+    private struct ObserverEntry {
+        weak var observer: LiveObserver?
+    }
+
     /// Every live context's inbox. Guarded by its mutex.
     private let inboxes = Locked<[Entry]>([])
+    /// Live observers by the entity ordinals they read. Guarded by its
+    /// mutex.
+    private let observers = Locked<[Int: [ObserverEntry]]>([:])
+    /// How many live observers exist: a save gathers its changes for
+    /// them, and other processes are watched, only while this is above 0.
+    let observerCount = Atomic<Int>(0)
+    /// Called when the first observer registers: starts the watcher of
+    /// other processes' commits. Set once by the store.
+    nonisolated(unsafe) var firstObserverRegistered: (@Sendable () -> Void)?
+
+    var hasObservers: Bool { observerCount.load(ordering: .acquiring) > 0 }
+
+    func register(_ observer: LiveObserver) {
+        observers.withLock { lists in
+            for ordinal in observer.dependencies.entities {
+                lists[ordinal, default: []].removeAll { $0.observer == nil }
+                lists[ordinal, default: []].append(ObserverEntry(observer: observer))
+            }
+        }
+        if observerCount.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue == 0 { firstObserverRegistered?() }
+    }
+
+    /// An observer went away (its weak entries are dropped lazily).
+    func unregisterObserver() {
+        observerCount.subtract(1, ordering: .acquiringAndReleasing)
+    }
+
+    /// Ends the observers made through `container` (every observer when
+    /// nil): it closed.
+    func endObservers(of container: ObjectIdentifier?) {
+        let ended = observers.withLock { lists in
+            var found: [ObjectIdentifier: LiveObserver] = [:]
+            for list in lists.values {
+                for entry in list {
+                    guard let observer = entry.observer, container == nil || observer.container == container else {
+                        continue
+                    }
+                    found[ObjectIdentifier(observer)] = observer
+                }
+            }
+            return Array(found.values)
+        }
+        for observer in ended { observer.end() }
+    }
+
+    /// Marks every observer changed: a commit whose changes are unknown.
+    func markAllObservers() {
+        let all = observers.withLock { lists in
+            Dictionary(
+                lists.values.joined().compactMap { $0.observer.map { (ObjectIdentifier($0), $0) } },
+                uniquingKeysWith: { first, _ in first }
+            ).values
+        }
+        for observer in all { observer.markChanged() }
+    }
+
+    /// Marks the observers `changes` touch. Costs nothing per observer of
+    /// an entity the changes do not touch.
+    private func notifyObservers(_ changes: SavedChanges) {
+        guard hasObservers else { return }
+        let touched = changes.touchedEntities
+        let affected = observers.withLock { lists -> [LiveObserver] in
+            var found: [ObjectIdentifier: LiveObserver] = [:]
+            for ordinal in touched {
+                guard let list = lists[ordinal] else { continue }
+                for entry in list {
+                    guard let observer = entry.observer, found[ObjectIdentifier(observer)] == nil,
+                        observer.dependencies.isAffected(by: changes, ordinal: ordinal)
+                    else { continue }
+                    found[ObjectIdentifier(observer)] = observer
+                }
+            }
+            return Array(found.values)
+        }
+        for observer in affected { observer.markChanged() }
+    }
 
     func register(_ inbox: ContextInbox) {
         inboxes.withLock { list in
@@ -176,6 +280,9 @@ final class MergeHub: Sendable {
     /// Hands `changes` to every context but the one that saved them (every
     /// context when `inbox` is nil: a change made by the container).
     func publish(_ changes: SavedChanges, from inbox: ContextInbox?) {
+        // Contexts first: an observer woken next merges them as it re-runs.
+        defer { notifyObservers(changes) }
+        guard changes.concernsContexts else { return }
         let targets = inboxes.withLock { list in
             list.removeAll { $0.inbox == nil }
             return list.compactMap { entry -> ContextInbox? in
@@ -214,6 +321,7 @@ extension ModelContext {
     /// ``mergeSavedChanges()``, throwing what reading the store throws
     /// (the saves not merged stay pending).
     func mergeSavedChangesOrThrow() throws {
+        try container.checkOpen()
         autosaveIfOverdue()
         noteMayHoldModels()
         if parts.isEmpty { try store.catchUpWithOtherProcesses() }

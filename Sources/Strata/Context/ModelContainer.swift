@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Manages a schema and the stores that hold its models (one per
 /// configuration); contexts are made on it. Safe to share between threads
 /// and actors.
@@ -191,8 +193,40 @@ public final class ModelContainer: @unchecked Sendable {
 
     deinit {
         // Parts close their own stores.
+        guard parts.isEmpty, !closed.load(ordering: .acquiring) else { return }
+        if let sharedKey { SharedStores.release(key: sharedKey, store: store) } else { store.close() }
+    }
+
+    /// Set by ``invalidate()``.
+    private let closed = Atomic<Bool>(false)
+
+    /// True once ``invalidate()`` ran.
+    var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    /// Closes the container now rather than when it is released
+    /// (SwiftData declares `invalidate()` without documenting it).
+    ///
+    /// Live sequences of its contexts (``LiveResults``) end, ``LiveQuery``
+    /// results stop refreshing, and its contexts' fetches and saves throw
+    /// ``SwiftDataError/loadIssueModelContainer`` from now on. The store's
+    /// file closes unless another container of this process has it open.
+    /// Invalidating twice does nothing.
+    public func invalidate() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for part in parts {
+            part.invalidate()
+            part.store.mergeHub.endObservers(of: ObjectIdentifier(self))
+        }
+        store.mergeHub.endObservers(of: ObjectIdentifier(self))
         guard parts.isEmpty else { return }
         if let sharedKey { SharedStores.release(key: sharedKey, store: store) } else { store.close() }
+    }
+
+    /// Throws when the container was closed.
+    func checkOpen() throws {
+        guard !isClosed else {
+            throw SwiftDataError(.loadIssueModelContainer, "the container was invalidated (ModelContainer.invalidate())")
+        }
     }
 
     /// The name of the configuration whose store has identifier

@@ -147,7 +147,7 @@ extension ModelContext {
         var save = SaveTransaction(tx: tx, schema: container.schema, storeIdentifier: store.identifier)
         do {
             if store.recordsHistory { save.history = HistoryRecorder() }
-            if container.mergeHub.hasOthers(than: inbox) {
+            if container.mergeHub.hasObservers || container.mergeHub.hasOthers(than: inbox) {
                 save.changes = SavedChanges.Builder(entityCount: container.schema.entities.count)
             }
             // Before the deletes: a row this save deletes is still taken.
@@ -295,8 +295,17 @@ extension ModelContext {
         }
         // The other contexts merge what this save wrote; every context,
         // this one included, merges other processes' saves it found.
-        if let savedChanges = save.savedChanges, !savedChanges.isEmpty {
-            container.mergeHub.publish(savedChanges.build(), from: inbox)
+        if var savedChanges = save.savedChanges {
+            if container.mergeHub.hasObservers {
+                for model in inserted {
+                    if let entity = container.schema.entity(forType: type(of: model)) { savedChanges.insert(entity) }
+                }
+            }
+            if !savedChanges.isEmpty { container.mergeHub.publish(savedChanges.build(), from: inbox) }
+        } else if container.mergeHub.hasObservers {
+            // An observer registered while the save was written: what the
+            // save changed was not gathered, so every observer re-runs.
+            container.mergeHub.markAllObservers()
         }
         if let other = save.otherSaves { container.mergeHub.publish(other.changes, from: nil) }
         if let token = save.historyToken ?? save.otherSaves?.through { store.sawHistory(through: token) }

@@ -1,5 +1,6 @@
 import Foundation
 import StrataEngine
+import Synchronization
 
 /// Saves of other processes. Contexts of one process tell each other of
 /// their saves directly (``MergeHub``); another process's saves reach this
@@ -26,6 +27,65 @@ extension Store {
         /// save that wrote it records it as seen. They are not another
         /// process's.
         let ownUnfinished = Locked<Set<Int64>>([])
+        /// Held while other processes' saves are read and published, so
+        /// that two threads catching up do not publish one save twice.
+        let catchingUp = Locked(())
+        /// True while a watcher thread polls for other processes' commits
+        /// (see ``Store/watchOtherProcesses()``).
+        let watching = Atomic<Bool>(false)
+        /// The commit stamp at which reading other processes' saves last
+        /// failed (observers were told once for it).
+        let failedStamp = Locked<UInt64?>(nil)
+    }
+
+    /// How often the watcher looks for other processes' commits: the
+    /// delay, at most, before their saves reach live observers here.
+    static let watchInterval: UInt32 = 1_000  // microseconds
+
+    /// Starts, unless one runs, a thread that looks for other processes'
+    /// commits every ``watchInterval`` while live observers exist, and
+    /// publishes them as ``catchUpWithOtherProcesses()`` does. A look is
+    /// one read of the engine's commit stamp from shared memory when
+    /// nothing committed. The thread ends when the last observer goes or
+    /// the store closes.
+    func watchOtherProcesses() {
+        guard pinned == nil,
+            otherProcesses.watching.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        let thread = Thread { [weak self] in
+            while let store = self, store.watchOnce() {
+                usleep(Self.watchInterval)
+            }
+        }
+        thread.name = "strata.watch"
+        thread.start()
+    }
+
+    /// One look of the watcher; false when it should stop.
+    private func watchOnce() -> Bool {
+        guard mergeHub.hasObservers else {
+            otherProcesses.watching.store(false, ordering: .releasing)
+            // An observer that registered just now saw a watcher running.
+            return mergeHub.hasObservers
+                && otherProcesses.watching.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+                    .exchanged
+        }
+        do {
+            try catchUpWithOtherProcesses()
+        } catch let error as StorageError where error == .closed {
+            otherProcesses.watching.store(false, ordering: .releasing)
+            return false
+        } catch {
+            // The history cannot be read (damaged): every observer re-runs
+            // once per commit and meets the damage itself, if it reads it.
+            let stamp = try? database.commitStamp()
+            let first = otherProcesses.failedStamp.withLock { failed in
+                defer { failed = stamp }
+                return failed != stamp
+            }
+            if first { mergeHub.markAllObservers() }
+        }
+        return true
     }
 
     /// A save of this process wrote its history as `token`.
@@ -94,15 +154,19 @@ extension Store {
     /// every context of the store; a no-op when nothing committed.
     func catchUpWithOtherProcesses() throws {
         guard pinned == nil else { return }
-        let stamp = try database.commitStamp()
-        guard otherProcesses.seen.withLock({ $0.stamp }) != stamp else { return }
-        let found = try database.read { tx -> (SavedChanges, Int64)? in
-            try changesOfOtherSaves(in: tx).map { ($0.changes, $0.through) }
+        guard otherProcesses.seen.withLock({ $0.stamp }) != (try database.commitStamp()) else { return }
+        try otherProcesses.catchingUp.withLock { _ in
+            // Another thread may have caught up while this one waited.
+            let stamp = try database.commitStamp()
+            guard otherProcesses.seen.withLock({ $0.stamp }) != stamp else { return }
+            let found = try database.read { tx -> (SavedChanges, Int64)? in
+                try changesOfOtherSaves(in: tx).map { ($0.changes, $0.through) }
+            }
+            if let (changes, through) = found {
+                mergeHub.publish(changes, from: nil)
+                sawHistory(through: through)
+            }
+            otherProcesses.seen.withLock { $0.stamp = stamp }
         }
-        if let (changes, through) = found {
-            mergeHub.publish(changes, from: nil)
-            sawHistory(through: through)
-        }
-        otherProcesses.seen.withLock { $0.stamp = stamp }
     }
 }

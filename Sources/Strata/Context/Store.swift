@@ -90,6 +90,10 @@ final class Store: @unchecked Sendable {
             // Saves before the open are no other process's news.
             otherProcesses.seen.withLock { $0.token = lastToken }
             identifier = try Self.storedIdentifier(database, writable: !options.readOnly) ?? fallbackIdentifier
+            // Only a store on a file has other processes to watch.
+            if !configuration.isStoredInMemoryOnly {
+                mergeHub.firstObserverRegistered = { [weak self] in self?.watchOtherProcesses() }
+            }
         } catch {
             try? database.close()
             throw error

@@ -57,6 +57,13 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         return result
     }
 
+    /// True when the two sets share a field.
+    func intersects(_ other: _FieldSet) -> Bool {
+        if low & other.low != 0 { return true }
+        for word in high.indices where word < other.high.count && high[word] & other.high[word] != 0 { return true }
+        return false
+    }
+
     /// The fields, ascending.
     var fields: [Int] {
         var result: [Int] = []

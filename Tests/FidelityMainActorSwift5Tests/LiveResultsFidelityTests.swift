@@ -1,0 +1,1 @@
+../FidelityTests/LiveResultsFidelityTests.swift
