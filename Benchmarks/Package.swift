@@ -11,6 +11,7 @@
 //     swift run -c release query-bench [--count N] [--only NAME] [--enumerate]
 //     swift run -c release migration-bench [--count N]
 //     swift run -c release sync-bench [--count N] [--batch B] [--samples S]
+//     swift run -c release live-bench [--saves N] [--observers K]
 import PackageDescription
 
 let package = Package(
@@ -75,6 +76,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "commit-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "live-bench",
             dependencies: [
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),

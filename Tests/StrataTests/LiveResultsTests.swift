@@ -331,6 +331,46 @@ final class LiveResultsTests: StoreTestCase {
         XCTAssertNil(query.fetchError)
     }
 
+    /// Observation handlers run on the committing thread: one that reads
+    /// the store there must not deadlock, whether the commit is this
+    /// process's save or another process's, published by the watcher.
+    func testAHandlerThatReadsTheStoreDoesNotDeadlock() async throws {
+        let executable = try executableBesideTests("strata-model-worker")
+        let url = storeURL("shop.store")
+        let container = try track(
+            ModelContainer(for: Customer.self, Order.self, configurations: ModelConfiguration(url: url)))
+        let query = LiveQuery(FetchDescriptor<Order>(), in: ModelContext(container))
+        XCTAssertEqual(query.results.count, 0)
+        let counted = Recorder<Int>()
+        let track = {
+            withObservationTracking {
+                _ = query.results
+            } onChange: {
+                do {
+                    counted.record(try ModelContext(container).fetchCount(FetchDescriptor<Order>()))
+                } catch {
+                    counted.finish(error)
+                }
+            }
+        }
+        track()
+        let worker = Process()
+        worker.executableURL = URL(fileURLWithPath: executable)
+        worker.arguments = ["save", url.path, "0", "1", directory.path + "/save.out"]
+        try worker.run()
+        worker.waitUntilExit()
+        XCTAssertEqual(worker.terminationStatus, 0)
+        let fromWatcher = await counted.wait(forCount: 1)
+        XCTAssertTrue(fromWatcher)
+        XCTAssertNil(counted.error)
+        XCTAssertEqual(query.results.count, 1)
+        track()
+        let context = ModelContext(container)
+        context.insert(Order(number: 2, writer: 9))
+        try context.save()
+        XCTAssertEqual(counted.recorded, [1, 2], "the handler ran during the save and read it")
+    }
+
     @MainActor func testQueryPropertiesReadTheEnvironmentsContext() throws {
         // A view's properties, in code shared with an app (views are
         // main-actor types).

@@ -293,26 +293,17 @@ extension ModelContext {
                 deletedIDs.append(PersistentIdentifier(storeIdentifier: store.identifier, entityName: name, rowID: row.row))
             }
         }
-        // The other contexts merge what this save wrote; every context,
-        // this one included, merges other processes' saves it found.
+        // What the other contexts and live observers get (published last,
+        // once this context is done: an observer's handler may call it).
+        var ownChanges: SavedChanges?
         if var savedChanges = save.savedChanges {
             if container.mergeHub.hasObservers {
                 for model in inserted {
                     if let entity = container.schema.entity(forType: type(of: model)) { savedChanges.insert(entity) }
                 }
             }
-            if !savedChanges.isEmpty { container.mergeHub.publish(savedChanges.build(), from: inbox) }
-        } else if container.mergeHub.hasObservers {
-            // An observer registered while the save was written: what the
-            // save changed was not gathered, so every observer re-runs.
-            container.mergeHub.markAllObservers()
+            if !savedChanges.isEmpty { ownChanges = savedChanges.build() }
         }
-        if let other = save.otherSaves { container.mergeHub.publish(other.changes, from: nil) }
-        if let token = save.historyToken ?? save.otherSaves?.through { store.sawHistory(through: token) }
-        if let token = save.historyToken { store.finishedHistory(token) }
-        // Nothing committed between the save's begin and its commit that
-        // it did not merge: the next entry point skips the history read.
-        if let stamp = save.tx.committedStamp { store.sawCommit(stamp) }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values {
             let state = model._strataState
@@ -339,6 +330,21 @@ extension ModelContext {
         beforeCommit = nil
         clearMarkedRows()
         if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }
+        // The other contexts merge what this save wrote; every context,
+        // this one included, merges other processes' saves it found.
+        if let ownChanges {
+            container.mergeHub.publish(ownChanges, from: inbox)
+        } else if save.savedChanges == nil, container.mergeHub.hasObservers {
+            // An observer registered while the save was written: what the
+            // save changed was not gathered, so every observer re-runs.
+            container.mergeHub.markAllObservers()
+        }
+        if let other = save.otherSaves { container.mergeHub.publish(other.changes, from: nil) }
+        if let token = save.historyToken ?? save.otherSaves?.through { store.sawHistory(through: token) }
+        if let token = save.historyToken { store.finishedHistory(token) }
+        // Nothing committed between the save's begin and its commit that
+        // it did not merge: the next entry point skips the history read.
+        if let stamp = save.tx.committedStamp { store.sawCommit(stamp) }
         return SavedIdentifiers(inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs)
     }
 

@@ -152,9 +152,19 @@ extension Store {
 
     /// Merges other processes' saves committed since the last look into
     /// every context of the store; a no-op when nothing committed.
+    ///
+    /// Serialized: two threads never read, and publish, one save twice,
+    /// and a context that returns from here has every save found so far
+    /// in its mailbox. What publishing runs (a ``LiveQuery``'s Observation
+    /// handlers) may call back into a context on the same thread; that
+    /// call does not catch up again.
     func catchUpWithOtherProcesses() throws {
         guard pinned == nil else { return }
         guard otherProcesses.seen.withLock({ $0.stamp }) != (try database.commitStamp()) else { return }
+        let marker = Thread.current.threadDictionary
+        guard marker[Self.catchingUpKey] == nil else { return }
+        marker[Self.catchingUpKey] = true
+        defer { marker[Self.catchingUpKey] = nil }
         try otherProcesses.catchingUp.withLock { _ in
             // Another thread may have caught up while this one waited.
             let stamp = try database.commitStamp()
@@ -169,4 +179,7 @@ extension Store {
             otherProcesses.seen.withLock { $0.stamp = stamp }
         }
     }
+
+    /// Set in a thread's dictionary while it catches up.
+    private static let catchingUpKey = "strata.catchingUp"
 }

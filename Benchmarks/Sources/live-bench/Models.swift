@@ -1,0 +1,1 @@
+../../Models/BenchModels.swift
