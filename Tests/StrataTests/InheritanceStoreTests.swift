@@ -323,3 +323,55 @@ final class InheritanceStoreTests: StoreTestCase {
         XCTAssertEqual(try fresh.fetchCount(FetchDescriptor<FleetV2.Vehicle>()), 1)
     }
 }
+
+@Model class Cargo {
+    var label: String
+    var ship: Ship?
+    init(label: String) { self.label = label }
+}
+
+@Model final class ColdCargo: Cargo {
+    var celsius: Double
+    init(label: String, celsius: Double) {
+        self.celsius = celsius
+        super.init(label: label)
+    }
+}
+
+@Model final class Ship {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Cargo.ship) var cargo: [Cargo] = []
+    init(name: String) { self.name = name }
+}
+
+/// A cascade from a class outside a hierarchy reaches the subclass rows of
+/// a relationship to its base without loading them, and a context that
+/// holds one of those models sees it deleted.
+final class InheritanceCascadeTests: StoreTestCase {
+    func testACascadeDeletesUnloadedSubclassRows() throws {
+        let container = try container(for: [Ship.self, Cargo.self, ColdCargo.self])
+        let loading = ModelContext(container)
+        let ship = Ship(name: "Aurora")
+        loading.insert(ship)
+        for cargo in [Cargo(label: "crates"), ColdCargo(label: "fish", celsius: -20), ColdCargo(label: "ice", celsius: -5)] {
+            loading.insert(cargo)
+            cargo.ship = ship
+        }
+        try loading.save()
+
+        let holder = ModelContext(container)
+        let fish = try XCTUnwrap(holder.fetch(FetchDescriptor<ColdCargo>(predicate: #Predicate { $0.label == "fish" })).first)
+        let deleting = ModelContext(container)
+        let stored = try XCTUnwrap(deleting.fetch(FetchDescriptor<Ship>()).first)
+        XCTAssertEqual(deleting.registeredModel(for: fish.persistentModelID) as ColdCargo?, nil, "the cargo is not loaded")
+        deleting.delete(stored)
+        try deleting.save()
+
+        let fresh = ModelContext(container)
+        XCTAssertEqual(try fresh.fetchCount(FetchDescriptor<Cargo>()), 0, "every class's rows went with the ship")
+        XCTAssertEqual(try fresh.fetchCount(FetchDescriptor<ColdCargo>()), 0)
+        XCTAssertEqual(try holder.fetchCount(FetchDescriptor<ColdCargo>()), 0)
+        XCTAssertTrue(fish.isDeleted, "the holding context merged the delete of a subclass row")
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+}

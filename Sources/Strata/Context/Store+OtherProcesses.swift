@@ -29,7 +29,7 @@ extension Store {
         let ownUnfinished = Locked<Set<Int64>>([])
         /// Held while other processes' saves are read and published, so
         /// that two threads catching up do not publish one save twice.
-        let catchingUp = Locked(())
+        let catchingUp = Lock()
         /// True while a watcher thread polls for other processes' commits
         /// (see ``Store/watchOtherProcesses()``).
         let watching = Atomic<Bool>(false)
@@ -165,7 +165,7 @@ extension Store {
         guard marker[Self.catchingUpKey] == nil else { return }
         marker[Self.catchingUpKey] = true
         defer { marker[Self.catchingUpKey] = nil }
-        try otherProcesses.catchingUp.withLock { _ in
+        try otherProcesses.catchingUp.withLock {
             // Another thread may have caught up while this one waited.
             let stamp = try database.commitStamp()
             guard otherProcesses.seen.withLock({ $0.stamp }) != stamp else { return }
