@@ -75,32 +75,36 @@ final class LiveResultsTests: StoreTestCase {
     /// Lets commits that should produce nothing have their chance to.
     func settle() async throws { try await Task.sleep(for: .milliseconds(150)) }
 
-    func testAnotherContextsSaveGivesExactlyOneNewValue() async throws {
+    /// Observes the open tickets' titles, checks the current value comes
+    /// at once, runs `save`, and checks that exactly one new value follows.
+    func assertOneNewValue(
+        _ expected: [String], after save: (ModelContainer) async throws -> Void, line: UInt = #line
+    ) async throws {
         let container = try makeContainer()
         let (task, values) = observeOpenTitles(container)
         defer { task.cancel() }
         let first = await values.wait(forCount: 1)
-        XCTAssertTrue(first)
-        XCTAssertEqual(values.recorded, [[]], "the current value comes at once")
-        let context = ModelContext(container)
-        context.insert(LiveTicket(title: "printer jam"))
-        try context.save()
+        XCTAssertTrue(first, line: line)
+        XCTAssertEqual(values.recorded, [[]], "the current value comes at once", line: line)
+        try await save(container)
         let second = await values.wait(forCount: 2)
-        XCTAssertTrue(second)
+        XCTAssertTrue(second, line: line)
         try await settle()
-        XCTAssertEqual(values.recorded, [[], ["printer jam"]])
+        XCTAssertEqual(values.recorded, [[], expected], line: line)
+    }
+
+    func testAnotherContextsSaveGivesExactlyOneNewValue() async throws {
+        try await assertOneNewValue(["printer jam"]) { container in
+            let context = ModelContext(container)
+            context.insert(LiveTicket(title: "printer jam"))
+            try context.save()
+        }
     }
 
     func testAnotherActorsSaveGivesExactlyOneNewValue() async throws {
-        let container = try makeContainer()
-        let (task, values) = observeOpenTitles(container)
-        defer { task.cancel() }
-        _ = await values.wait(forCount: 1)
-        try await TicketWriter(modelContainer: container).add("badge reader")
-        let arrived = await values.wait(forCount: 2)
-        XCTAssertTrue(arrived)
-        try await settle()
-        XCTAssertEqual(values.recorded, [[], ["badge reader"]])
+        try await assertOneNewValue(["badge reader"]) { container in
+            try await TicketWriter(modelContainer: container).add("badge reader")
+        }
     }
 
     func testCommitsThatCannotChangeTheResultGiveNoValue() async throws {

@@ -9,9 +9,11 @@ import Observation
 ///
 /// Reading ``results`` registers with Observation: `withObservationTracking`
 /// (or SwiftUI) is told of a change as soon as a commit that can change the
-/// results returns, on the thread that committed; the fetch runs again on
-/// the thread that next reads ``results`` — which must be its context's —
-/// and only then, so commits between two reads cost one fetch.
+/// results returns, on the thread that committed (the watcher thread, for
+/// another process's save); the fetch runs again on the thread that next
+/// reads ``results`` — which must be its context's — and only then, so
+/// commits between two reads cost one fetch. A handler may read the store,
+/// but should hand longer work to its own queue or actor.
 public final class LiveQuery<Element: PersistentModel>: Observable {
     /// What is fetched.
     public let descriptor: FetchDescriptor<Element>
