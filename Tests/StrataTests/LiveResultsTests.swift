@@ -396,7 +396,7 @@ final class LiveResultsTests: StoreTestCase {
 
             var openError: (any Error)? { _open.fetchError }
             var allError: (any Error)? { _all.fetchError }
-            var openContext: ModelContext { _open.modelContext }
+            var openContext: ModelContext? { _open.modelContext }
         }
         let list = TicketList()
         XCTAssertEqual(list.all.count, 0)

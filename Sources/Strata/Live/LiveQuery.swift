@@ -109,17 +109,6 @@ public final class LiveQuery<Element: PersistentModel>: Observable {
         defer { modelContext = previous }
         return try body()
     }
-
-    /// The context a `@Query` reports when none is set: an empty store's,
-    /// as SwiftUI's environment default is.
-    static let emptyContext: ModelContext = {
-        do {
-            let empty = try ModelContainer(for: Schema([]), configurations: [ModelConfiguration(isStoredInMemoryOnly: true)])
-            return ModelContext(empty)
-        } catch {
-            preconditionFailure("an empty in-memory container could not be made: \(error)")
-        }
-    }()
 }
 
 /// The live results of a fetch, as a property: what SwiftData's `@Query`
@@ -141,8 +130,9 @@ public struct Query<Element: PersistentModel, Result> {
     /// The models matching the query, current as of this read.
     public var wrappedValue: Result { shape(storage.query(descriptor)?.results ?? []) }
 
-    /// The context the query reads from.
-    public var modelContext: ModelContext { QueryEnvironment.modelContext ?? QueryEnvironment.emptyContext }
+    /// The context the query reads from; nil when none is set (SwiftData
+    /// returns an empty store's context there).
+    public var modelContext: ModelContext? { QueryEnvironment.modelContext }
 
     /// The error the last fetch threw, if any.
     public var fetchError: (any Error)? {
