@@ -58,6 +58,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var writes: [String] = []
         var keyCases: [String] = []
         var relationshipCases: [String] = []
+        var editCases: [String] = []
         for (index, property) in properties.enumerated() {
             let name = property.name
             // A model's own fields follow its superclass's: a literal in a
@@ -110,6 +111,9 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 relationshipCases.append(
                     "case \(field):\nlet __value = Strata._relationshipValue(value, like: \(storage))\n"
                         + PersistedPropertyMacro.setterBody(name: name, field: field, newValue: "__value"))
+                editCases.append(
+                    "case \(field):\nreturn _strataState.withMutation(of: self, keyPath: \\.\(name)) "
+                        + "{ _strataState.edit(&\(storage), field: \(field), edit) }")
             }
         }
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
@@ -124,6 +128,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let superLoad = superclass == nil ? "" : "try super._strataLoad(from: &reader, fields: fields)"
         let superWrite = superclass == nil ? "" : "super._strataWrite(to: &writer)"
         let relationshipDefault = superclass == nil ? "break" : "super._strataSetRelationship(field: field, to: value)"
+        let editDefault = superclass == nil ? "return false" : "return super._strataEditToMany(field: field, edit)"
         let keyDefault = superclass == nil ? "return nil" : "return super._strataKeyElement(field: field)"
         let first = superclass.map { "\($0).\(layout).end" } ?? "0"
 
@@ -183,6 +188,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             \(raw: pub)nonisolated \(raw: override)func _strataSetRelationship(field: Int, to value: Any?) {
                 switch field {
                 \(raw: (relationshipCases + ["default: \(relationshipDefault)"]).joined(separator: "\n"))
+                }
+            }
+            """,
+            """
+            \(raw: pub)nonisolated \(raw: override)func _strataEditToMany(field: Int, _ edit: Strata._ToManyEdit) -> Bool {
+                switch field {
+                \(raw: (editCases + ["default: \(editDefault)"]).joined(separator: "\n"))
                 }
             }
             """,

@@ -186,6 +186,21 @@ final class ModelMacroTests: XCTestCase {
                         }
                     }
 
+                    nonisolated func _strataEditToMany(field: Int, _ edit: Strata._ToManyEdit) -> Bool {
+                        switch field {
+                        case 0:
+                            return _strataState.withMutation(of: self, keyPath: \\.title) {
+                                _strataState.edit(&self._title, field: 0, edit)
+                            }
+                        case 1:
+                            return _strataState.withMutation(of: self, keyPath: \\.count) {
+                                _strataState.edit(&self._count, field: 1, edit)
+                            }
+                        default:
+                            return false
+                        }
+                    }
+
                     nonisolated func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
                         switch field {
                         case 0:

@@ -236,7 +236,7 @@ extension ModelContext {
             while let victim = walk.modelQueue.popLast() {
                 for relationship in walk.cascading[victim.entity.ordinal] {
                     let model = victim.model.unsafelyUnwrapped
-                    if victim.row <= 0 || model._strataState.faults[relationship.field] == nil {
+                    if victim.row <= 0 || !model._strataState.isStoredAsIs(relationship.field) {
                         for target in try targets(of: victim, relationship) {
                             if let model = target.model {
                                 walk.doom(model: model, entity: target.entity)
@@ -468,7 +468,7 @@ extension ModelContext {
         guard let destinationType = relationship.destinationType,
             let destination = container.schema.entity(forType: destinationType)
         else { return [] }
-        if let model = victim.model, victim.row <= 0 || model._strataState.faults[relationship.field] == nil {
+        if let model = victim.model, victim.row <= 0 || !model._strataState.isStoredAsIs(relationship.field) {
             return Self.targets(of: model, relationship).map {
                 Victim(
                     entity: destination.hasSubentities
@@ -550,7 +550,7 @@ extension ModelContext {
             for relationship in entity.relationships where !relationship.isToOneRelationship {
                 let minimum = relationship.minimumModelCount ?? 0
                 let maximum = relationship.maximumModelCount ?? 0
-                guard minimum > 0 || maximum > 0, model._strataState.faults[relationship.field] == nil else { continue }
+                guard minimum > 0 || maximum > 0, !model._strataState.isStoredAsIs(relationship.field) else { continue }
                 let count = Self.targets(of: model, relationship).count
                 if minimum > 0 && count < minimum || maximum > 0 && count > maximum {
                     let bounds = [minimum > 0 ? "at least \(minimum)" : nil, maximum > 0 ? "at most \(maximum)" : nil]

@@ -123,9 +123,28 @@ enum InverseSync {
         state.isApplyingInverse = was
     }
 
+    /// Adds `source` to, or removes it from, to-many `side` of `target` in
+    /// place, without loading or copying the list (see
+    /// ``_ModelState/edit(_:field:_:)``); false when the model's class has
+    /// no generated in-place edit.
+    private static func edit(
+        _ target: any PersistentModel, side: InverseGraph.Side, isAdd: Bool, _ source: any PersistentModel
+    ) -> Bool {
+        let viaToOne = InverseGraph.inverse(of: type(of: target), field: side.field)?.isToOne ?? false
+        let edit = _ToManyEdit(model: source, isAdd: isAdd, viaToOne: viaToOne)
+        let state = target._strataState
+        let was = state.isApplyingInverse
+        state.isApplyingInverse = true
+        defer { state.isApplyingInverse = was }
+        guard target._strataEditToMany(field: side.field, edit) else { return false }
+        state.didEditToMany(target, field: side.field)
+        return true
+    }
+
     /// `source` no longer refers to `target`: take `source` out of
     /// `target`'s relationship `side`.
     static func remove(_ source: any PersistentModel, from target: any PersistentModel, side: InverseGraph.Side) {
+        if !side.isToOne, edit(target, side: side, isAdd: false, source) { return }
         let current = value(of: target, field: side.field)
         if side.isToOne {
             guard let other = current as? any PersistentModel, other === source else { return }
@@ -152,10 +171,16 @@ enum InverseSync {
     /// put `source` into `target`'s relationship `side`. A to-one `side`
     /// that pointed elsewhere is moved, and the model it pointed at loses
     /// `target` from its own `forward` relationship.
+    ///
+    /// A to-many `side` gains `source` in place, without a membership scan:
+    /// `source`'s side did not hold `target` before (the callers add only
+    /// what is new on their side), and both sides are kept in step, so
+    /// `target`'s side did not hold `source`.
     static func add(
         _ source: any PersistentModel, to target: any PersistentModel, side: InverseGraph.Side,
         forward: InverseGraph.Side
     ) {
+        if !side.isToOne, edit(target, side: side, isAdd: true, source) { return }
         let current = value(of: target, field: side.field)
         if side.isToOne {
             let previous = current as? any PersistentModel
@@ -186,8 +211,14 @@ extension _ModelState {
     /// A to-many relationship: its current targets, loaded.
     public func willSet<T: PersistentModel>(_ value: inout [T], field: Int) -> [T]? {
         resolve(&value, field: field)
-        if status == .saved, !changedFields.contains(field), toManyBaselines[field] == nil {
-            toManyBaselines[field] = value.map(\._strataState.rowID)
+        if status == .saved, toManyBaselines[field] == nil {
+            if let delta = toManyDeltas.removeValue(forKey: field) {
+                // Edited in place since the save: the baseline is the list
+                // as it was before those edits.
+                toManyBaselines[field] = delta.undone(value.map(\._strataState.rowID))
+            } else if !changedFields.contains(field) {
+                toManyBaselines[field] = value.map(\._strataState.rowID)
+            }
         }
         return value
     }
@@ -210,6 +241,7 @@ extension _ModelState {
     /// A to-one relationship changed: update the inverse on the old and
     /// the new target.
     public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: T??, new: T?) {
+        inverseInStep.insert(field)
         guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
         let previous = old ?? nil
         if previous === new { return }
@@ -232,6 +264,7 @@ extension _ModelState {
     /// A to-many relationship changed: update the inverse on each target
     /// removed and each target added.
     public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: [T]?, new: [T]) {
+        inverseInStep.insert(field)
         guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
         let before = old ?? []
         let kept = Set(before.map(ObjectIdentifier.init)).intersection(new.map(ObjectIdentifier.init))
@@ -273,4 +306,133 @@ extension _ModelState {
     if let list = value as? [T] { return list }
     if let list = value as? [any PersistentModel] { return list.compactMap { $0 as? T } }
     return nil
+}
+
+/// One member added to or removed from a to-many to keep an inverse in
+/// step (see ``PersistentModel/_strataEditToMany(field:_:)``). Not for
+/// direct use.
+public struct _ToManyEdit {
+    let model: any PersistentModel
+    let isAdd: Bool
+    /// True when the other side is a to-one: the list is then read from
+    /// that to-one's index, and a save needs no pairs of its own.
+    let viaToOne: Bool
+}
+
+/// The members a to-many gained and lost through in-place edits since it
+/// was last loaded or saved.
+struct ToManyDelta {
+    private(set) var added: [any PersistentModel] = []
+    private var addedIDs: Set<ObjectIdentifier> = []
+    private var removedIDs: Set<ObjectIdentifier> = []
+    /// The stored rows of the members removed.
+    private(set) var removedRows: Set<Int64> = []
+
+    var isEmpty: Bool { added.isEmpty && removedIDs.isEmpty }
+
+    mutating func add(_ model: any PersistentModel) {
+        let id = ObjectIdentifier(model)
+        if removedIDs.remove(id) != nil {
+            // A member before, removed since: back as it was.
+            removedRows.remove(model._strataState.rowID)
+            return
+        }
+        if addedIDs.insert(id).inserted { added.append(model) }
+    }
+
+    mutating func remove(_ model: any PersistentModel) {
+        let id = ObjectIdentifier(model)
+        if addedIDs.remove(id) != nil {
+            // Added since: it was not a member before.
+            if let index = added.lastIndex(where: { $0 === model }) { added.remove(at: index) }
+            return
+        }
+        removedIDs.insert(id)
+        if model._strataState.rowID > 0 { removedRows.insert(model._strataState.rowID) }
+    }
+
+    /// True when `model` was removed.
+    func removes(_ model: any PersistentModel) -> Bool { removedIDs.contains(ObjectIdentifier(model)) }
+
+    /// True when the member of stored row `row` was removed.
+    func removes(row: Int64) -> Bool { removedRows.contains(row) }
+
+    /// Appends the members added that `list` does not hold yet.
+    func addMissing<T: PersistentModel>(to list: inout [T]) {
+        guard !added.isEmpty else { return }
+        var present = Set(list.map(ObjectIdentifier.init))
+        for model in added where present.insert(ObjectIdentifier(model)).inserted {
+            if let typed = model as? T { list.append(typed) }
+        }
+    }
+
+    /// `rows`, the list's rows now, as they were before the edits.
+    func undone(_ rows: [Int64]) -> [Int64] {
+        let addedRows = Set(added.map(\._strataState.rowID))
+        return rows.filter { !addedRows.contains($0) } + removedRows.sorted()
+    }
+}
+
+extension _ModelState {
+    /// Attributes and to-ones: not a list to edit.
+    @inlinable public func edit<T>(_ value: inout T, field: Int, _ edit: _ToManyEdit) -> Bool { false }
+
+    /// An optional to-many: as a to-many, nil being no members.
+    public func edit<T: PersistentModel>(_ value: inout [T]?, field: Int, _ edit: _ToManyEdit) -> Bool {
+        let wasNil = value == nil
+        // Taken out, so that the list has one owner and changes in place.
+        var list = value.take() ?? []
+        let done = self.edit(&list, field: field, edit)
+        if !wasNil || !list.isEmpty { value = list }
+        return done
+    }
+
+    /// A to-many: a list not loaded keeps the edit for when it is; a loaded
+    /// one changes in place (a stored many-to-many also keeps the edit for
+    /// the save, which then writes its pairs and reads nothing else).
+    public func edit<T: PersistentModel>(_ value: inout [T], field: Int, _ edit: _ToManyEdit) -> Bool {
+        let faulted = faults[field] != nil
+        if faulted || (status == .saved && !edit.viaToOne && toManyBaselines[field] == nil) {
+            if edit.isAdd {
+                toManyDeltas[field, default: ToManyDelta()].add(edit.model)
+            } else {
+                toManyDeltas[field, default: ToManyDelta()].remove(edit.model)
+            }
+            if faulted { return true }
+        }
+        if edit.isAdd {
+            if let typed = edit.model as? T { value.append(typed) }
+        } else {
+            // Every copy: a list the program appended a member to twice
+            // holds it twice.
+            value.removeAll { $0 === edit.model }
+        }
+        return true
+    }
+
+    /// True when relationship `field` is not loaded and not edited since:
+    /// what the store holds is its value.
+    func isStoredAsIs(_ field: Int) -> Bool { faults[field] != nil && toManyDeltas[field] == nil }
+
+    /// After an in-place edit of to-many `field`: as ``didChange(_:field:)``,
+    /// but a list not loaded stays so.
+    func didEditToMany(_ model: any PersistentModel, field: Int) {
+        guard let context = link?.context else { return }
+        switch status {
+        case .saved:
+            changedFields.insert(field)
+            if !isChanged {
+                isChanged = true
+                context.noteChanged(model)
+            }
+        case .deleted where deletedElsewhere:
+            if !isChanged {
+                isChanged = true
+                context.noteChanged(model)
+            }
+        case .detached, .inserted, .deleted:
+            break
+        }
+        context.noteMutation()
+    }
 }

@@ -315,6 +315,8 @@ extension ModelContext {
             state.isChanged = false
             state.changedFields = _FieldSet()
             state.toManyBaselines = [:]
+            // Written: a list not loaded reads it all from its tree.
+            state.toManyDeltas = [:]
         }
         // As in SwiftData, a model whose delete is saved leaves the
         // context: `modelContext` is nil and `isDeleted` false again.
@@ -323,6 +325,7 @@ extension ModelContext {
             model._strataState.formerStoreIdentifier = link.storeIdentifier
             model._strataState.link = nil
             model._strataState.status = .detached
+            model._strataState.inverseInStep = _FieldSet()
         }
         inserted = []
         changed = [:]

@@ -252,9 +252,11 @@ public final class ModelContext: _RelatedModelLoader {
 
     /// Relationships set before the model had a context (in its
     /// initializer, where setters do not run) get their other side now.
+    /// (A relationship whose setter ran is in step already.)
     static func syncInverses(of model: any PersistentModel, entity: Schema.Entity) {
         let type = entity.type
-        for (field, side) in entity.inverseSides {
+        let inStep = model._strataState.inverseInStep
+        for (field, side) in entity.inverseSides where !inStep.contains(field) {
             let value = InverseSync.value(of: model, field: field)
             if let targets = value as? [any PersistentModel] {
                 let forward = InverseGraph.Side(type: type, field: field, isToOne: false)
@@ -271,9 +273,16 @@ public final class ModelContext: _RelatedModelLoader {
     /// Inserts the detached models that `model`'s relationships refer to.
     func insertRelated(of model: some PersistentModel, entity: Schema.Entity) {
         for relationship in entity.relationships {
-            guard !model._strataState.hasFaults || model._strataState.faults[relationship.field] == nil,
-                let value = model[keyPath: relationship.keypath]
-            else { continue }
+            let state = model._strataState
+            if state.hasFaults, state.faults[relationship.field] != nil {
+                // Not loaded: only the members added since can be new.
+                for target in state.toManyDeltas[relationship.field]?.added ?? []
+                where target._strataState.status == .detached {
+                    insertExistential(target)
+                }
+                continue
+            }
+            guard let value = model[keyPath: relationship.keypath] else { continue }
             if let many = value as? [any PersistentModel] {
                 for target in many where target._strataState.status == .detached { insertExistential(target) }
             } else if let one = value as? any PersistentModel, one._strataState.status == .detached {
@@ -298,6 +307,7 @@ public final class ModelContext: _RelatedModelLoader {
             inserted.removeAll { $0 === model }
             unregister(model, state: state)
             state.status = .detached
+            state.inverseInStep = _FieldSet()
             state.formerStoreIdentifier = link.storeIdentifier
             state.link = nil
             registerUndo(model) { context, model in context.insert(model) }
@@ -315,6 +325,7 @@ public final class ModelContext: _RelatedModelLoader {
                 state.isChanged = false
                 state.changedFields = _FieldSet()
                 state.toManyBaselines = [:]
+                state.toManyDeltas = [:]
             }
             return
         case .detached:
@@ -415,6 +426,7 @@ public final class ModelContext: _RelatedModelLoader {
             let state = model._strataState
             unregister(model, state: state)
             state.status = .detached
+            state.inverseInStep = _FieldSet()
             state.formerStoreIdentifier = link.storeIdentifier
             state.link = nil
         }
@@ -436,6 +448,7 @@ public final class ModelContext: _RelatedModelLoader {
         state.isChanged = false
         state.changedFields = _FieldSet()
         state.toManyBaselines = [:]
+        state.toManyDeltas = [:]
         guard state.status == .saved, let entity = container.schema.entity(forType: type(of: model)),
             let bytes = try? store.read({ tx in
                 try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(state.rowID), in: $0) }

@@ -355,6 +355,29 @@ struct SaveTransaction {
                     noteInverse(of: entity, field: field, target: after)
                 }
             case .join(let join, let mirror):
+                // Edited in place (to keep inverses in step) and not
+                // assigned: the pairs added and removed, nothing else read.
+                if only?.contains(field) != false, let delta = state.toManyDeltas[field],
+                    state.faults[field] != nil || state.toManyBaselines[field] == nil
+                {
+                    var changed = false
+                    for target in delta.removedRows.sorted() {
+                        guard try tx.delete(PairKey.encode(row, target), in: tree(join)) else { continue }
+                        try tx.delete(PairKey.encode(target, row), in: tree(mirror))
+                        noteInverse(of: entity, field: field, target: target)
+                        changed = true
+                    }
+                    for model in delta.added where !model._strataState.deletedElsewhere {
+                        let target = model._strataState.rowID
+                        guard target > 0, model._strataState.status != .deleted else { continue }
+                        try tx.put(PairKey.encode(row, target), [], in: tree(join))
+                        try tx.put(PairKey.encode(target, row), [], in: tree(mirror))
+                        noteInverse(of: entity, field: field, target: target)
+                        changed = true
+                    }
+                    if changed { changedOutside.append(field) }
+                    continue
+                }
                 // A to-many not loaded since the model was read, or not
                 // changed by this context, is left as stored.
                 guard state.faults[field] == nil, only?.contains(field) != false else { continue }

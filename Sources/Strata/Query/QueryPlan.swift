@@ -106,7 +106,10 @@ extension QueryPlan: CustomStringConvertible {
         case .scan:
             lines.append(indent + "scan \(entity)")
         case .rows(let rows):
-            lines.append(indent + "rows \(rows.map(String.init).joined(separator: ", ")) of \(entity)")
+            // A to-many's members can be millions: the first few stand for them.
+            let listed = rows.prefix(8).map(String.init).joined(separator: ", ")
+            let more = rows.count > 8 ? ", … (\(rows.count) rows)" : ""
+            lines.append(indent + "rows \(listed)\(more) of \(entity)")
         case .index(let scan):
             let seeks = scan.ranges.count > 1 ? ", \(scan.ranges.count) ranges" : ""
             let direction = scan.reverse ? ", reversed" : ""
@@ -180,7 +183,9 @@ struct QueryPlanner {
         var identifiers: [Int64]?
         var identified: Set<Int> = []
         for (index, conjunct) in conjuncts.enumerated() {
-            if let rows = Self.identifierRows(conjunct, entity: entity, store: storeIdentifier) {
+            if let rows = try Self.identifierRows(conjunct, entity: entity, store: storeIdentifier)
+                ?? relatedRows(conjunct)
+            {
                 identifiers = identifiers.map { Array(Set($0).intersection(rows)) } ?? rows
                 identified.insert(index)
                 continue
@@ -337,6 +342,40 @@ struct QueryPlanner {
         default:
             return nil
         }
+    }
+
+    /// Rows named by `$0.owner?.persistentModelID == id` (or, for a
+    /// non-optional to-one, `$0.owner.persistentModelID == id`): read from
+    /// the to-one's reverse index, the entries under the target's row, so
+    /// that the members of a to-many of any size are found (and paged and
+    /// counted) without a scan. Nil for any other conjunct, or when the
+    /// identifier's entity is not the relationship's own destination.
+    func relatedRows(_ expression: QueryExpr) throws -> [Int64]? {
+        let path: QueryExpr
+        let value: QueryValue
+        switch expression {
+        case .compare(.equal, let a, .constant(let constant)): (path, value) = (a, constant)
+        case .compare(.equal, .constant(let constant), let b): (path, value) = (b, constant)
+        default: return nil
+        }
+        guard case .opaque(let id as PersistentIdentifier) = value else { return nil }
+        let property: Schema.Property
+        switch path {
+        case .flatMap(.property(.variable(0), let owner, let held), let variable, .identifier(.variable(let bound), _))
+        where owner === entity && bound == variable:
+            property = held
+        case .identifier(.property(.variable(0), let owner, let held), _) where owner === entity:
+            property = held
+        default:
+            return nil
+        }
+        guard let relationship = property as? Schema.Relationship, relationship.isToOneRelationship,
+            case .toOne(let index)? = entity.relationshipStorage[relationship.field],
+            let destination = relationship.destinationType, id.entityName == destination._strataEntityName
+        else { return nil }
+        // As `==`: an identifier of another store (or of none) names no row.
+        guard id.storeIdentifier == storeIdentifier, id.rowID > 0 else { return [] }
+        return try snapshot.pairs(index, of: id.rowID)
     }
 
     /// The bound a conjunct puts on one attribute, by field.
