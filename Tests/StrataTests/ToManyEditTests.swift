@@ -67,6 +67,27 @@ final class ToManyEditTests: StoreTestCase {
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 
+    func testADetachedModelFiledIntoAListIsInsertedBySave() throws {
+        let container = try container()
+        let setup = ModelContext(container)
+        setup.insert(Trip(name: "Lisbon", destination: "PT"))
+        try setup.save()
+        for loadFirst in [false, true] {
+            let context = ModelContext(container)
+            let lisbon = try trip("Lisbon", in: context)
+            if loadFirst { _ = lisbon.bucketList.count }
+            try context.save()  // a save between: the list is read again only when it must be
+            let loose = item("loose \(loadFirst)")
+            loose.trip = lisbon
+            XCTAssertNil(loose.modelContext)
+            try context.save()
+            XCTAssertTrue(loose.modelContext === context)
+            let titles = try trip("Lisbon", in: ModelContext(container)).bucketList.map(\.title)
+            XCTAssertTrue(titles.contains("loose \(loadFirst)"), "\(titles)")
+        }
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
     func testAManyToManyEditedWithoutLoadingWritesOnlyItsPairs() throws {
         let container = try container()
         let setup = ModelContext(container)

@@ -265,6 +265,7 @@ extension _ModelState {
     /// removed and each target added.
     public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: [T]?, new: [T]) {
         inverseInStep.insert(field)
+        toManyMayHoldDetached = true
         guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
         let before = old ?? []
         let kept = Set(before.map(ObjectIdentifier.init)).intersection(new.map(ObjectIdentifier.init))
@@ -401,6 +402,7 @@ extension _ModelState {
             if faulted { return true }
         }
         if edit.isAdd {
+            if edit.model._strataState.status == .detached { toManyMayHoldDetached = true }
             if let typed = edit.model as? T { value.append(typed) }
         } else {
             // Every copy: a list the program appended a member to twice

@@ -217,7 +217,7 @@ public final class ModelContext: _RelatedModelLoader {
         inserted.append(model)
         registerUndo(model) { context, model in context.delete(model) }
         Self.syncInverses(of: model, entity: entity)
-        insertRelated(of: model, entity: entity)
+        insertRelated(of: model, entity: entity, everyList: true)
         noteMutation()
     }
 
@@ -271,9 +271,18 @@ public final class ModelContext: _RelatedModelLoader {
     var schemaNames: String { container.schema.entities.map(\.name).joined(separator: ", ") }
 
     /// Inserts the detached models that `model`'s relationships refer to.
-    func insertRelated(of model: some PersistentModel, entity: Schema.Entity) {
+    ///
+    /// On insert (`everyList`) every to-many is read: its initializer may
+    /// have filled it. After that a loaded to-many is read again only when
+    /// it may have gained a detached model since (see
+    /// ``_ModelState/toManyMayHoldDetached``): a save does not walk a
+    /// list of a million members that only gained members of the context.
+    func insertRelated(of model: some PersistentModel, entity: Schema.Entity, everyList: Bool = false) {
+        let state = model._strataState
+        let lists = everyList || state.toManyMayHoldDetached
+        state.toManyMayHoldDetached = false
         for relationship in entity.relationships {
-            let state = model._strataState
+            if !lists, !relationship.isToOneRelationship, state.faults[relationship.field] == nil { continue }
             if state.hasFaults, state.faults[relationship.field] != nil {
                 // Not loaded: only the members added since can be new.
                 for target in state.toManyDeltas[relationship.field]?.added ?? []

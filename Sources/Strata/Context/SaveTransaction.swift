@@ -284,59 +284,65 @@ struct SaveTransaction {
                 "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
                     + "roll the changes back or delete the model")
         }
-        // Attributes a partial fetch left out hold placeholders: load them
-        // from the stored record first, so keys and records see real values.
-        if state.mayHaveUnloaded, let old { try state.loadUnloaded(model, entity: entity, from: old) }
-        var writer = _RecordWriter()
-        writer.externalTrees = entity.externalTrees
-        model._strataWrite(to: &writer)
-        if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
-            throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
-        }
-        var bytes = writer.bytes
-        // A change to none of a group's fields leaves its key as stored
-        // (the fields it did not change keep their stored values): only
-        // the groups it touches are compared, and a change that touches
-        // none decodes no model.
-        let groups =
-            only.map { changed in
-                entity.keyGroups.filter { group in group.properties.contains { changed.contains($0.field) } }
-            } ?? entity.keyGroups
-        // Key values come from the model, unless the stored record holds
-        // newer values of fields this context did not change.
-        var keySource: any PersistentModel = model
-        // The fields whose stored values change, for the history, when
-        // the overlay finds them.
-        var changedFields: [Int]?
-        if let only, let old {
-            let (merged, changed) = try Self.overlayChanges(old, bytes, fields: only, entity, row: row)
-            changedFields = changed
-            if merged != bytes {
-                bytes = merged
-                if !groups.isEmpty { keySource = try decode(merged, entity, row: row) }
-            }
-        }
-        if !groups.isEmpty {
-            let stored = try old.map { try decode($0, entity, row: row) }
-            for group in groups {
-                let values = group.values(of: keySource)
-                if let stored {
-                    let previous = group.values(of: stored)
-                    if previous == values { continue }
-                    try removeKey(group, previous, row: row)
-                }
-                try addKey(group, values, row: row, entity: entity)
-            }
-        }
+        // Only to-manys changed (a parent whose list gained or lost a
+        // member): the record and its keys stay as stored.
+        let listsOnly = only.map { Self.holdsNoRecordField($0, entity) } ?? false
+        var bytes = old ?? []
+        var changedFields: [Int]? = listsOnly ? [] : nil
         var changedOutside: [Int] = []
-        for (name, value) in writer.externals {
-            let field = entity.externalTrees.first(where: { $0.value == name })?.key
-            if let only, let field, !only.contains(field) { continue }
-            if history != nil, let field { changedOutside.append(field) }
-            if let value {
-                try tx.put(RowKey.encode(row), ExternalBlob.encode(value), in: tree(name))
-            } else {
-                try tx.delete(RowKey.encode(row), in: tree(name))
+        if !listsOnly {
+            // Attributes a partial fetch left out hold placeholders: load them
+            // from the stored record first, so keys and records see real values.
+            if state.mayHaveUnloaded, let old { try state.loadUnloaded(model, entity: entity, from: old) }
+            var writer = _RecordWriter()
+            writer.externalTrees = entity.externalTrees
+            model._strataWrite(to: &writer)
+            if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
+                throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
+            }
+            bytes = writer.bytes
+            // A change to none of a group's fields leaves its key as stored
+            // (the fields it did not change keep their stored values): only
+            // the groups it touches are compared, and a change that touches
+            // none decodes no model.
+            let groups =
+                only.map { changed in
+                    entity.keyGroups.filter { group in group.properties.contains { changed.contains($0.field) } }
+                } ?? entity.keyGroups
+            // Key values come from the model, unless the stored record holds
+            // newer values of fields this context did not change.
+            var keySource: any PersistentModel = model
+            // The fields whose stored values change, for the history, when
+            // the overlay finds them.
+            if let only, let old {
+                let (merged, changed) = try Self.overlayChanges(old, bytes, fields: only, entity, row: row)
+                changedFields = changed
+                if merged != bytes {
+                    bytes = merged
+                    if !groups.isEmpty { keySource = try decode(merged, entity, row: row) }
+                }
+            }
+            if !groups.isEmpty {
+                let stored = try old.map { try decode($0, entity, row: row) }
+                for group in groups {
+                    let values = group.values(of: keySource)
+                    if let stored {
+                        let previous = group.values(of: stored)
+                        if previous == values { continue }
+                        try removeKey(group, previous, row: row)
+                    }
+                    try addKey(group, values, row: row, entity: entity)
+                }
+            }
+            for (name, value) in writer.externals {
+                let field = entity.externalTrees.first(where: { $0.value == name })?.key
+                if let only, let field, !only.contains(field) { continue }
+                if history != nil, let field { changedOutside.append(field) }
+                if let value {
+                    try tx.put(RowKey.encode(row), ExternalBlob.encode(value), in: tree(name))
+                } else {
+                    try tx.delete(RowKey.encode(row), in: tree(name))
+                }
             }
         }
         for (field, storage) in entity.relationshipStorage {
@@ -418,7 +424,7 @@ struct SaveTransaction {
                 break  // written by the other side
             }
         }
-        try tx.put(RowKey.encode(row), bytes, in: recordTree(entity))
+        if !listsOnly { try tx.put(RowKey.encode(row), bytes, in: recordTree(entity)) }
         if history != nil {
             if let old {
                 // An upsert wrote every field: all of them are compared.
@@ -436,6 +442,17 @@ struct SaveTransaction {
             // An upsert replaced every field; a change wrote its own.
             changes?.update(entity, row: row, fields: only ?? _FieldSet(all: entity.properties.count))
         }
+    }
+
+    /// True when every field of `fields` is a to-many, which the record
+    /// does not hold.
+    static func holdsNoRecordField(_ fields: _FieldSet, _ entity: Schema.Entity) -> Bool {
+        let numbers = fields.fields
+        return !numbers.isEmpty
+            && numbers.allSatisfy { field in
+                field < entity.properties.count
+                    && (entity.properties[field] as? Schema.Relationship).map { !$0.isToOneRelationship } == true
+            }
     }
 
     /// Relationship `field` of `row` no longer points at `target`: when

@@ -273,6 +273,10 @@ public final class _ModelState {
     /// when the setter ran (it keeps the inverse in step); those set only
     /// by the class's initializer are put in step on insert.
     @exclusivity(unchecked) var inverseInStep = _FieldSet()
+    /// True when a loaded to-many may hold a model not inserted anywhere
+    /// (the program assigned a list, or a detached model was filed into
+    /// one): the next save reads the lists to insert it.
+    @exclusivity(unchecked) var toManyMayHoldDetached = false
     /// True while another model's relationship change is being mirrored
     /// into this one (its setter then does not mirror it back).
     @exclusivity(unchecked) var isApplyingInverse = false
@@ -596,7 +600,11 @@ public final class _ModelState {
                 complete = false
             }
         }
-        if let delta { delta.addMissing(to: &loaded) }
+        if let delta, !delta.added.isEmpty {
+            delta.addMissing(to: &loaded)
+            // Members filed while detached are in the list now.
+            if delta.added.contains(where: { $0._strataState.status == .detached }) { toManyMayHoldDetached = true }
+        }
         value = loaded
         // The edits stay until the save: a stored many-to-many writes
         // them, as pairs, whether or not the list was read since.
