@@ -313,3 +313,38 @@ struct ParcelRecord: Codable, FetchableRecord, MutablePersistableRecord {
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
+
+// MARK: model-bench --filing: a to-many filled through its inverse to-one
+
+@Model
+final class Shelf {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \Memo.shelf) var memos: [Memo] = []
+
+    init(name: String) { self.name = name }
+}
+
+@Model
+final class Memo {
+    var title: String
+    var shelf: Shelf?
+
+    init(title: String) { self.title = title }
+}
+
+struct ShelfRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "shelf"
+    var id: Int64?
+    var name: String
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+struct MemoRecord: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "memo"
+    var id: Int64?
+    var title: String
+    var shelfId: Int64?
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}

@@ -12,7 +12,8 @@ import Strata
 // context; fetch N/5 by identifier in a new context. Inserts run once; the
 // read workloads report the median of five runs, each in a fresh context.
 // Then the write workloads of issue 27 (Writes.swift), with `--writes-only`
-// alone. `--profile-saves S` only makes S durable one-object saves on a
+// alone. Then filing memos into shelves (Filing.swift), with
+// `--filing-only` alone. `--profile-saves S` only makes S durable one-object saves on a
 // store of N tickets and exits, for `perf record`, `strace` or callgrind;
 // `--profile-updates R` makes R fetch-modify-saves of a tenth of them.
 // `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
@@ -30,6 +31,13 @@ if let saves = argument("--profile-saves").flatMap({ Int($0) }) {
 }
 if let rounds = argument("--profile-updates").flatMap({ Int($0) }) {
     try profileUpdates(count: count, rounds: rounds, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if CommandLine.arguments.contains("--filing-only") {
+    print("| workload | Strata | GRDB | ratio (GRDB time / Strata time) |")
+    print("|---|---|---|---|")
+    try filingWorkloads(count: count, in: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
@@ -134,3 +142,4 @@ ratioRow("insert, one save", strataInsert, grdbInsert)
 ratioRow("fetch all", strataFetchAll, grdbFetchAll)
 ratioRow("fetch \(lookups) by identifier", strataFetchByID, grdbFetchByID)
 try writeWorkloads(count: count, in: directory)
+try filingWorkloads(count: count, in: directory)

@@ -28,6 +28,26 @@ final class Reading {
     }
 }
 
+@Model
+final class Project {
+    var name: String
+    @Relationship(deleteRule: .cascade, inverse: \ProjectTask.project) var tasks: [ProjectTask] = []
+
+    init(name: String) { self.name = name }
+}
+
+@Model
+final class ProjectTask {
+    var title: String
+    var done: Bool
+    var project: Project?
+
+    init(title: String, done: Bool) {
+        self.title = title
+        self.done = done
+    }
+}
+
 let count = countArgument(default: 100_000)
 let batch = argument("--batch").flatMap(Int.init) ?? 1_000
 let samples = argument("--samples").flatMap(Int.init) ?? 200
@@ -45,6 +65,59 @@ func device(_ name: String, zone: String) throws -> (ModelContainer, SyncEngine)
     let configuration = try SyncConfiguration(
         server: cluster.url, password: cluster.password, zone: zone, pollInterval: .seconds(60))
     return (container, try SyncEngine(container: container, configuration: configuration))
+}
+
+// Tasks in projects (issue 44): 20,000 tasks filed into 1, 20 and 2,000
+// projects through `task.project`, saved in saves of 1,000 and pushed by
+// device A; device B's pull is timed. Each shape is its own zone.
+func projectsDevice(_ name: String, zone: String) throws -> (ModelContainer, SyncEngine) {
+    let url = URL(fileURLWithPath: directory.file(name + ".store"))
+    let container = try ModelContainer(for: Project.self, ProjectTask.self, configurations: ModelConfiguration(url: url))
+    let configuration = try SyncConfiguration(
+        server: cluster.url, password: cluster.password, zone: zone, pollInterval: .seconds(60))
+    return (container, try SyncEngine(container: container, configuration: configuration))
+}
+
+func tasksInProjects(tasks: Int, projects: Int) async throws {
+    let zone = "projects-\(projects)"
+    let (a, syncA) = try projectsDevice("pa-\(projects)", zone: zone)
+    let context = ModelContext(a)
+    var all: [Project] = []
+    for index in 0..<projects {
+        let project = Project(name: "Project \(index)")
+        context.insert(project)
+        all.append(project)
+    }
+    try context.save()
+    for first in stride(from: 0, to: tasks, by: 1_000) {
+        for index in first..<min(tasks, first + 1_000) {
+            let task = ProjectTask(title: "Task \(index)", done: index % 3 == 0)
+            context.insert(task)
+            task.project = all[index % projects]
+        }
+        try context.save()
+    }
+    try await syncA.syncNow()
+    let (b, syncB) = try projectsDevice("pb-\(projects)", zone: zone)
+    let clock = ContinuousClock.now
+    try await syncB.syncNow()
+    let pull = ContinuousClock.now - clock
+    let pullSeconds = Double(pull.components.seconds) + Double(pull.components.attoseconds) / 1e18
+    let check = ModelContext(b)
+    let first = try check.fetch(FetchDescriptor<Project>(predicate: #Predicate { $0.name == "Project 0" })).first
+    let expected = (tasks + projects - 1) / projects
+    guard let first, first.tasks.count == expected, try check.fetchCount(FetchDescriptor<ProjectTask>()) == tasks else {
+        fatalError("b's Project 0 holds \(first?.tasks.count ?? -1) tasks, not \(expected)")
+    }
+    print(
+        String(
+            format: "tasks in projects: pull of %d tasks in %d project(s): %.2f s, %.0f objects/s", tasks, projects,
+            pullSeconds, Double(tasks + projects) / pullSeconds))
+}
+
+if CommandLine.arguments.contains("--projects-only") {
+    for projects in [1, 20, 2_000] { try await tasksInProjects(tasks: 20_000, projects: projects) }
+    exit(0)
 }
 
 print("sync-bench: \(count) models in saves of \(batch); PostgreSQL over 127.0.0.1 with fsync on")
@@ -107,3 +180,5 @@ let measured = try await latencies(context: context, a: syncA, b: syncB, bContai
 let p50 = measured[min(measured.count - 1, measured.count / 2)]
 let p99 = measured[min(measured.count - 1, measured.count * 99 / 100)]
 print(String(format: "save on a to visible on b: p50 %.1f ms, p99 %.1f ms (%d samples)", p50, p99, measured.count))
+
+for projects in [1, 20, 2_000] { try await tasksInProjects(tasks: 20_000, projects: projects) }

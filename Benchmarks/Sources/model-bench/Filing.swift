@@ -1,0 +1,117 @@
+import BenchSupport
+import Foundation
+import GRDB
+import Strata
+
+// model-bench's filing workload (issue 44): `count` memos filed into
+// shelves through the memo's to-one (`memo.shelf = shelf`, the inverse
+// to-many `shelf.memos` kept in step), in saves of 1,000, durably:
+//
+// - into one shelf whose memos are not loaded;
+// - into one shelf whose memos were read first (a list on screen);
+// - into `count` shelves, one memo each;
+// - GRDB: the same rows with a foreign key `shelfId` and an index on it,
+//   one transaction per 1,000.
+//
+// The shelves are saved before the clock starts; each side reads its
+// filed memos back by shelf at the end to check them.
+
+struct FilingFigures {
+    var oneShelf = 0.0
+    var oneShelfLoaded = 0.0
+    var manyShelves = 0.0
+}
+
+let filingBatch = 1_000
+
+func strataFiling(count: Int, in directory: URL) throws -> FilingFigures {
+    var figures = FilingFigures()
+    for shape in 0..<3 {
+        let url = directory.appendingPathComponent("filing-\(shape).store")
+        let container = try ModelContainer(for: Shelf.self, Memo.self, configurations: ModelConfiguration(url: url))
+        let shelves = shape == 2 ? count : 1
+        try {
+            let context = ModelContext(container)
+            for i in 0..<shelves { context.insert(Shelf(name: "Shelf \(i)")) }
+            try context.save()
+        }()
+        let context = ModelContext(container)
+        let all = try context.fetch(FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.name)]))
+        let byRow = try context.fetch(FetchDescriptor<Shelf>())
+        if shape == 1 { _ = all[0].memos.count }
+        let time = try seconds {
+            for batch in stride(from: 0, to: count, by: filingBatch) {
+                for i in batch..<min(batch + filingBatch, count) {
+                    let memo = Memo(title: "Memo \(i)")
+                    context.insert(memo)
+                    memo.shelf = shape == 2 ? byRow[i] : all[0]
+                }
+                try context.save()
+            }
+        }
+        switch shape {
+        case 0: figures.oneShelf = time
+        case 1: figures.oneShelfLoaded = time
+        default: figures.manyShelves = time
+        }
+        let check = ModelContext(container)
+        let first = try check.fetch(FetchDescriptor<Shelf>(sortBy: [SortDescriptor(\.name)]))[0]
+        let expected = shape == 2 ? 1 : count
+        guard first.memos.count == expected, all[0].memos.count == expected else {
+            throw BenchFailure(message: "Strata: shelf 0 holds \(first.memos.count) memos, not \(expected)")
+        }
+    }
+    return figures
+}
+
+func grdbFiling(count: Int, in directory: URL) throws -> FilingFigures {
+    var figures = FilingFigures()
+    for shape in [0, 2] {
+        let pool = try durablePool(path: directory.appendingPathComponent("filing-\(shape).sqlite").path)
+        let shelves = shape == 2 ? count : 1
+        var ids: [Int64] = []
+        try pool.write { db in
+            try db.create(table: "shelf") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("name", .text).notNull()
+            }
+            try db.create(table: "memo") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("title", .text).notNull()
+                t.column("shelfId", .integer).references("shelf", onDelete: .cascade).indexed()
+            }
+            for i in 0..<shelves {
+                var shelf = ShelfRecord(id: nil, name: "Shelf \(i)")
+                try shelf.insert(db)
+                ids.append(shelf.id ?? 0)
+            }
+        }
+        let time = try seconds {
+            for batch in stride(from: 0, to: count, by: filingBatch) {
+                try pool.write { db in
+                    for i in batch..<min(batch + filingBatch, count) {
+                        var memo = MemoRecord(id: nil, title: "Memo \(i)", shelfId: shape == 2 ? ids[i] : ids[0])
+                        try memo.insert(db)
+                    }
+                }
+            }
+        }
+        if shape == 0 { figures.oneShelf = time } else { figures.manyShelves = time }
+        let filed = try pool.read { db in
+            try MemoRecord.filter(Column("shelfId") == ids[0]).fetchCount(db)
+        }
+        guard filed == (shape == 2 ? 1 : count) else { throw BenchFailure(message: "GRDB: shelf 0 holds \(filed) memos") }
+    }
+    figures.oneShelfLoaded = figures.oneShelf
+    return figures
+}
+
+/// Runs both sides' filing workloads and prints their rows.
+func filingWorkloads(count: Int, in directory: URL) throws {
+    let strata = try strataFiling(count: count, in: directory)
+    let grdb = try grdbFiling(count: count, in: directory)
+    ratioRow("filing \(count) memos into 1 shelf, saves of \(filingBatch)", strata.oneShelf, grdb.oneShelf)
+    ratioRow("the same, the shelf's memos loaded first", strata.oneShelfLoaded, grdb.oneShelfLoaded)
+    ratioRow("filing \(count) memos into \(count) shelves", strata.manyShelves, grdb.manyShelves)
+    print(String(format: "| 1 shelf over \(count) shelves (Strata) | %.2f× | | |", strata.oneShelf / strata.manyShelves))
+}
