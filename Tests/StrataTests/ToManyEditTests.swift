@@ -84,6 +84,12 @@ final class ToManyEditTests: StoreTestCase {
             XCTAssertTrue(loose.modelContext === context)
             let titles = try trip("Lisbon", in: ModelContext(container)).bucketList.map(\.title)
             XCTAssertTrue(titles.contains("loose \(loadFirst)"), "\(titles)")
+            // A to-one set to a detached model inserts it too.
+            let porto = Trip(name: "Porto \(loadFirst)", destination: "PT")
+            loose.trip = porto
+            try context.save()
+            XCTAssertTrue(porto.modelContext === context)
+            XCTAssertEqual(try trip("Porto \(loadFirst)", in: ModelContext(container)).bucketList.count, 1)
         }
         XCTAssertEqual(try container.checkIntegrity(), [])
     }

@@ -242,6 +242,7 @@ extension _ModelState {
     /// the new target.
     public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: T??, new: T?) {
         inverseInStep.insert(field)
+        if let new, new._strataState.status == .detached { mayReferenceDetached = true }
         guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
         let previous = old ?? nil
         if previous === new { return }
@@ -265,7 +266,7 @@ extension _ModelState {
     /// removed and each target added.
     public func didSet<M: PersistentModel, T: PersistentModel>(_ model: M, field: Int, old: [T]?, new: [T]) {
         inverseInStep.insert(field)
-        toManyMayHoldDetached = true
+        mayReferenceDetached = true
         guard !isApplyingInverse, let side = InverseGraph.inverse(of: M.self, field: field) else { return }
         let before = old ?? []
         let kept = Set(before.map(ObjectIdentifier.init)).intersection(new.map(ObjectIdentifier.init))
@@ -393,6 +394,7 @@ extension _ModelState {
     /// the save, which then writes its pairs and reads nothing else).
     public func edit<T: PersistentModel>(_ value: inout [T], field: Int, _ edit: _ToManyEdit) -> Bool {
         let faulted = faults[field] != nil
+        if edit.isAdd, edit.model._strataState.status == .detached { mayReferenceDetached = true }
         if faulted || (status == .saved && !edit.viaToOne && toManyBaselines[field] == nil) {
             if edit.isAdd {
                 toManyDeltas[field, default: ToManyDelta()].add(edit.model)
@@ -402,7 +404,6 @@ extension _ModelState {
             if faulted { return true }
         }
         if edit.isAdd {
-            if edit.model._strataState.status == .detached { toManyMayHoldDetached = true }
             if let typed = edit.model as? T { value.append(typed) }
         } else {
             // Every copy: a list the program appended a member to twice

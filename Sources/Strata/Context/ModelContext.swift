@@ -281,17 +281,17 @@ public final class ModelContext: _RelatedModelLoader {
 
     /// Inserts the detached models that `model`'s relationships refer to.
     ///
-    /// On insert (`everyList`) every to-many is read: its initializer may
-    /// have filled it. After that a loaded to-many is read again only when
-    /// it may have gained a detached model since (see
-    /// ``_ModelState/toManyMayHoldDetached``): a save does not walk a
-    /// list of a million members that only gained members of the context.
+    /// On insert (`everyList`) every relationship is read: the class's
+    /// initializer may have set it. After that the relationships are read
+    /// again only when one may have come to refer to a detached model (see
+    /// ``_ModelState/mayReferenceDetached``): a save does not walk a list
+    /// of a million members, or cast every new model's to-ones, when they
+    /// only gained models of the context.
     func insertRelated(of model: some PersistentModel, entity: Schema.Entity, everyList: Bool = false) {
         let state = model._strataState
-        let lists = everyList || state.toManyMayHoldDetached
-        state.toManyMayHoldDetached = false
+        guard everyList || state.mayReferenceDetached else { return }
+        state.mayReferenceDetached = false
         for relationship in entity.relationships {
-            if !lists, !relationship.isToOneRelationship, state.faults[relationship.field] == nil { continue }
             if state.hasFaults, state.faults[relationship.field] != nil {
                 // Not loaded: only the members added since can be new.
                 for target in state.toManyDeltas[relationship.field]?.added ?? []

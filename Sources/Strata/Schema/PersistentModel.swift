@@ -273,10 +273,11 @@ public final class _ModelState {
     /// when the setter ran (it keeps the inverse in step); those set only
     /// by the class's initializer are put in step on insert.
     @exclusivity(unchecked) var inverseInStep = _FieldSet()
-    /// True when a loaded to-many may hold a model not inserted anywhere
-    /// (the program assigned a list, or a detached model was filed into
-    /// one): the next save reads the lists to insert it.
-    @exclusivity(unchecked) var toManyMayHoldDetached = false
+    /// True when a relationship may refer to a model not inserted anywhere
+    /// (a to-one set to a detached model, a list assigned, a detached model
+    /// filed into a list): the next save reads the relationships to insert
+    /// it.
+    @exclusivity(unchecked) var mayReferenceDetached = false
     /// True while another model's relationship change is being mirrored
     /// into this one (its setter then does not mirror it back).
     @exclusivity(unchecked) var isApplyingInverse = false
@@ -603,7 +604,7 @@ public final class _ModelState {
         if let delta, !delta.added.isEmpty {
             delta.addMissing(to: &loaded)
             // Members filed while detached are in the list now.
-            if delta.added.contains(where: { $0._strataState.status == .detached }) { toManyMayHoldDetached = true }
+            if delta.added.contains(where: { $0._strataState.status == .detached }) { mayReferenceDetached = true }
         }
         value = loaded
         // The edits stay until the save: a stored many-to-many writes
