@@ -11,7 +11,8 @@
     conformances: PersistentModel, Observable,
     names: named(_strataState), named(schemaMetadata), named(_strataUniqueness),
     named(_strataIndexes), named(init), named(_strataLoad), named(_strataWrite), named(_strataEntityName),
-    named(_strataKeyElement), named(_strataSetRelationship), named(_strataEditToMany), named(_StrataFields), named(_strataProperties)
+    named(_strataKeyElement), named(_strataSetRelationship), named(_strataEditToMany), named(_StrataFields),
+    named(_strataProperties)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)
