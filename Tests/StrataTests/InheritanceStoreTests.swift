@@ -158,31 +158,7 @@ final class InheritanceStoreTests: StoreTestCase {
             context.delete(all[0])
             try context.save()
         }
-        let before = try state(base.afterPowerLoss())
-        let clean = base.afterPowerLoss()
-        try save(clean)
-        let after = try state(clean.afterPowerLoss())
-        XCTAssertNotEqual(before, after)
-        let syncPoints = clean.syncCount
-        XCTAssertGreaterThan(syncPoints, 0)
-        var outcomes: [String: Int] = [:]
-        for n in 1...syncPoints {
-            for seed in 0..<3 {
-                let fs = base.afterPowerLoss()
-                fs.crashAtSync = n
-                let saved = (try? save(fs)) != nil
-                let found = try state(fs.afterPowerLoss(seed: UInt64(n * 100 + seed)))
-                let label = "crash at sync \(n) of \(syncPoints), seed \(seed)"
-                if found == before {
-                    XCTAssertFalse(saved, "\(label): a save that returned is durable")
-                    outcomes["before", default: 0] += 1
-                } else {
-                    XCTAssertEqual(found, after, label)
-                    outcomes["after", default: 0] += 1
-                }
-            }
-        }
-        XCTAssertNotNil(outcomes["after"], "some crash points come after the commit: \(outcomes)")
+        try assertEveryCrashLeavesBeforeOrAfter(base, seeds: 3, state: state, save: save)
     }
 
     /// Another process's insert of a subclass's model refreshes a to-many

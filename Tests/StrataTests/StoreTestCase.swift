@@ -163,3 +163,41 @@ class StoreTestCase: XCTestCase {
         }
     }
 }
+
+extension StoreTestCase {
+    /// Power loss at every sync point of `save`, each run on `base` as it
+    /// is after a power loss, with `seeds` ways of losing what was not
+    /// synced: the store then reads (`state`) as before the save, and only
+    /// when the save did not return, or as after it. Some crash points
+    /// must come after the commit.
+    func assertEveryCrashLeavesBeforeOrAfter(
+        _ base: MemoryFileSystem, seeds: Int, state: (MemoryFileSystem) throws -> [String],
+        save: (MemoryFileSystem) throws -> Void, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let before = try state(base.afterPowerLoss())
+        let clean = base.afterPowerLoss()
+        try save(clean)
+        let after = try state(clean.afterPowerLoss())
+        XCTAssertNotEqual(before, after, file: file, line: line)
+        let syncPoints = clean.syncCount
+        XCTAssertGreaterThan(syncPoints, 0, file: file, line: line)
+        var outcomes: [String: Int] = [:]
+        for n in 1...max(syncPoints, 1) {
+            for seed in 0..<seeds {
+                let fs = base.afterPowerLoss()
+                fs.crashAtSync = n
+                let saved = (try? save(fs)) != nil
+                let found = try state(fs.afterPowerLoss(seed: UInt64(n * 100 + seed)))
+                let label = "crash at sync \(n) of \(syncPoints), seed \(seed)"
+                if found == before {
+                    XCTAssertFalse(saved, "\(label): a save that returned is durable", file: file, line: line)
+                    outcomes["before", default: 0] += 1
+                } else {
+                    XCTAssertEqual(found, after, label, file: file, line: line)
+                    outcomes["after", default: 0] += 1
+                }
+            }
+        }
+        XCTAssertNotNil(outcomes["after"], "some crash points come after the commit: \(outcomes)", file: file, line: line)
+    }
+}

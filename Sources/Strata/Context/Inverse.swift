@@ -419,23 +419,5 @@ extension _ModelState {
 
     /// After an in-place edit of to-many `field`: as ``didChange(_:field:)``,
     /// but a list not loaded stays so.
-    func didEditToMany(_ model: any PersistentModel, field: Int) {
-        guard let context = link?.context else { return }
-        switch status {
-        case .saved:
-            changedFields.insert(field)
-            if !isChanged {
-                isChanged = true
-                context.noteChanged(model)
-            }
-        case .deleted where deletedElsewhere:
-            if !isChanged {
-                isChanged = true
-                context.noteChanged(model)
-            }
-        case .detached, .inserted, .deleted:
-            break
-        }
-        context.noteMutation()
-    }
+    func didEditToMany(_ model: any PersistentModel, field: Int) { recordChange(model, field: field) }
 }

@@ -518,6 +518,13 @@ public final class _ModelState {
     /// next save. Not meant to be called directly.
     public func didChange<M: PersistentModel>(_ model: M, field: Int) {
         if hasFaults { _ = takeFault(field: field) }
+        recordChange(model, field: field)
+    }
+
+    /// Records a change to field `field` of `model` for the next save: on
+    /// a saved model the field joins ``changedFields``; on one another
+    /// context's save deleted, the change makes the next save refuse.
+    func recordChange<M: PersistentModel>(_ model: M, field: Int) {
         guard let context = link?.context else { return }
         switch status {
         case .saved:
@@ -527,7 +534,6 @@ public final class _ModelState {
                 context.noteChanged(model)
             }
         case .deleted where deletedElsewhere:
-            // Changed after another save deleted it: the next save refuses.
             if !isChanged {
                 isChanged = true
                 context.noteChanged(model)
