@@ -330,8 +330,6 @@ struct ToManyDelta {
     /// The stored rows of the members removed.
     private(set) var removedRows: Set<Int64> = []
 
-    var isEmpty: Bool { added.isEmpty && removedIDs.isEmpty }
-
     mutating func add(_ model: any PersistentModel) {
         let id = ObjectIdentifier(model)
         if removedIDs.remove(id) != nil {
