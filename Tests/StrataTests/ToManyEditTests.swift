@@ -268,7 +268,7 @@ final class ToManyEditTests: StoreTestCase {
         XCTAssertEqual(try reader.fetchCount(all), 2_900)
         XCTAssertTrue(try reader.fetch(all).contains { $0 === moved })
         XCTAssertFalse(try reader.fetch(all).contains { $0 === leaving })
-        // An identifier of another entity or store names no member.
+        // Another trip's identifier reads that trip's members only.
         let other = small.persistentModelID
         all.predicate = #Predicate { $0.trip?.persistentModelID == other }
         XCTAssertEqual(try reader.fetchCount(all), 99)
