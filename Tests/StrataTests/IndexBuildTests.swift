@@ -157,6 +157,18 @@ final class IndexBuildTests: StoreTestCase {
         }
     }
 
+    func testAMigrationMeetingAValueTooLongForTheNewIndexIsRefusedAndLeavesTheStore() throws {
+        try makeV1(30) { i in i == 5 ? String(repeating: "l", count: 2_000) : nil }
+        XCTAssertThrowsError(try open(IndexBuildV2.Reading.self)) { error in
+            XCTAssertEqual(error as? SwiftDataError, .modelValidationFailure, "\(error)")
+            let message = (error as? SwiftDataError)?.message ?? ""
+            XCTAssertTrue(message.contains("Reading/p6: the values of its unique (label)"), message)
+        }
+        let container = try open(IndexBuildV1.Reading.self)
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<IndexBuildV1.Reading>()), 30)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
     func testRadixSortIsAStableSortByBothWords() {
         var generator = SeededRandom(seed: 27)
         // Sizes around the insertion-sort and cache thresholds, and

@@ -301,6 +301,7 @@ struct SaveTransaction {
                 throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
             }
             bytes = writer.bytes
+            try Self.checkSize(bytes.count, of: "record", entity, row: row)
             // A change to none of a group's fields leaves its key as stored
             // (the fields it did not change keep their stored values): only
             // the groups it touches are compared, and a change that touches
@@ -339,7 +340,9 @@ struct SaveTransaction {
                 if let only, let field, !only.contains(field) { continue }
                 if history != nil, let field { changedOutside.append(field) }
                 if let value {
-                    try tx.put(RowKey.encode(row), ExternalBlob.encode(value), in: tree(name))
+                    let blob = ExternalBlob.encode(value)
+                    try Self.checkSize(blob.count, of: "external value", entity, row: row)
+                    try tx.put(RowKey.encode(row), blob, in: tree(name))
                 } else {
                     try tx.delete(RowKey.encode(row), in: tree(name))
                 }
@@ -591,6 +594,17 @@ struct SaveTransaction {
         return fill.wire == wire && fill.value.elementsEqual(value)
     }
 
+    /// Throws ``SwiftDataError/modelValidationFailure`` for a record or
+    /// external value larger than a tree's value can be
+    /// (`Database.maxValueLength`), before the save writes it.
+    private static func checkSize(_ count: Int, of what: String, _ entity: Schema.Entity, row: Int64) throws {
+        guard count > Database.maxValueLength else { return }
+        throw SwiftDataError(
+            .modelValidationFailure,
+            "\(entity.name)/p\(row): its \(what) takes \(count) bytes; a store holds at most "
+                + "\(Database.maxValueLength) bytes in one")
+    }
+
     // MARK: Key entries
 
     /// The row of another entity of `entity`'s hierarchy that holds unique
@@ -633,6 +647,7 @@ struct SaveTransaction {
         throws
     {
         let key = group.key(values, row: row)
+        try group.checkLength(key.count, row: row)
         let tree = try tree(group.treeName)
         switch group.kind {
         case .index:

@@ -78,6 +78,7 @@ struct IndexKeys {
             KeyEncoding.append(element, to: &bytes)
         }
         let length = bytes.count - start
+        try group.checkLength(length + (group.kind == .index ? KeyGroup.indexRowSuffix : 0), row: row)
         let (high, low) = bytes.withUnsafeBytes { raw in
             (Self.word(raw, from: start, 0, length), Self.word(raw, from: start, 8, length))
         }

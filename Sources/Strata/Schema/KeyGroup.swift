@@ -1,3 +1,5 @@
+import StrataEngine
+
 /// One unique constraint or index of an entity, and the tree that holds it
 /// (the "Object mapping" article, "Unique constraints and indexes"):
 ///
@@ -46,6 +48,24 @@ struct KeyGroup: CustomStringConvertible {
         case .index: return KeyEncoding.encode(values + [.int(row)])
         }
     }
+
+    /// Throws ``SwiftDataError/modelValidationFailure`` when a key of
+    /// `length` bytes for row `row` is longer than a tree's key can be
+    /// (`Database.maxKeyLength`); the message names the model and the
+    /// group, so the save that meets it fails before its commit with the
+    /// store unchanged.
+    func checkLength(_ length: Int, row: Int64) throws {
+        guard length > Database.maxKeyLength else { return }
+        let limit = Database.maxKeyLength - (kind == .index ? Self.indexRowSuffix : 0)
+        throw SwiftDataError(
+            .modelValidationFailure,
+            "\(entityName)/p\(row): the values of its \(self) take \(valuesLength(length)) bytes "
+                + "encoded; \(kind.noun) holds values of at most \(limit) bytes "
+                + "(leave long attributes out of #Index and #Unique)")
+    }
+
+    /// The bytes of a key of `length` bytes that hold the values.
+    private func valuesLength(_ length: Int) -> Int { kind == .index ? length - Self.indexRowSuffix : length }
 
     /// The bytes an index key's row takes at its end: the integer element's
     /// tag and 8 bytes.
