@@ -27,6 +27,7 @@ let package = Package(
         .executableTarget(
             name: "engine-bench",
             dependencies: [
+                "BenchSupport",
                 "CLMDB",
                 .product(name: "StrataEngine", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),

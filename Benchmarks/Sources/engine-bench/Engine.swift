@@ -1,3 +1,5 @@
+import BenchSupport
+
 /// How hard each commit works to survive a power loss, for a whole run.
 /// Each engine maps it to its own setting (see ``StrataStore`` and
 /// ``SQLiteStore``).
@@ -35,15 +37,6 @@ protocol KeyValueEngine: AnyObject {
     func deletes(_ data: Dataset) throws
     /// Closes the store (both engines checkpoint their log here).
     func close() throws
-}
-
-/// A result that shows a workload did not do what it should.
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-
-    init(_ description: String) {
-        self.description = description
-    }
 }
 
 /// Checks that a point-read workload found every key with a full value.

@@ -1,3 +1,4 @@
+import BenchSupport
 import StrataEngine
 
 /// StrataEngine, through its public API, with one tree holding the data.

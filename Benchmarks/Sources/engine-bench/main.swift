@@ -4,6 +4,7 @@
 //     swift run -c release engine-bench [--count N] [--deletes N] [--durability full|normal|none]
 //     swift run -c release engine-bench --bulk-load-only [--cache-mib N] [--count N]
 
+import BenchSupport
 import Foundation
 import StrataEngine
 

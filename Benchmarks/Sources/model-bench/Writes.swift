@@ -22,6 +22,10 @@ struct WriteFigures {
     var threaded = 0.0
     var update = 0.0
     var bytes = 0
+    /// Strata only: the floor under one durable save, measured after the
+    /// saves with the bytes they logged (see `singleSaveFloor`).
+    var floor = 0.0
+    var framesPerSave = 0.0
 }
 
 let ticketBase = Date(timeIntervalSinceReferenceDate: 750_000_000)
@@ -87,6 +91,7 @@ func strataWrites(count: Int, singles: Int, threads: Int, perThread: Int, in dir
                 try context.save()
             }
         }
+        (figures.floor, figures.framesPerSave) = try singleSaveFloor(store: url, saves: singles, in: directory)
         let first = count + singles
         figures.threaded = try seconds {
             try onThreads(threads) { thread in
@@ -166,6 +171,47 @@ func grdbWrites(count: Int, singles: Int, threads: Int, perThread: Int, in direc
     return figures
 }
 
+/// The floor under the durable one-object saves just made on the store at
+/// `store`, in seconds per save, and the log frames each wrote.
+///
+/// The log's current generation (StrataEngine's "File format" article:
+/// frames of 24 + 4,096 bytes after a 32-byte header, each carrying the
+/// header's salts; a commit's last frame holds the page count) holds only
+/// these saves: the large insert before them outgrew the checkpoint
+/// threshold, so the log started over at the first of them. Its frames per
+/// commit and distinct pages give what a log of page images must write and
+/// sync per save, and copy home at each checkpoint (every 1,000 frames,
+/// the default threshold); `FsyncProbe` times that I/O with no engine
+/// around it, in the same run.
+func singleSaveFloor(store: URL, saves: Int, in directory: URL) throws -> (seconds: Double, frames: Double) {
+    let log = try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))
+    let frameSize = 24 + 4096
+    func word(_ offset: Int) -> UInt32 { log[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+    guard log.count >= 32 else { throw BenchFailure(message: "the log holds no header") }
+    let salts = (word(16), word(20))
+    var frames = 0
+    var commits = 0
+    var pages = Set<UInt32>()
+    var offset = 32
+    while offset + frameSize <= log.count, word(offset + 8) == salts.0, word(offset + 12) == salts.1 {
+        frames += 1
+        pages.insert(word(offset))
+        if word(offset + 4) != 0 { commits += 1 }
+        offset += frameSize
+    }
+    guard commits > 0, commits <= saves else {
+        throw BenchFailure(message: "the log's generation holds \(commits) commits, not the \(saves) saves' alone")
+    }
+    let perCommit = Double(frames) / Double(commits)
+    let commitsPerCheckpoint = max(1, Int(1_000 / perCommit))
+    let mainBytes = fileBytes([store])
+    let floor = try FsyncProbe.meanLogAndCheckpointIO(
+        path: directory.appendingPathComponent("floor-probe").path, mainBytes: mainBytes, iterations: saves,
+        bytes: Int(perCommit * Double(frameSize)), commitsPerCheckpoint: commitsPerCheckpoint,
+        pagesPerCheckpoint: max(1, pages.count * commitsPerCheckpoint / commits))
+    return (Double(floor.components.attoseconds) / 1e18 + Double(floor.components.seconds), perCommit)
+}
+
 /// Runs both sides' write workloads and prints their rows.
 func writeWorkloads(count: Int, in directory: URL) throws {
     let singles = 300
@@ -175,6 +221,11 @@ func writeWorkloads(count: Int, in directory: URL) throws {
     let grdb = try grdbWrites(count: count, singles: singles, threads: threads, perThread: perThread, in: directory)
     ratioRow("tickets: insert \(count), one save", strata.insert, grdb.insert)
     ratioRow("tickets: \(singles) durable one-object saves", strata.singles, grdb.singles)
+    let each = strata.singles / Double(singles)
+    print(
+        String(
+            format: "| tickets: one durable save beside the floor (%.1f frames logged) | %.0f µs | floor %.0f µs | "
+                + "%.2f× the floor |", strata.framesPerSave, each * 1e6, strata.floor * 1e6, each / strata.floor))
     ratioRow("tickets: \(threads) threads × \(perThread) durable saves", strata.threaded, grdb.threaded)
     ratioRow("tickets: fetch 10% by index, change, one save", strata.update, grdb.update)
     let ratio = String(format: "%.2f×", Double(grdb.bytes) / Double(strata.bytes))
@@ -209,17 +260,25 @@ func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
 }
 
 /// `rounds` fetch-modify-saves of a tenth of a store of `count` tickets,
-/// alone, for `perf record`.
+/// alone, for `perf record`; prints the time of each phase.
 func profileUpdates(count: Int, rounds: Int, in directory: URL) throws {
     let (container, _) = try ticketStore(count: count, in: directory)
-    let time = try seconds {
-        for round in 0..<rounds {
-            let context = ModelContext(container)
-            let bucket = round % 10
-            let tickets = try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket }))
-            for ticket in tickets { ticket.title = "Round \(round) \(ticket.number)" }
-            try context.save()
+    var phases = (fetch: 0.0, modify: 0.0, save: 0.0)
+    for round in 0..<rounds {
+        let context = ModelContext(container)
+        let bucket = round % 10
+        var tickets: [Ticket] = []
+        phases.fetch += try seconds {
+            tickets = try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket }))
         }
+        phases.modify += seconds {
+            for ticket in tickets { ticket.title = "Round \(round) \(ticket.number)" }
+        }
+        phases.save += try seconds { try context.save() }
     }
-    print(String(format: "%d fetch-modify-saves: %.1f ms each", rounds, time / Double(rounds) * 1e3))
+    let each = { (time: Double) in time / Double(rounds) * 1e3 }
+    print(
+        String(
+            format: "%d fetch-modify-saves: %.1f ms each (fetch %.1f, modify %.1f, save %.1f)", rounds,
+            each(phases.fetch + phases.modify + phases.save), each(phases.fetch), each(phases.modify), each(phases.save)))
 }

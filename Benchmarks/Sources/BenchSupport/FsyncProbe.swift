@@ -6,8 +6,8 @@
 
 /// Measures what one durable 4 KiB write costs on this machine, the floor
 /// under any commit that syncs its log.
-enum FsyncProbe {
-    static let blockSize = 4096
+public enum FsyncProbe {
+    public static let blockSize = 4096
 
     /// The mean time of one `pwrite` of 4 KiB followed by `fdatasync`, over
     /// `iterations` rounds, on a new file at `path` (removed afterwards).
@@ -16,7 +16,7 @@ enum FsyncProbe {
     ///   file (the size changes, so the sync also writes metadata); false
     ///   to overwrite one block already on disk, as a log reused after a
     ///   checkpoint does.
-    static func meanSyncedWrite(path: String, iterations: Int, append: Bool) throws -> Duration {
+    public static func meanSyncedWrite(path: String, iterations: Int, append: Bool) throws -> Duration {
         let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0o644)
         guard fd >= 0 else { throw BenchError("open \(path): errno \(errno)") }
         defer {
@@ -47,7 +47,7 @@ enum FsyncProbe {
     /// `fdatasync`: what a log commit of that many bytes costs at least, as
     /// Strata's WAL does after a restart (a one-put commit logs two frames,
     /// 2 × (24 + 4096) bytes: the leaf and the catalog page with the count).
-    static func meanSyncedLogWrite(path: String, iterations: Int, bytes: Int) throws -> Duration {
+    public static func meanSyncedLogWrite(path: String, iterations: Int, bytes: Int) throws -> Duration {
         let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0o644)
         guard fd >= 0 else { throw BenchError("open \(path): errno \(errno)") }
         defer {
@@ -78,17 +78,19 @@ enum FsyncProbe {
     /// The I/O any page-logging engine (SQLite's WAL, Strata's) must do for
     /// one-put commits of random keys, without any engine around it: each
     /// commit writes `bytes` of log at consecutive offsets and syncs the
-    /// log; every `commitsPerCheckpoint` commits, a checkpoint writes one
-    /// distinct random page per commit into a main file of `mainBytes`
-    /// (random keys land on distinct leaves), syncs it, and starts the log
-    /// over (a header write and a log sync). Returns the mean per commit.
+    /// log; every `commitsPerCheckpoint` commits, a checkpoint writes
+    /// `pagesPerCheckpoint` distinct random pages (by default one per
+    /// commit: random keys land on distinct leaves) into a main file of
+    /// `mainBytes`, syncs it, and starts the log over (a header write and a
+    /// log sync). Returns the mean per commit.
     ///
     /// This is the floor under workload 4 for a design that logs page images
     /// and copies them home later, as Strata's log does (StrataEngine's
     /// "File format" article): the pages a commit changes are written
     /// twice, and the second write is random.
-    static func meanLogAndCheckpointIO(
-        path: String, mainBytes: Int, iterations: Int, bytes: Int, commitsPerCheckpoint: Int
+    public static func meanLogAndCheckpointIO(
+        path: String, mainBytes: Int, iterations: Int, bytes: Int, commitsPerCheckpoint: Int,
+        pagesPerCheckpoint: Int? = nil
     ) throws -> Duration {
         let logPath = path + "-log"
         let log = open(logPath, O_CREAT | O_TRUNC | O_WRONLY, 0o644)
@@ -127,7 +129,7 @@ enum FsyncProbe {
                 sinceCheckpoint += 1
                 if sinceCheckpoint == commitsPerCheckpoint {
                     var targets = Set<Int>()
-                    while targets.count < commitsPerCheckpoint {
+                    while targets.count < min(pagesPerCheckpoint ?? commitsPerCheckpoint, pages) {
                         targets.insert(Int(rng.next() % UInt64(pages)))
                     }
                     for target in targets.sorted() {
