@@ -363,14 +363,26 @@ public class ReadTransaction {
     /// the two fractions times the tree's entry count is the estimate. It
     /// assumes siblings hold about as many entries each, which a B+tree's
     /// fill bounds keep roughly true; query planners use it to compare
-    /// access paths, never for results.
+    /// access paths, never for results. A tree of at most
+    /// ``exactEstimateLimit`` entries, whose few leaves can be far from
+    /// equally full, is counted instead (whole leaves at a time).
     public func estimatedCount(_ tree: Tree, from lower: [UInt8]?, to upper: [UInt8]?) throws -> Double {
-        let total = Double(try count(tree))
-        guard total > 0 else { return 0 }
+        let entries = try count(tree)
+        guard entries > 0 else { return 0 }
+        if entries <= Self.exactEstimateLimit {
+            let cursor = try cursor(tree)
+            guard try lower.map({ try cursor.seek($0) }) ?? cursor.first() else { return 0 }
+            return Double(try cursor.count(upTo: upper))
+        }
+        let total = Double(entries)
         let start = try lower.map { try estimatedPosition(of: $0, root: tree.root) } ?? 0
         let end = try upper.map { try estimatedPosition(of: $0, root: tree.root) } ?? 1
         return max(0, end - start) * total
     }
+
+    /// The most entries a tree may hold for ``estimatedCount(_:from:to:)``
+    /// to count them.
+    public static let exactEstimateLimit = 16_384
 
     /// Where `key` falls in the tree, as a fraction of its entries.
     private func estimatedPosition(of key: [UInt8], root: UInt32) throws -> Double {

@@ -41,9 +41,41 @@ final class KeyEncodingTests: XCTestCase {
         var uints: [UInt64] = [0, 1, 255, 256, .max]
         for _ in 0..<150 { uints.append(random.next() >> UInt64(random.choose(63))) }
         try checkOrder(uints) { .uint($0) }
+        // Every byte count, at its edges.
+        var edges: [Int64] = []
+        for bytes in 1..<8 {
+            let power = Int64(1) << Int64(8 * bytes)
+            edges += [power - 1, power, power + 1, -power - 1, -power, -power + 1]
+        }
+        try checkOrder(edges) { .int($0) }
+        var unsignedEdges: [UInt64] = []
+        for bytes in 1..<8 {
+            let power = UInt64(1) << UInt64(8 * bytes)
+            unsignedEdges += [power - 1, power]
+        }
+        try checkOrder(unsignedEdges) { .uint($0) }
         // Every width goes through Int64 / UInt64.
         try checkOrder([Int8.min, -1, 0, 1, Int8.max]) { .int(Int64($0)) }
         try checkOrder([UInt16(0), 1, .max]) { .uint(UInt64($0)) }
+    }
+
+    func testIntegersTakeTheCodeAndTheirSignificantBytes() throws {
+        let sizes: [(E, Int)] = [
+            (.int(0), 1), (.int(1), 2), (.int(-1), 2), (.int(255), 2), (.int(-255), 2), (.int(256), 3), (.int(-256), 3),
+            (.int(-257), 3), (.int(.max), 9), (.int(.min), 9), (.uint(0), 1), (.uint(255), 2), (.uint(.max), 9),
+        ]
+        for (element, size) in sizes { XCTAssertEqual(KeyEncoding.encode([element]).count, size, "\(element)") }
+        // Stores written before hold integers as a code and 8 bytes: they
+        // still decode.
+        XCTAssertEqual(try KeyEncoding.decode([0x20, 0x80, 0, 0, 0, 0, 0, 0, 5]), [.int(5)])
+        XCTAssertEqual(try KeyEncoding.decode([0x20, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]), [.int(-1)])
+        XCTAssertEqual(try KeyEncoding.decode([0x21, 0, 0, 0, 0, 0, 0, 1, 0]), [.uint(256)])
+        // A longer form than the shortest is not a key this encoding makes.
+        for bad: [UInt8] in [[0x89, 0x00], [0x87, 0xFF], [0x99, 0x00], [0x90, 0x80, 0, 0, 0, 0, 0, 0, 0], [0x8A, 0x01]] {
+            XCTAssertThrowsError(try KeyEncoding.decode(bad), "\(bad)") { error in
+                XCTAssertTrue(error is KeyEncoding.DecodingError, "\(error)")
+            }
+        }
     }
 
     func testDoublesIncludingSignedZeroInfinitiesAndNaN() throws {

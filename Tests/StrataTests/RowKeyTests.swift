@@ -3,11 +3,12 @@ import XCTest
 
 @testable import Strata
 
-/// The directly written row and pair keys against the general key
-/// encoding they stand in for (the reverse indexes are read with the
-/// latter), one key at a time and in a batch.
+/// The directly written row and pair keys against the forms they are
+/// documented to have (a pair key: two integers of the fixed form, a code
+/// 0x20 and 8 bytes with the sign bit flipped), one key at a time and in a
+/// batch.
 final class RowKeyTests: XCTestCase {
-    func testPairAndRowKeysMatchTheKeyEncoding() {
+    func testPairAndRowKeysHaveTheirDocumentedForm() {
         let values: [Int64] = [Int64.min, Int64.min + 1, -256, -1, 0, 1, 255, 256, 1 << 40, Int64.max - 1, Int64.max]
         var pairs = KeyBatch()
         var rows = KeyBatch()
@@ -20,7 +21,11 @@ final class RowKeyTests: XCTestCase {
             RowKey.append(first, to: &rows)
             XCTAssertEqual(rows[rows.count - 1], rowKey)
             for second in values {
-                let expected = KeyEncoding.encode([.int(first), .int(second)])
+                let expected = [first, second].flatMap { value in
+                    [0x20] + withUnsafeBytes(of: (UInt64(bitPattern: value) ^ (1 << 63)).bigEndian) { Array($0) }
+                }
+                XCTAssertEqual(try KeyEncoding.decode(expected), [.int(first), .int(second)], "format 1 still decodes")
+                XCTAssertEqual(PairKey.prefix(first), Array(expected.prefix(9)))
                 XCTAssertEqual(PairKey.encode(first, second), expected, "pair \(first), \(second)")
                 XCTAssertTrue(PairKey.decode(expected)! == (first, second))
                 PairKey.append(first, second, to: &pairs)

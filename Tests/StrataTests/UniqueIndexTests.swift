@@ -54,6 +54,14 @@ final class UniqueIndexTests: StoreTestCase {
         XCTAssertEqual(try container.checkIntegrity(), [], file: file, line: line)
     }
 
+    /// The values of index key `key`, checking that it ends with a row.
+    func indexValues(_ key: [UInt8]) throws -> [KeyEncoding.Element] {
+        try key.withUnsafeBytes { raw in
+            XCTAssertNotNil(KeyGroup.row(inIndexKey: raw), "\(key) ends with a row")
+            return try KeyEncoding.decode(Array(KeyGroup.values(inIndexKey: raw)))
+        }
+    }
+
     func testDuplicateInsertsInOneSaveUpsertIntoOneRow() throws {
         let container = try container()
         let context = ModelContext(container)
@@ -206,12 +214,12 @@ final class UniqueIndexTests: StoreTestCase {
 
         // The nickname index lists every row, nil first, in value order.
         let entries = try container.store.database.read { tx in
-            try tx.scan(XCTUnwrap(tx.treeIfPresent("i.Member.nickname"))).map { try KeyEncoding.decode($0.key) }
+            try tx.scan(XCTUnwrap(tx.treeIfPresent("i.Member.nickname"))).map { try self.indexValues($0.key) }
         }
         let remaining = members.filter { $0.number % 7 != 0 }
         // Enum values are keyed by their raw value, dates as seconds.
         let statusEntries = try container.store.database.read { tx in
-            try tx.scan(XCTUnwrap(tx.treeIfPresent("i.Member.status+joined"))).map { try KeyEncoding.decode($0.key) }
+            try tx.scan(XCTUnwrap(tx.treeIfPresent("i.Member.status+joined"))).map { try self.indexValues($0.key) }
         }
         XCTAssertEqual(
             Set(statusEntries.map { $0[0] }), Set(Set(remaining.map(\.status.rawValue)).map { KeyEncoding.Element.string($0) }))
@@ -235,9 +243,11 @@ final class UniqueIndexTests: StoreTestCase {
             let index = try tx.tree("i.Member.nickname")
             let first = try XCTUnwrap(tx.scan(index).first?.key)
             try tx.delete(first, in: index)
-            try tx.put(KeyEncoding.encode([.string("ghost"), .int(99)]), [], in: index)
+            var ghost = KeyEncoding.encode([.string("ghost")])
+            KeyGroup.appendRow(99, to: &ghost)
+            try tx.put(ghost, [], in: index)
             let unique = try tx.tree("u.Member.email")
-            try tx.put(KeyEncoding.encode([.string("nobody@x")]), RowKey.encode(3), in: unique)
+            try tx.put(KeyEncoding.encode([.string("nobody@x")]), KeyGroup.uniqueValue(3), in: unique)
         }
         let problems = try container.checkIntegrity()
         let reasons = problems.map(\.description)

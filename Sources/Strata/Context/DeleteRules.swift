@@ -426,7 +426,7 @@ extension ModelContext {
         for row in sorted where row != previous {
             previous = row
             if !valid || current.map({ $0.0 < row }) ?? true {
-                valid = try cursor.seek(KeyEncoding.encode([.int(row)]))
+                valid = try cursor.seek(PairKey.prefix(row))
                 current = valid ? try cursor.withEntry { key, _ in PairKey.decode(key) } : nil
             }
             guard let pair = current, pair.0 == row else { continue }

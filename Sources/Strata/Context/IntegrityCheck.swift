@@ -146,7 +146,7 @@ extension ModelContainer {
                         continue
                     }
                     expectedUnique[group.treeName, default: [:]][key] = row
-                    let owner = try tx.get(key, in: groupTree).flatMap { try? RowKey.decode($0) }
+                    let owner = try tx.get(key, in: groupTree).flatMap { try? KeyGroup.row(inUniqueValue: $0) }
                     if owner != row {
                         problem(group.treeName, row, "the \(group) entry points at \(owner.map { "row \($0)" } ?? "nothing")")
                     }
@@ -265,7 +265,7 @@ extension ModelContainer {
                         problem(group.treeName, nil, "an entry matches no record's values (\(key.count) bytes)")
                     }
                 case .unique:
-                    let row = try? RowKey.decode(value)
+                    let row = try? KeyGroup.row(inUniqueValue: value)
                     if row == nil || expectedUnique[group.treeName]?[key] != row {
                         problem(group.treeName, row, "an entry matches no record's values")
                     }

@@ -232,7 +232,7 @@ struct SaveTransaction {
             if let row = pendingUnique[group.treeName]?[key] {
                 match = (row, false)
             } else if let bytes = try tx.get(key, in: tree(group.treeName)) {
-                match = (try RowKey.decode(bytes), true)
+                match = (try KeyGroup.row(inUniqueValue: bytes), true)
             }
             if match == nil, let (sibling, other) = try siblingOwner(group, key, entity: entity) {
                 // A value unique across a hierarchy is held by a row of
@@ -619,7 +619,7 @@ struct SaveTransaction {
             if let row = pendingUnique[sibling]?[key] {
                 owner = row
             } else if let handle = try tx.treeIfPresent(sibling), let bytes = try tx.get(key, in: handle) {
-                owner = try RowKey.decode(bytes)
+                owner = try KeyGroup.row(inUniqueValue: bytes)
             } else {
                 owner = nil
             }
@@ -638,7 +638,7 @@ struct SaveTransaction {
             if deferred { deferDelete(key, in: group.treeName) } else { try tx.delete(key, in: tree) }
         case .unique:
             // Only this row's entry: another row may hold the key now.
-            guard let owner = try tx.get(key, in: tree), try RowKey.decode(owner) == row else { return }
+            guard let owner = try tx.get(key, in: tree), try KeyGroup.row(inUniqueValue: owner) == row else { return }
             if deferred { deferDelete(key, in: group.treeName) } else { try tx.delete(key, in: tree) }
         }
     }
@@ -647,7 +647,7 @@ struct SaveTransaction {
         throws
     {
         let key = group.key(values, row: row)
-        try group.checkLength(key.count, row: row)
+        try group.checkLength(ofKey: key, row: row)
         let tree = try tree(group.treeName)
         switch group.kind {
         case .index:
@@ -660,7 +660,7 @@ struct SaveTransaction {
                         + "\(sibling)/p\(other) (a unique value is unique across the whole hierarchy)")
             }
             if let owner = try tx.get(key, in: tree) {
-                let other = try RowKey.decode(owner)
+                let other = try KeyGroup.row(inUniqueValue: owner)
                 if other != row {
                     throw SwiftDataError(
                         .uniqueConstraintViolation,
@@ -669,7 +669,7 @@ struct SaveTransaction {
                 }
                 return
             }
-            try tx.put(key, RowKey.encode(row), in: tree)
+            try tx.put(key, KeyGroup.uniqueValue(row), in: tree)
         }
     }
 }

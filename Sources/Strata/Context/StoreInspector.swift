@@ -361,7 +361,8 @@ package enum StoreInspector {
                 let uniqueTree = TreeName.keyGroup(.unique, entity: name, names: key.dropFirst(7).split(separator: "+"))
                 guard let tree = try expect(uniqueTree, rows, "one per row") else { continue }
                 try tx.forEach(tree) { _, value in
-                    let exists = value.count == 8 ? try tx.contains(value, in: records) : false
+                    let row = value.withUnsafeBytes { KeyGroup.row(inUniqueValue: $0) }
+                    let exists = try row.map { try tx.contains(RowKey.encode($0), in: records) } ?? false
                     if !exists {
                         problems.append("\(uniqueTree): an entry points at no stored row")
                         return false

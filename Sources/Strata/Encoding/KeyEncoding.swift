@@ -13,8 +13,8 @@ import Foundation
 /// |---|---|---|
 /// | 0x00 | nil | none |
 /// | 0x10 / 0x11 | false / true | none |
-/// | 0x20 | signed integer (any width, as Int64) | 8 bytes big-endian, sign bit flipped |
-/// | 0x21 | unsigned integer (any width, as UInt64) | 8 bytes big-endian |
+/// | 0x80–0x90 | signed integer (any width, as Int64) | 0x88: zero, no bytes; 0x88 + n: a positive value in its n significant bytes, big-endian; 0x88 − n: a negative value's ones' complement in n bytes |
+/// | 0x98–0xA0 | unsigned integer (any width, as UInt64) | 0x98 + n: the value in its n significant bytes, big-endian (0x98: zero) |
 /// | 0x30 | Double (Float widened; Date as seconds since 2001) | IEEE bits: sign bit flipped for positives, all bits flipped for negatives |
 /// | 0x40 | String | NFC-normalized UTF-8, each 0x00 written as 0x00 0xFF, then a 0x00 terminator |
 /// | 0x50 | bytes (Data, [UInt8]) | escaped and terminated like strings |
@@ -27,6 +27,16 @@ import Foundation
 /// first, because Swift compares strings by canonical equivalence: two
 /// strings Swift calls equal encode to the same bytes, and decoding returns
 /// the NFC form (equal to the original under `==`).
+///
+/// Integers take as many bytes as their value needs (FoundationDB's
+/// scheme): an index of small numbers, or the row id that ends every index
+/// key, costs 2–4 bytes instead of 9. The code says the length, so a
+/// longer positive value (a larger code) sorts after a shorter one, and a
+/// longer negative one (a smaller code) before. Stores written before this
+/// encoding used code 0x20 (signed) and 0x21 (unsigned) followed by 8
+/// bytes; `decode` still reads them, and opening such a store writable
+/// rewrites its keys once (``KeyFormat``). Relationship trees keep that
+/// fixed form (``PairKey``).
 public enum KeyEncoding {
     /// One value of a key.
     public enum Element: Hashable, Sendable {
@@ -101,8 +111,11 @@ public enum KeyEncoding {
     /// Appends one element.
     public static func append(_ element: Element, to out: inout [UInt8]) {
         if let (code, word, count) = fixed(element) {
-            out.append(code)
-            if count > 1 { appendBigEndian(word, to: &out) }
+            withUnsafeTemporaryAllocation(byteCount: maxFixedCount, alignment: 8) { buffer in
+                guard let base = buffer.baseAddress else { return }
+                store(code: code, word: word, at: base)
+                out.append(contentsOf: UnsafeRawBufferPointer(start: base, count: count))
+            }
             return
         }
         switch element {
@@ -165,6 +178,29 @@ public enum KeyEncoding {
             case 0x11: result.append(.bool(true))
             case 0x20: result.append(.int(Int64(bitPattern: try fixed(8) ^ (1 << 63))))
             case 0x21: result.append(.uint(try fixed(8)))
+            case 0x80...0x90:
+                let count = Int(code) - 0x88
+                if count >= 0 {
+                    let value = try fixed(count)
+                    guard count == 0 || value >> (8 * (count - 1)) != 0, value <= UInt64(Int64.max) else {
+                        throw DecodingError(offset: i - count - 1, reason: "integer not in its shortest form")
+                    }
+                    result.append(.int(Int64(value)))
+                } else {
+                    let complement = try fixed(-count)
+                    let magnitude = ~complement & (UInt64.max >> (64 + 8 * count))
+                    guard magnitude >> (8 * (-count - 1)) != 0, magnitude <= 1 << 63 else {
+                        throw DecodingError(offset: i + count - 1, reason: "integer not in its shortest form")
+                    }
+                    result.append(.int(Int64(bitPattern: 0 &- magnitude)))
+                }
+            case 0x98...0xA0:
+                let count = Int(code) - 0x98
+                let value = try fixed(count)
+                guard count == 0 || value >> (8 * (count - 1)) != 0 else {
+                    throw DecodingError(offset: i - count - 1, reason: "integer not in its shortest form")
+                }
+                result.append(.uint(value))
             case 0x30:
                 let e = try fixed(8)
                 result.append(.double(Double(bitPattern: e & (1 << 63) != 0 ? e ^ (1 << 63) : ~e)))
@@ -193,10 +229,13 @@ public enum KeyEncoding {
         return result
     }
 
-    /// An element that encodes to a fixed width (nil, a Bool, an integer,
-    /// a Double) as its type code, the 8 bytes after the code as a
-    /// big-endian word (zero for nil and Bools, which have none), and its
-    /// encoded length (1 or 9); nil for strings, bytes and UUIDs.
+    /// An element of at most 9 bytes (nil, a Bool, an integer, a Double) as
+    /// a sort code and a word that order it as the element orders: the
+    /// legacy code (0x20 signed, 0x21 unsigned) with the integer in 8
+    /// bytes (sign bit flipped), the code alone (word zero) for nil and
+    /// Bools. Its encoded length (``count(code:word:)``) follows; nil for
+    /// strings, bytes and UUIDs. ``store(code:word:at:)`` writes the
+    /// element's bytes (the compact form for integers).
     @inline(__always) static func fixed(_ element: Element) -> (code: UInt8, word: UInt64, count: Int)? {
         let (code, word): (UInt8, UInt64)
         switch element {
@@ -207,7 +246,7 @@ public enum KeyEncoding {
         case .double(let v): (code, word) = (0x30, totalOrderBits(v))
         case .string, .bytes, .uuid: return nil
         }
-        return (code, word, fixedCount(code: code))
+        return (code, word, count(code: code, word: word))
     }
 
     /// A signed integer's type code and word (sign bit flipped).
@@ -215,18 +254,68 @@ public enum KeyEncoding {
         (0x20, UInt64(bitPattern: v) ^ (1 << 63))
     }
 
-    /// The encoded length of a fixed-width element with type code `code`:
-    /// 1 for nil and Bools, 9 for the codes followed by a word.
-    @inline(__always) static func fixedCount(code: UInt8) -> Int { code >= 0x20 ? 9 : 1 }
+    /// The most bytes an element of ``fixed(_:)`` encodes to.
+    static let maxFixedCount = 9
 
-    /// Writes a fixed-width element (see ``fixed(_:)``) at `target` and
-    /// returns its length.
+    /// The encoded length of the element with sort code `code` and word
+    /// `word` (see ``fixed(_:)``): 1 for nil and Bools, 9 for a Double,
+    /// 1–9 for an integer (the code and its significant bytes).
+    @inline(__always) static func count(code: UInt8, word: UInt64) -> Int {
+        switch code {
+        case 0x20: return 1 + significantBytes(signedMagnitudeBits(word))
+        case 0x21: return 1 + significantBytes(word)
+        case 0x30: return 9
+        default: return 1
+        }
+    }
+
+    /// Writes the element with sort code `code` and word `word` (see
+    /// ``fixed(_:)``) at `target`, in its encoded form, and returns its
+    /// length.
     @discardableResult @inline(__always)
     static func store(code: UInt8, word: UInt64, at target: UnsafeMutableRawPointer) -> Int {
-        target.storeBytes(of: code, as: UInt8.self)
-        let count = fixedCount(code: code)
-        if count > 1 { target.storeBytes(of: word.bigEndian, toByteOffset: 1, as: UInt64.self) }
-        return count
+        switch code {
+        case 0x20:
+            // Sign bit flipped: set for zero and positives.
+            let negative = word >> 63 == 0
+            let value = signedMagnitudeBits(word)
+            let n = significantBytes(value)
+            target.storeBytes(of: negative ? 0x88 - UInt8(n) : 0x88 + UInt8(n), as: UInt8.self)
+            storeSignificant(negative ? ~value : value, n, at: target + 1)
+            return 1 + n
+        case 0x21:
+            let n = significantBytes(word)
+            target.storeBytes(of: 0x98 + UInt8(n), as: UInt8.self)
+            storeSignificant(word, n, at: target + 1)
+            return 1 + n
+        case 0x30:
+            target.storeBytes(of: code, as: UInt8.self)
+            target.storeBytes(of: word.bigEndian, toByteOffset: 1, as: UInt64.self)
+            return 9
+        default:
+            target.storeBytes(of: code, as: UInt8.self)
+            return 1
+        }
+    }
+
+    /// The magnitude of the signed integer whose sort word is `word`: the
+    /// value for zero and positives, its negation for negatives (2^63 for
+    /// `Int64.min`).
+    @inline(__always) private static func signedMagnitudeBits(_ word: UInt64) -> UInt64 {
+        let value = Int64(bitPattern: word ^ (1 << 63))
+        return value < 0 ? 0 &- UInt64(bitPattern: value) : UInt64(value)
+    }
+
+    /// The bytes `value` needs, big-endian without leading zeros (0 for 0).
+    @inline(__always) static func significantBytes(_ value: UInt64) -> Int { (64 - value.leadingZeroBitCount + 7) / 8 }
+
+    /// The low `count` bytes of `value`, big-endian, at `target`.
+    @inline(__always) private static func storeSignificant(_ value: UInt64, _ count: Int, at target: UnsafeMutableRawPointer) {
+        var shift = 8 * (count - 1)
+        for index in 0..<count {
+            target.storeBytes(of: UInt8(truncatingIfNeeded: value >> UInt64(shift)), toByteOffset: index, as: UInt8.self)
+            shift -= 8
+        }
     }
 
     /// The bits a Double is encoded with: as unsigned integers they sort
@@ -236,12 +325,6 @@ public enum KeyEncoding {
     @inline(__always) static func totalOrderBits(_ value: Double) -> UInt64 {
         let bits = value.bitPattern
         return bits & (1 << 63) == 0 ? bits ^ (1 << 63) : ~bits
-    }
-
-    /// The 8 bytes of `v`, most significant first, in one append (eight
-    /// appends cost eight capacity and uniqueness checks).
-    private static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {
-        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 
     private static func appendEscaped(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {

@@ -78,7 +78,7 @@ struct IndexKeys {
             KeyEncoding.append(element, to: &bytes)
         }
         let length = bytes.count - start
-        try group.checkLength(length + (group.kind == .index ? KeyGroup.indexRowSuffix : 0), row: row)
+        try group.checkLength(values: length, row: row)
         let (high, low) = bytes.withUnsafeBytes { raw in
             (Self.word(raw, from: start, 0, length), Self.word(raw, from: start, 8, length))
         }
@@ -178,7 +178,11 @@ struct IndexKeys {
 
     /// The encoded length of `entry`'s values.
     @inline(__always) private func valueLength(_ entry: RadixSort.Entry) -> Int {
-        fixedWidth ? KeyEncoding.fixedCount(code: Self.fixed(entry).code) : places[Int(entry.payload)].length
+        if fixedWidth {
+            let (code, word) = Self.fixed(entry)
+            return KeyEncoding.count(code: code, word: word)
+        }
+        return places[Int(entry.payload)].length
     }
 
     /// Writes `entry`'s encoded values (``valueLength(_:)`` bytes) at
@@ -201,9 +205,10 @@ struct IndexKeys {
     /// all: they stay in the cache, and a million keys do not need tens
     /// of megabytes of fresh memory.
     func forEachBatch(_ batchSize: Int = 16_384, _ body: (KeyBatch, Int) throws -> Void) throws {
-        // An index key ends with its row, a signed integer.
-        let suffix = group.kind == .index ? KeyEncoding.fixedCount(code: KeyEncoding.signed(0).code) : 0
-        var batch = KeyBatch(capacity: batchSize, bytes: (fixedWidth ? 9 : bytes.count / max(entries.count, 1)) + suffix)
+        // An index key ends with its row (see `KeyGroup.storeRow`).
+        let index = group.kind == .index
+        let typical = fixedWidth ? KeyEncoding.maxFixedCount : bytes.count / max(entries.count, 1)
+        var batch = KeyBatch(capacity: batchSize, bytes: typical + (index ? 5 : 0))
         var start = 0
         while start < entries.count {
             let end = min(entries.count, start + batchSize)
@@ -211,13 +216,12 @@ struct IndexKeys {
             bytes.withUnsafeBytes { raw in
                 for entry in entries[start..<end] {
                     let length = valueLength(entry)
+                    let row = row(of: entry)
+                    let suffix = index ? KeyGroup.rowSuffixLength(row) : 0
                     batch.append(count: length + suffix) { target in
                         guard let target = target.baseAddress else { return }
                         writeValue(entry, raw, to: target)
-                        if suffix > 0 {
-                            let (code, word) = KeyEncoding.signed(row(of: entry))
-                            KeyEncoding.store(code: code, word: word, at: target + length)
-                        }
+                        if index { KeyGroup.storeRow(row, at: target + length) }
                     }
                 }
             }

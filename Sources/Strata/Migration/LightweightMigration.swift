@@ -505,7 +505,7 @@ struct LightweightMigration {
             try tx.clear(tree)
             let unique = group.kind == .unique
             try keys.forEachBatch { batch, first in
-                try tx.put(sortedKeys: batch, values: { unique ? RowKey.encode(keys.row(first + $0)) : [] }, in: tree)
+                try tx.put(sortedKeys: batch, values: { unique ? KeyGroup.uniqueValue(keys.row(first + $0)) : [] }, in: tree)
             }
             groupKeys[index] = IndexKeys(group, rows: 0)
         }

@@ -47,12 +47,18 @@ struct Migrator {
     func prepare() throws {
         let target = StoredSchema.describe(schema)
         let targetHash = StoredSchema.hash(of: target)
-        let (storedHash, fillsHold) = try database.read {
-            (try StoredSchema.storedHash($0), try StoredSchema.fillsHold($0, schema: schema))
+        let (storedHash, fillsHold, keysHold) = try database.read {
+            (try StoredSchema.storedHash($0), try StoredSchema.fillsHold($0, schema: schema), try KeyFormat.isCurrent($0))
         }
-        if storedHash == targetHash && fillsHold { return }
+        if storedHash == targetHash && fillsHold && keysHold { return }
         let stored = try database.read { try StoredSchema($0) }
         guard writable else {
+            if !keysHold {
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "the read-only store's indexes were written by an earlier Strata in another key format; "
+                        + "open it writable once to rewrite them")
+            }
             if storedHash == targetHash {
                 throw SwiftDataError(
                     .loadIssueModelContainer,
@@ -69,6 +75,8 @@ struct Migrator {
                     + problems.joined(separator: "; "))
         }
         try database.write { tx in
+            // Key trees first: a migration stage's fetches read them.
+            if try !KeyFormat.isCurrent(tx) { try KeyFormat.upgrade(tx) }
             var current = stored
             if let plan, !stored.entities.isEmpty { try runPlan(plan, current: &current, targetHash: targetHash, tx: tx) }
             if try StoredSchema.hash(of: current.entities) != targetHash || !StoredSchema.fillsHold(tx, schema: schema) {

@@ -299,6 +299,7 @@ struct StoredSchema {
             case "#hash": hash = String(decoding: value, as: UTF8.self)
             case "#version": version = String(decoding: value, as: UTF8.self)
             case "#fills": break  // repeats the entities' fills
+            case "#keys": break  // KeyFormat
             default: entities[name] = try StoredEntity(decoding: value)
             }
         }
@@ -361,5 +362,6 @@ struct StoredSchema {
             }
         }
         if !fills.isEmpty { try tx.put(fillsKey, Array(fills.joined(separator: "\n").utf8), in: tree) }
+        try tx.put(KeyFormat.catalogKey, KeyFormat.current, in: tree)
     }
 }

@@ -389,7 +389,7 @@ final class QueryRun<T: PersistentModel> {
             while more {
                 let entry: (row: Int64, value: ArraySlice<UInt8>)? = try cursor.withEntry { key, value in
                     guard !Self.precedes(key, range.lower) else { return nil }
-                    return (try row(key, value), unique ? [] : ArraySlice(key.dropLast(KeyGroup.indexRowSuffix)))
+                    return (try row(key, value), unique ? [] : ArraySlice(KeyGroup.values(inIndexKey: key)))
                 }
                 guard let entry else { break }
                 if unique {

@@ -4,9 +4,11 @@ import StrataEngine
 /// (the "Object mapping" article, "Unique constraints and indexes"):
 ///
 /// - a unique constraint is the tree `u.<Entity>.<a>+<b>`: key = the
-///   encoded values (``KeyEncoding``) → the row id (8 bytes, big-endian);
-/// - an index is the tree `i.<Entity>.<a>+<b>`: key = the encoded values
-///   followed by the row id as an integer element → empty.
+///   encoded values (``KeyEncoding``) → the row id, big-endian in its
+///   significant bytes (1–8; stores written before compact keys hold 8);
+/// - an index is the tree `i.<Entity>.<a>+<b>`: key = the encoded values,
+///   the row id as an integer element, and one byte holding that
+///   element's length (so the row is read from the key's end) → empty.
 ///
 /// Both are maintained by `save()` in the same write transaction as the
 /// records. A unique constraint is also an index (its tree is ordered by
@@ -43,48 +45,116 @@ struct KeyGroup: CustomStringConvertible {
 
     /// The unique tree's key, or the index tree's key for `row`.
     func key(_ values: [KeyEncoding.Element], row: Int64) -> [UInt8] {
-        switch kind {
-        case .unique: return KeyEncoding.encode(values)
-        case .index: return KeyEncoding.encode(values + [.int(row)])
+        var key = KeyEncoding.encode(values)
+        if kind == .index { Self.appendRow(row, to: &key) }
+        return key
+    }
+
+    /// Appends an index key's row suffix: `row` as an integer element, then
+    /// the element's length in one byte.
+    static func appendRow(_ row: Int64, to key: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(byteCount: maxRowSuffix, alignment: 8) { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let count = storeRow(row, at: base)
+            key.append(contentsOf: UnsafeRawBufferPointer(start: base, count: count))
         }
     }
 
-    /// Throws ``SwiftDataError/modelValidationFailure`` when a key of
-    /// `length` bytes for row `row` is longer than a tree's key can be
-    /// (`Database.maxKeyLength`); the message names the model and the
-    /// group, so the save that meets it fails before its commit with the
-    /// store unchanged.
-    func checkLength(_ length: Int, row: Int64) throws {
-        guard length > Database.maxKeyLength else { return }
-        let limit = Database.maxKeyLength - (kind == .index ? Self.indexRowSuffix : 0)
+    /// Writes an index key's row suffix for `row` at `target`; returns its
+    /// length (2–10 bytes).
+    @discardableResult @inline(__always)
+    static func storeRow(_ row: Int64, at target: UnsafeMutableRawPointer) -> Int {
+        let (code, word) = KeyEncoding.signed(row)
+        let count = KeyEncoding.store(code: code, word: word, at: target)
+        target.storeBytes(of: UInt8(count), toByteOffset: count, as: UInt8.self)
+        return count + 1
+    }
+
+    /// The length of the row suffix ``storeRow(_:at:)`` writes for `row`.
+    @inline(__always) static func rowSuffixLength(_ row: Int64) -> Int {
+        let (code, word) = KeyEncoding.signed(row)
+        return KeyEncoding.count(code: code, word: word) + 1
+    }
+
+    /// The most bytes an index key's row suffix takes.
+    static let maxRowSuffix = KeyEncoding.maxFixedCount + 1
+
+    /// The length of the row suffix ending index key `key`, or nil when
+    /// the key does not end with one.
+    @inline(__always) static func rowSuffixLength(inIndexKey key: UnsafeRawBufferPointer) -> Int? {
+        guard let last = key.last, (1...KeyEncoding.maxFixedCount).contains(Int(last)), key.count > Int(last) else {
+            return nil
+        }
+        return Int(last) + 1
+    }
+
+    /// The row id ending an index key (see ``storeRow(_:at:)``); nil when
+    /// the key does not end with one.
+    static func row(inIndexKey key: UnsafeRawBufferPointer) -> Int64? {
+        guard let suffix = rowSuffixLength(inIndexKey: key) else { return nil }
+        let start = key.count - suffix
+        let code = key[start]
+        let n = Int(code) - 0x88
+        guard abs(n) == suffix - 2 else { return nil }
+        var value: UInt64 = 0
+        for index in (start + 1)..<(key.count - 1) { value = value << 8 | UInt64(key[index]) }
+        if n >= 0 { return value <= UInt64(Int64.max) ? Int64(value) : nil }
+        let magnitude = ~value & (UInt64.max >> (64 - 8 * (suffix - 2)))
+        return magnitude <= 1 << 63 ? Int64(bitPattern: 0 &- magnitude) : nil
+    }
+
+    /// The encoded values of index key `key`: the key without its row
+    /// suffix (all of it when it has none).
+    static func values(inIndexKey key: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: key.dropLast(rowSuffixLength(inIndexKey: key) ?? 0))
+    }
+
+    /// A unique tree's value for `row`: its significant bytes, big-endian
+    /// (at least one).
+    static func uniqueValue(_ row: Int64) -> [UInt8] {
+        let bits = UInt64(bitPattern: row)
+        let count = max(1, KeyEncoding.significantBytes(bits))
+        return (0..<count).map { UInt8(truncatingIfNeeded: bits >> UInt64(8 * (count - 1 - $0))) }
+    }
+
+    /// The row a unique tree's value holds; throws
+    /// ``SwiftDataError/corruptRecord`` for a value of no row.
+    static func row(inUniqueValue value: [UInt8]) throws -> Int64 {
+        guard let row = value.withUnsafeBytes({ row(inUniqueValue: $0) }) else {
+            throw SwiftDataError(.corruptRecord, "a unique entry's row of \(value.count) bytes")
+        }
+        return row
+    }
+
+    /// The most bytes the encoded values of one key may take: a tree's key
+    /// holds at most `Database.maxKeyLength` bytes, and an index key also
+    /// holds its row, whatever row that is.
+    var maxValuesLength: Int { Database.maxKeyLength - (kind == .index ? Self.maxRowSuffix : 0) }
+
+    /// Throws ``SwiftDataError/modelValidationFailure`` when values encoded
+    /// in `length` bytes, of row `row`, are longer than
+    /// ``maxValuesLength``; the message names the model and the group, so
+    /// the save that meets it fails before its commit with the store
+    /// unchanged.
+    func checkLength(values length: Int, row: Int64) throws {
+        guard length > maxValuesLength else { return }
         throw SwiftDataError(
             .modelValidationFailure,
-            "\(entityName)/p\(row): the values of its \(self) take \(valuesLength(length)) bytes "
-                + "encoded; \(kind.noun) holds values of at most \(limit) bytes "
+            "\(entityName)/p\(row): the values of its \(self) take \(length) bytes encoded; "
+                + "\(kind.noun) holds values of at most \(maxValuesLength) bytes "
                 + "(leave long attributes out of #Index and #Unique)")
     }
 
-    /// The bytes of a key of `length` bytes that hold the values.
-    private func valuesLength(_ length: Int) -> Int { kind == .index ? length - Self.indexRowSuffix : length }
-
-    /// The bytes an index key's row takes at its end: the integer element's
-    /// tag and 8 bytes.
-    static let indexRowSuffix = 9
-
-    /// The row id ending an index key (an integer key element: tag `0x20`,
-    /// then the row big-endian with its sign bit flipped); nil when the key
-    /// does not end with one.
-    static func row(inIndexKey key: UnsafeRawBufferPointer) -> Int64? {
-        guard key.count >= indexRowSuffix, key[key.count - indexRowSuffix] == 0x20 else { return nil }
-        var value: UInt64 = 0
-        for index in (key.count - 8)..<key.count { value = value << 8 | UInt64(key[index]) }
-        return Int64(bitPattern: value ^ (1 << 63))
+    /// ``checkLength(values:row:)`` for key `key` of this group.
+    func checkLength(ofKey key: [UInt8], row: Int64) throws {
+        let suffix = kind == .index ? key.withUnsafeBytes { Self.rowSuffixLength(inIndexKey: $0) } ?? 0 : 0
+        try checkLength(values: key.count - suffix, row: row)
     }
 
-    /// The row id a unique tree's value holds (8 bytes, big-endian); nil
+    /// The row id a unique tree's value holds (1–8 bytes, big-endian); nil
     /// for a value of another size.
     static func row(inUniqueValue value: UnsafeRawBufferPointer) -> Int64? {
-        guard value.count == 8 else { return nil }
+        guard (1...8).contains(value.count) else { return nil }
         var result: UInt64 = 0
         for byte in value { result = result << 8 | UInt64(byte) }
         return Int64(bitPattern: result)

@@ -95,15 +95,28 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
     }
 }
 
-/// Keys of reverse indexes and join trees: two row ids as ``KeyEncoding``
-/// integer elements (18 bytes), ordered by the first, then the second.
+/// Keys of reverse indexes and join trees: two row ids, each a tag 0x20
+/// and 8 bytes big-endian with the sign bit flipped (18 bytes; the fixed
+/// integer form ``KeyEncoding`` used before its integers became compact),
+/// ordered by the first, then the second.
 enum PairKey {
-    /// `KeyEncoding.encode([.int(first), .int(second)])`, written directly
-    /// (delete rules build one per reverse-index entry they remove).
+    /// The key of the pair (`first`, `second`), written directly (delete
+    /// rules build one per reverse-index entry they remove).
     static func encode(_ first: Int64, _ second: Int64) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             write(first, second, to: UnsafeMutableRawBufferPointer(buffer))
             count = size
+        }
+    }
+
+    /// The first half of every key whose first row is `row`: where a
+    /// cursor seeks to read the pairs of `row`.
+    static func prefix(_ row: Int64) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 9) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw[0] = 0x20
+            raw.storeBytes(of: (UInt64(bitPattern: row) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
+            count = 9
         }
     }
 
@@ -128,7 +141,7 @@ enum PairKey {
     static func rows(in tree: Tree, of row: Int64, tx: ReadTransaction) throws -> [Int64] {
         var rows: [Int64] = []
         let cursor = try tx.cursor(tree)
-        var more = try cursor.seek(KeyEncoding.encode([.int(row)]))
+        var more = try cursor.seek(prefix(row))
         while more {
             let pair = try cursor.withEntry { key, _ in decode(key) }
             guard let (first, second) = pair, first == row else { break }

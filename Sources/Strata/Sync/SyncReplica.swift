@@ -960,7 +960,7 @@ package final class SyncReplica {
             for group in entity.uniqueGroups {
                 let key = group.key(group.values(of: model), row: 0)
                 if let tree = try tx.treeIfPresent(group.treeName), let bytes = try tx.get(key, in: tree) {
-                    return try RowKey.decode(bytes)
+                    return try KeyGroup.row(inUniqueValue: bytes)
                 }
             }
             return nil
