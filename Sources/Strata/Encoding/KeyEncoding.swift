@@ -35,8 +35,8 @@ import Foundation
 /// longer negative one (a smaller code) before. Stores written before this
 /// encoding used code 0x20 (signed) and 0x21 (unsigned) followed by 8
 /// bytes; `decode` still reads them, and opening such a store writable
-/// rewrites its keys once (``KeyFormat``). Relationship trees keep that
-/// fixed form (``PairKey``).
+/// rewrites its keys once (`KeyFormat`). Relationship trees keep that
+/// fixed form (`PairKey`).
 public enum KeyEncoding {
     /// One value of a key.
     public enum Element: Hashable, Sendable {
