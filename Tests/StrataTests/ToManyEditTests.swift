@@ -272,6 +272,28 @@ final class ToManyEditTests: StoreTestCase {
         let other = small.persistentModelID
         all.predicate = #Predicate { $0.trip?.persistentModelID == other }
         XCTAssertEqual(try reader.fetchCount(all), 99)
+
+        // As `==` compares identifiers: a trip of another store with the
+        // same row, or a model of another entity with the same row, names
+        // no member here.
+        let elsewhere = try self.container(for: [Trip.self, Student.self], name: "other.store")
+        let foreignContext = ModelContext(elsewhere)
+        let foreignTrip = Trip(name: "Foreign", destination: "d")
+        foreignContext.insert(foreignTrip)
+        try foreignContext.save()
+        let foreign = foreignTrip.persistentModelID
+        XCTAssertEqual(foreign.rowID, id.rowID, "the same row in another store")
+        XCTAssertNotEqual(foreign, id)
+        all.predicate = #Predicate { $0.trip?.persistentModelID == foreign }
+        XCTAssertEqual(try reader.fetchCount(all), 0)
+        XCTAssertEqual(try reader.fetch(all).count, 0)
+        let member = try XCTUnwrap(
+            try reader.fetch(FetchDescriptor<BucketListItem>(predicate: #Predicate { $0.title == "i00000" })).first)
+        let sameRowOtherEntity = PersistentIdentifier(
+            storeIdentifier: member.persistentModelID.storeIdentifier, entityName: "BucketListItem", rowID: id.rowID)
+        all.predicate = #Predicate { $0.trip?.persistentModelID == sameRowOtherEntity }
+        XCTAssertEqual(try reader.fetchCount(all), 0)
+        XCTAssertEqual(try reader.fetch(all).count, 0)
     }
 
     /// Power loss at every sync point of a save that moves children
