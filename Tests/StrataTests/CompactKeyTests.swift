@@ -148,4 +148,45 @@ final class CompactKeyTests: StoreTestCase {
         XCTAssertEqual(try ModelContext(second).fetchCount(FetchDescriptor<Tag>()), 600)
         XCTAssertEqual(try second.checkIntegrity(), [])
     }
+
+    func testAStoreOfALaterKeyFormatIsRefusedNotRewritten() throws {
+        let url = storeURL()
+        let first = try container(for: [Member.self, Tag.self])
+        let context = ModelContext(first)
+        context.insert(Tag(name: "kept", uses: 1))
+        try context.save()
+        try first.store.write { tx in try tx.put(KeyFormat.catalogKey, Array("3".utf8), in: tx.tree(StoredSchema.tree)) }
+        first.store.close()
+        skipIntegrityCheck(of: first, because: "the store records a key format this version does not read")
+        XCTAssertThrowsError(
+            try ModelContainer(for: Schema([Member.self, Tag.self]), configurations: [ModelConfiguration(url: url)])
+        ) { error in
+            XCTAssertEqual(error as? SwiftDataError, .loadIssueModelContainer, "\(error)")
+            XCTAssertTrue("\(error)".contains("format 3, written by a later Strata"), "\(error)")
+        }
+    }
+
+    func testAnIndexEntryAtTheOldLimitWithALongRowStopsTheRewriteWithAClearError() throws {
+        let url = storeURL()
+        let first = try container(for: [Member.self, Tag.self])
+        let context = ModelContext(first)
+        context.insert(Member(email: "a@x", team: "t", number: 1, nickname: "short"))
+        try context.save()
+        try downgradeKeys(of: first)
+        // Format 1 allowed 951 bytes of values before its 9-byte row; a
+        // row of 8 significant bytes needs 10 now.
+        try first.store.write { tx in
+            let long = legacy([.string(String(repeating: "x", count: 949)), .int(1 << 56)])
+            XCTAssertEqual(long.count, Database.maxKeyLength)
+            try tx.put(long, [], in: tx.tree("i.Member.nickname"))
+        }
+        first.store.close()
+        skipIntegrityCheck(of: first, because: "an index entry is added around the model layer, as checked here")
+        XCTAssertThrowsError(
+            try ModelContainer(for: Schema([Member.self, Tag.self]), configurations: [ModelConfiguration(url: url)])
+        ) { error in
+            XCTAssertEqual(error as? SwiftDataError, .loadIssueModelContainer, "\(error)")
+            XCTAssertTrue("\(error)".contains("i.Member.nickname: an entry's values take 951 bytes"), "\(error)")
+        }
+    }
 }

@@ -21,9 +21,19 @@ enum KeyFormat {
     static func isKeyTree(_ name: String) -> Bool { name.hasPrefix("u.") || name.hasPrefix("i.") }
 
     /// True when the store's key trees are in the current format: the
-    /// catalog records it, or the store has no key tree to rewrite.
+    /// catalog records it, or the store has no key tree to rewrite. A
+    /// store that records another format was written by a later Strata:
+    /// ``SwiftDataError/loadIssueModelContainer``, rather than a rewrite
+    /// that would misread it.
     static func isCurrent(_ tx: ReadTransaction) throws -> Bool {
-        if let catalog = try tx.treeIfPresent(StoredSchema.tree), try tx.get(catalogKey, in: catalog) == current {
+        if let catalog = try tx.treeIfPresent(StoredSchema.tree), let stored = try tx.get(catalogKey, in: catalog) {
+            guard stored == current else {
+                throw SwiftDataError(
+                    .loadIssueModelContainer,
+                    "the store's index keys are in format \(String(decoding: stored, as: UTF8.self)), written by a "
+                        + "later Strata than this one (format \(String(decoding: current, as: UTF8.self))); open it with that "
+                        + "version or a later one")
+            }
             return true
         }
         return try !tx.treeNames().contains(where: isKeyTree)
@@ -57,6 +67,16 @@ enum KeyFormat {
                     }
                     rewritten = KeyEncoding.encode(elements)
                     KeyGroup.appendRow(row, to: &rewritten)
+                }
+                // Format 1 held an index key's row in 9 bytes; a row of 8
+                // significant bytes (a subclass's, whose tag is 256 or more)
+                // takes 10 now, so a key at the old limit no longer fits.
+                guard rewritten.count <= Database.maxKeyLength else {
+                    throw SwiftDataError(
+                        .loadIssueModelContainer,
+                        "\(name): an entry's values take \(rewritten.count - (unique ? 0 : 10)) bytes, one more than "
+                            + "this version's keys hold for its row; shorten that value with the Strata that wrote the store, "
+                            + "then open it here")
                 }
                 keys.append(count: rewritten.count) {
                     $0.copyMemory(from: UnsafeRawBufferPointer(start: rewritten, count: rewritten.count))

@@ -126,22 +126,26 @@ struct KeyGroup: CustomStringConvertible {
         return row
     }
 
-    /// The most bytes the encoded values of one key may take: a tree's key
-    /// holds at most `Database.maxKeyLength` bytes, and an index key also
-    /// holds its row, whatever row that is.
-    var maxValuesLength: Int { Database.maxKeyLength - (kind == .index ? Self.maxRowSuffix : 0) }
+    /// The most bytes the encoded values of row `row`'s key may take: a
+    /// tree's key holds at most `Database.maxKeyLength` bytes, and an
+    /// index key also holds the row (2–10 bytes: 950 bytes of values fit
+    /// every row, 951 most).
+    func maxValuesLength(row: Int64) -> Int {
+        Database.maxKeyLength - (kind == .index ? Self.rowSuffixLength(row) : 0)
+    }
 
     /// Throws ``SwiftDataError/modelValidationFailure`` when values encoded
     /// in `length` bytes, of row `row`, are longer than
-    /// ``maxValuesLength``; the message names the model and the group, so
-    /// the save that meets it fails before its commit with the store
-    /// unchanged.
+    /// ``maxValuesLength(row:)``; the message names the model and the
+    /// group, so the save that meets it fails before its commit with the
+    /// store unchanged.
     func checkLength(values length: Int, row: Int64) throws {
-        guard length > maxValuesLength else { return }
+        let limit = maxValuesLength(row: row)
+        guard length > limit else { return }
         throw SwiftDataError(
             .modelValidationFailure,
             "\(entityName)/p\(row): the values of its \(self) take \(length) bytes encoded; "
-                + "\(kind.noun) holds values of at most \(maxValuesLength) bytes "
+                + "\(kind.noun) holds values of at most \(limit) bytes "
                 + "(leave long attributes out of #Index and #Unique)")
     }
 
