@@ -215,10 +215,17 @@ extension Database {
     func checkpointAfterCommit(recent: WAL.RecentCommit, whatever: Bool = false) {
         acquireGateWhenIdle()
         defer { gate.release() }
+        beforeAutomaticCheckpoint?()
         // Another process's writer holds the lock: one of its commits, or
         // a later one here, checkpoints instead.
         guard (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true else { return }
         defer { wal.shared.unlock(SharedIndex.writerLock) }
+        // The lock was free since this handle's commit was published: other
+        // handles may have committed, checkpointed and restarted the log
+        // meanwhile. A checkpoint planned from the state this handle last
+        // saw would copy older page images over newer ones in the main
+        // file and publish that stale state.
+        do { try repairHoldingWriterLock() } catch { return }
         guard whatever || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
         try? checkpointLocked(recent: recent)
     }

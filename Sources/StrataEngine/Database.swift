@@ -265,6 +265,11 @@ public final class Database: @unchecked Sendable {
     /// else should. Set it only while no other thread opens a store.
     package nonisolated(unsafe) static var openObserver: ((Database) -> Void)?
 
+    /// Called by the automatic checkpoint after a commit, before it takes
+    /// the writer lock: the engine's tests use it to let another handle
+    /// commit in that window. Nothing else should set it.
+    package nonisolated(unsafe) var beforeAutomaticCheckpoint: (() -> Void)?
+
     /// Closes the files after a failed open.
     private func releaseFiles() {
         stateLock.withLock {

@@ -6,7 +6,8 @@
 // - `transfer`: moves amounts between accounts (tree "accounts"), one
 //   durable write transaction each, recording every transfer in tree
 //   "ledger" and the count in tree "meta"; after each commit returns it
-//   appends the transfer's ledger key to OUTPUT.
+//   appends the transfer's ledger key to OUTPUT. Exits with status 3 when
+//   a snapshot lacks its own last commit.
 // - `read`: checks in every snapshot that the balances still add up and
 //   that the ledger holds as many transfers as "meta" counts; appends
 //   "ok N" to OUTPUT now and then, and exits with status 3 on a violation.
@@ -63,13 +64,19 @@ do {
     var random = SystemRandomNumberGenerator()
     switch role {
     case "transfer":
+        // This worker's counter as its last commit left it: no snapshot
+        // may show an older value (that would be a lost commit).
+        var committed: Int64?
         while true {
-            let key: String = try db.write { tx in
+            let (key, n): (String, Int64) = try db.write { tx in
                 let accounts = try tx.tree("accounts")
                 let ledger = try tx.tree("ledger")
                 let meta = try tx.tree("meta")
                 let counterKey = Array("next-\(id)".utf8)
                 let n = decode(try tx.get(counterKey, in: meta)) ?? 0
+                if let committed, n != committed {
+                    fail("counter next-\(id) reads \(n) after this worker's commit set it to \(committed)", status: 3)
+                }
                 let from = Int.random(in: 0..<accountCount, using: &random)
                 let to = (from + Int.random(in: 1..<accountCount, using: &random)) % accountCount
                 let amount = Int64.random(in: 1...50, using: &random)
@@ -79,12 +86,16 @@ do {
                 try tx.put(accountKey(from), encode(a - amount), in: accounts)
                 try tx.put(accountKey(to), encode(b + amount), in: accounts)
                 let key = "\(id)-\(n)"
+                guard try tx.get(Array(key.utf8), in: ledger) == nil else {
+                    fail("ledger entry \(key) exists before the transfer that writes it", status: 3)
+                }
                 try tx.put(Array(key.utf8), encode(amount), in: ledger)
                 try tx.put(counterKey, encode(n + 1), in: meta)
                 let total = decode(try tx.get(Array("transfers".utf8), in: meta)) ?? 0
                 try tx.put(Array("transfers".utf8), encode(total + 1), in: meta)
-                return key
+                return (key, n)
             }
+            committed = n + 1
             append(key, to: output)
         }
     case "read":

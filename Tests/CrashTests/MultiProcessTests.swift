@@ -126,9 +126,13 @@ final class MultiProcessTests: XCTestCase {
             let transfers = Self.decode(try tx.get(Array("transfers".utf8), in: try tx.tree("meta"))) ?? 0
             XCTAssertEqual(Int64(try tx.count(ledger)), transfers, "seed \(seed)")
             for worker in workers where worker.role == "transfer" {
+                var seen = Set<Substring>()
                 for key in worker.lines {
                     acknowledged += 1
                     XCTAssertNotNil(try tx.get(Array(key.utf8), in: ledger), "seed \(seed): acknowledged \(key) lost")
+                    // A key acknowledged twice: the counter that names it
+                    // went back, so a commit was lost and redone.
+                    XCTAssertTrue(seen.insert(key).inserted, "seed \(seed): \(key) acknowledged twice")
                 }
             }
         }

@@ -226,6 +226,46 @@ final class SharedIndexTests: EngineTestCase {
         try db.close()
     }
 
+    /// The checkpoint a commit starts once the log reaches the threshold
+    /// takes the writer lock after the commit gave it up. Another handle
+    /// (in the stress test, another process) that committed, checkpointed
+    /// and restarted the log in that window left this handle's view of the
+    /// index behind; the checkpoint planned from it copied this handle's
+    /// older image of a page over the newer one in the main file, and the
+    /// next reader of that page read the older value (the stress test saw
+    /// counters go back and a tree's count fall behind its entries).
+    func testTheCheckpointAfterACommitStartsFromWhatOtherHandlesDidMeanwhile() throws {
+        let a = try open("window.strata", DatabaseOptions(checkpointThresholdFrames: 1))
+        let b = try open("window.strata", DatabaseOptions(checkpointThresholdFrames: 1 << 20))
+        try a.write { tx in
+            try tx.createTree("t")
+            try tx.createTree("u")
+        }
+        var ran = false
+        a.beforeAutomaticCheckpoint = {
+            guard !ran else { return }
+            ran = true
+            do {
+                try self.put(b, "x", "2")
+                try b.checkpoint()
+                // Restarts the log; tree t's page is only in the main file now.
+                try b.write { tx in try tx.put(bytes("y"), bytes("1"), in: try tx.tree("u")) }
+            } catch {
+                XCTFail("the other handle's commits failed: \(error)")
+            }
+        }
+        try put(a, "x", "1")
+        XCTAssertTrue(ran)
+        a.beforeAutomaticCheckpoint = nil
+        XCTAssertEqual(try get(b, "x"), bytes("2"))
+        XCTAssertEqual(try get(a, "x"), bytes("2"))
+        try a.close()
+        try b.close()
+        let reopened = try open("window.strata")
+        XCTAssertEqual(try get(reopened, "x"), bytes("2"))
+        try reopened.close()
+    }
+
     /// A read inside this handle's own write transaction that finds the
     /// index damaged repairs it, instead of waiting for the writer gate the
     /// thread holds (which never comes).

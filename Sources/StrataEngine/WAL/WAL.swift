@@ -252,11 +252,10 @@ final class WAL: @unchecked Sendable {
     /// durable by the first commit's own sync: the first save after an
     /// open costs one sync, not two.
     func restartIfPossible(sync: Bool) throws -> Bool {
-        let current = lock.withLock { state }
+        guard let current = lock.withLock({ sequenceSeen == shared.sequence() ? state : nil }) else { return false }
         let empty = current.frames == 0 && current.salt1 == 0 && current.salt2 == 0
         if !empty {
-            guard current.backfilled == current.frames, current.frames > 0 else { return false }
-            shared.announce()
+            guard current.backfilled == current.frames, current.frames > 0, announceIfCurrent() else { return false }
             if let oldest = try shared.oldestMark(), oldest < current.position { return false }
         }
         var pending = current
@@ -470,7 +469,7 @@ final class WAL: @unchecked Sendable {
     /// of a page reads it from the main file and must find its old image
     /// there.
     func planCheckpoint() throws -> CheckpointPlan? {
-        shared.announce()
+        guard announceIfCurrent() else { return nil }
         let oldest = try shared.oldestMark()
         return lock.withLock {
             let position = min(oldest ?? state.position, state.position)
@@ -486,6 +485,24 @@ final class WAL: @unchecked Sendable {
             return CheckpointPlan(
                 target: target, copies: copies, generation: state.generation, pageCount: state.pageCount,
                 full: target == state.frames)
+        }
+    }
+
+    /// Bumps the sequence word before reading the reader marks (see
+    /// ``SharedIndex``), and returns true, when this handle holds the
+    /// latest published state; else returns false and does nothing. The
+    /// caller holds the writer lock, so no one publishes meanwhile.
+    ///
+    /// A checkpoint or restart works from this handle's state: planned from
+    /// one another handle has moved past, it would copy older page images
+    /// over newer ones in the main file and publish the older state. Every
+    /// caller adopts the index after taking the writer lock; this check
+    /// keeps a path that forgets from doing harm.
+    private func announceIfCurrent() -> Bool {
+        lock.withLock {
+            guard sequenceSeen == shared.sequence() else { return false }
+            sequenceSeen = shared.announce()
+            return true
         }
     }
 
