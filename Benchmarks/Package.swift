@@ -21,7 +21,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
-        .target(name: "BenchSupport"),
+        .target(name: "BenchSupport", dependencies: [.product(name: "StrataEngine", package: "Strata")]),
         // LMDB from Debian's liblmdb-dev, engine-bench's third engine.
         .systemLibrary(name: "CLMDB", path: "Sources/CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .executableTarget(

@@ -1,3 +1,5 @@
+import StrataEngine
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -24,7 +26,7 @@ public enum FsyncProbe {
             unlink(path)
         }
         var block = [UInt8](repeating: 0, count: blockSize)
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededRandom(seed: 42)
         for i in block.indices { block[i] = UInt8(truncatingIfNeeded: rng.next()) }
 
         if !append {
@@ -55,7 +57,7 @@ public enum FsyncProbe {
             unlink(path)
         }
         var record = [UInt8](repeating: 0, count: bytes)
-        var rng = SplitMix64(seed: 7)
+        var rng = SeededRandom(seed: 7)
         for i in record.indices { record[i] = UInt8(truncatingIfNeeded: rng.next()) }
         // Preallocate the whole region, as a reused log is.
         let zero = [UInt8](repeating: 0, count: 1 << 20)
@@ -102,7 +104,7 @@ public enum FsyncProbe {
             unlink(logPath)
             unlink(path)
         }
-        var rng = SplitMix64(seed: 11)
+        var rng = SeededRandom(seed: 11)
         let chunk = rng.bytes(1 << 20)
         var offset = 0
         while offset < mainBytes {

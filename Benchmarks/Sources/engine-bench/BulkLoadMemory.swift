@@ -21,7 +21,7 @@ enum BulkLoadMemory {
         let (_, elapsed) = try timed {
             try db.write { tx in
                 let tree = try tx.createTree(StrataStore.treeName)
-                var rng = SplitMix64(seed: Dataset.seed)
+                var rng = SeededRandom(seed: Dataset.seed)
                 for _ in 0..<count {
                     let key = rng.bytes(Dataset.keyLength)
                     try tx.put(key, rng.bytes(Dataset.valueLength), in: tree)

@@ -1,5 +1,6 @@
 import BenchSupport
 import Foundation
+import StrataEngine
 
 /// Every key, value and access order the workloads use, generated once up
 /// front (outside any timed region) from fixed seeds, in the representation
@@ -40,7 +41,7 @@ struct Dataset {
     ///   - deleteCount: number of those entries the delete workload removes.
     init(count: Int, deleteCount: Int) {
         precondition(count > 0 && (0...count).contains(deleteCount))
-        var rng = SplitMix64(seed: Self.seed)
+        var rng = SeededRandom(seed: Self.seed)
         var keys: [[UInt8]] = []
         var values: [[UInt8]] = []
         keys.reserveCapacity(count)
@@ -56,7 +57,7 @@ struct Dataset {
             commitValues.append(rng.bytes(Self.valueLength))
         }
 
-        var orderRng = SplitMix64(seed: 0x5354_5241_5441_0002)
+        var orderRng = SeededRandom(seed: 0x5354_5241_5441_0002)
         var readOrder = Array(0..<count)
         readOrder.shuffle(using: &orderRng)
         var deleteOrder = Array(0..<count)
