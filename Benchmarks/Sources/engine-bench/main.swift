@@ -212,6 +212,20 @@ final class Benchmark {
             }
         }
 
+        // One machine-readable line per engine, for scale.sh and
+        // scale-plot.py: microseconds per operation of each workload.
+        lines.append("")
+        let keys = ["1.": "load", "2.": "read", "3.": "scan", "4.": "commit", "5.": "delete"]
+        for (i, name) in names.enumerated() {
+            let engine = name.split(separator: " ").first.map { $0.lowercased() } ?? name
+            var fields = ["scale", engine, "\(data.keys.count)"]
+            for result in results {
+                guard let key = keys[String(result.title.prefix(2))] else { continue }
+                fields.append(key + "=" + String(format: "%.4f", result.times[i].seconds / Double(result.ops) * 1e6))
+            }
+            lines.append("    " + fields.joined(separator: " "))
+        }
+
         lines.append("")
         lines.append("### File sizes (main file + `-wal`)")
         lines.append("")

@@ -16,6 +16,8 @@ import Strata
 // `--filing-only` alone. `--profile-saves S` only makes S durable one-object saves on a
 // store of N tickets and exits, for `perf record`, `strace` or callgrind;
 // `--profile-updates R` makes R fetch-modify-saves of a tenth of them.
+// `--profile-lookups R` repeats the scale curve's fetches by identifier.
+// `--scale strata|grdb` runs one side of the scale curve (Scale.swift).
 // `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
 // `perf record` or callgrind.
 
@@ -31,6 +33,16 @@ if let saves = argument("--profile-saves").flatMap({ Int($0) }) {
 }
 if let rounds = argument("--profile-updates").flatMap({ Int($0) }) {
     try profileUpdates(count: count, rounds: rounds, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if let rounds = argument("--profile-lookups").flatMap({ Int($0) }) {
+    try profileLookups(count: count, rounds: rounds, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if let side = argument("--scale") {
+    try scaleWorkloads(side: side, count: count, in: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
