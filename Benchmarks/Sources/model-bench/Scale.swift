@@ -61,6 +61,21 @@ struct ScaleFigures {
         }
     }
 
+    /// After the load: notes the memory, and has the kernel write back
+    /// what the load left dirty (it would compete with the next workloads).
+    mutating func loaded() {
+        sampleMemory()
+        sync()
+    }
+
+    /// The first pass of `pass` (fetches by identifier) and the median of
+    /// three more.
+    mutating func timeFetchesByID(_ pass: () throws -> Double) rethrows {
+        byID = try pass()
+        byIDWarm = try [pass(), pass(), pass()].sorted()[1]
+        sampleMemory()
+    }
+
     func line(side: String, count: Int) -> String {
         let us = { (seconds: Double) in String(format: "%.3f", seconds * 1e6) }
         var usage = rusage()
@@ -121,22 +136,7 @@ func profileLookups(count: Int, rounds: Int, in directory: URL) throws {
     let plan = ScalePlan(count: count)
     let url = directory.appendingPathComponent("lookups.store")
     let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
-    let sampled = Set(plan.samples)
-    var identifiers: [PersistentIdentifier] = []
-    var next = 0
-    while next < count {
-        let context = ModelContext(container)
-        var batch: [Ticket] = []
-        for i in next..<min(count, next + ScalePlan.batch) {
-            let f = ticketFields(i)
-            let ticket = Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3)
-            context.insert(ticket)
-            if sampled.contains(i) { batch.append(ticket) }
-        }
-        try context.save()
-        identifiers += batch.map(\.persistentModelID)
-        next += ScalePlan.batch
-    }
+    let identifiers = try strataLoad(plan, into: container).sorted { $0.key < $1.key }.map(\.value)
     for round in 0..<rounds {
         var found = 0
         let time = try seconds {
@@ -150,34 +150,36 @@ func profileLookups(count: Int, rounds: Int, in directory: URL) throws {
     }
 }
 
+/// Inserts the plan's tickets in saves of `ScalePlan.batch`, each in a new
+/// context; returns the identifiers of the sampled ones by number.
+private func strataLoad(_ plan: ScalePlan, into container: ModelContainer) throws -> [Int: PersistentIdentifier] {
+    let sampled = Set(plan.samples)
+    var identifiers: [Int: PersistentIdentifier] = [:]
+    var next = 0
+    while next < plan.count {
+        let context = ModelContext(container)
+        var batch: [(Int, Ticket)] = []
+        for i in next..<min(plan.count, next + ScalePlan.batch) {
+            let f = ticketFields(i)
+            let ticket = Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3)
+            context.insert(ticket)
+            if sampled.contains(i) { batch.append((i, ticket)) }
+        }
+        try context.save()
+        for (i, ticket) in batch { identifiers[i] = ticket.persistentModelID }
+        next += ScalePlan.batch
+    }
+    return identifiers
+}
+
 private func strataScale(_ plan: ScalePlan, in directory: URL) throws -> ScaleFigures {
     let count = plan.count
     let url = directory.appendingPathComponent("scale.store")
     var figures = ScaleFigures()
     let container = try ModelContainer(for: Ticket.self, configurations: ModelConfiguration(url: url))
-    let sampled = Set(plan.samples)
     var identifiers: [Int: PersistentIdentifier] = [:]
-    figures.insert =
-        try seconds {
-            var next = 0
-            while next < count {
-                let context = ModelContext(container)
-                var batch: [(Int, Ticket)] = []
-                for i in next..<min(count, next + ScalePlan.batch) {
-                    let f = ticketFields(i)
-                    let ticket = Ticket(number: f.0, bucket: f.1, title: f.2, opened: f.3)
-                    context.insert(ticket)
-                    if sampled.contains(i) { batch.append((i, ticket)) }
-                }
-                try context.save()
-                for (i, ticket) in batch { identifiers[i] = ticket.persistentModelID }
-                next += ScalePlan.batch
-            }
-        } / Double(count)
-    figures.sampleMemory()
-    // What the load left for the kernel to write back would otherwise
-    // compete with the next workloads.
-    sync()
+    figures.insert = try seconds { identifiers = try strataLoad(plan, into: container) } / Double(count)
+    figures.loaded()
     var found = 0
     func fetchByID() throws -> Double {
         try seconds {
@@ -189,9 +191,7 @@ private func strataScale(_ plan: ScalePlan, in directory: URL) throws -> ScaleFi
             }
         } / Double(plan.samples.count)
     }
-    figures.byID = try fetchByID()
-    figures.byIDWarm = try [fetchByID(), fetchByID(), fetchByID()].sorted()[1]
-    figures.sampleMemory()
+    try figures.timeFetchesByID(fetchByID)
     figures.byUnique =
         try seconds {
             let context = ModelContext(container)
@@ -272,10 +272,7 @@ private func grdbScale(_ plan: ScalePlan, in directory: URL) throws -> ScaleFigu
                 next += ScalePlan.batch
             }
         } / Double(count)
-    figures.sampleMemory()
-    // What the load left for the kernel to write back would otherwise
-    // compete with the next workloads.
-    sync()
+    figures.loaded()
     var found = 0
     func fetchByID() throws -> Double {
         try seconds {
@@ -287,9 +284,7 @@ private func grdbScale(_ plan: ScalePlan, in directory: URL) throws -> ScaleFigu
             }
         } / Double(plan.samples.count)
     }
-    figures.byID = try fetchByID()
-    figures.byIDWarm = try [fetchByID(), fetchByID(), fetchByID()].sorted()[1]
-    figures.sampleMemory()
+    try figures.timeFetchesByID(fetchByID)
     figures.byUnique =
         try seconds {
             try pool.read { db in
