@@ -71,6 +71,12 @@ import Synchronization
 ///   the word and checks the checksum; a reader that finds the word odd
 ///   for long, with no writer lock held, found a writer that died in the
 ///   middle, and rebuilds.
+/// - *Adopt first.* A handle that takes the writer lock adopts the latest
+///   state before it commits, checkpoints or restarts: other handles may
+///   have published since it last looked, even between two takings of the
+///   lock by one commit. A checkpoint or restart planned from an older
+///   state would copy older page images over newer ones; both refuse to
+///   run unless the sequence word is the one the handle adopted.
 /// - *Reader marks.* A handle publishes in its slot the oldest position
 ///   any of its read transactions uses (all ones: none), then re-reads the
 ///   sequence word; a checkpoint or restart first bumps the sequence word,
