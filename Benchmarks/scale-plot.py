@@ -93,11 +93,9 @@ class Canvas:
             for x in range(int(x0), int(x1) + 1):
                 self.dot(x, y, color)
 
-    def line(self, x0, y0, x1, y1, color, width=1, dash=0):
+    def line(self, x0, y0, x1, y1, color, width=1):
         steps = int(max(abs(x1 - x0), abs(y1 - y0))) + 1
         for s in range(steps + 1):
-            if dash and (s // dash) % 2 == 1:
-                continue
             t = s / steps
             x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
             for dx in range(-(width // 2), width - width // 2):
@@ -203,36 +201,25 @@ MODEL_WORKLOADS = [
 ]
 
 
-def read_model(path):
-    rows = {}
+def read_scale_lines(path, rows):
+    """Adds the `scale SIDE N key=value ...` lines of the file at `path`
+    (model-bench's, or those in an engine-bench report) to `rows`."""
     if not os.path.exists(path):
         return rows
     for line in open(path):
         parts = line.split()
         if len(parts) < 4 or parts[0] != "scale":
             continue
-        side, n = parts[1], int(parts[2])
-        values = dict(p.split("=", 1) for p in parts[3:])
-        rows[(side, n)] = {k: float(v) for k, v in values.items()}
+        rows[(parts[1], int(parts[2]))] = {k: float(v) for k, v in (p.split("=", 1) for p in parts[3:])}
     return rows
 
 
-ENGINE_ROW = re.compile(r"^\|\s*(?P<name>[^|]+?)\s*\|(?P<cells>.*)\|\s*$")
-
-
 def read_engine(directory):
-    """scale/engine-N.txt: engine-bench's `scale` lines."""
+    """scale/engine-N.txt: engine-bench's reports, one per size."""
     rows = {}
     for name in sorted(os.listdir(directory)):
-        m = re.match(r"engine-(\d+)\.txt$", name)
-        if not m:
-            continue
-        for line in open(os.path.join(directory, name)):
-            parts = line.split()
-            if len(parts) < 4 or parts[0] != "scale":
-                continue
-            engine, n = parts[1], int(parts[2])
-            rows[(engine, n)] = {k: float(v) for k, v in (p.split("=", 1) for p in parts[3:])}
+        if re.match(r"engine-(\d+)\.txt$", name):
+            read_scale_lines(os.path.join(directory, name), rows)
     return rows
 
 
@@ -277,7 +264,7 @@ def growth(rows, workloads, sides, small=1_000_000, large=10_000_000):
 
 def main():
     directory = sys.argv[1] if len(sys.argv) > 1 else "scale"
-    model = read_model(os.path.join(directory, "model.txt"))
+    model = read_scale_lines(os.path.join(directory, "model.txt"), {})
     engine = read_engine(directory)
     panels = []
     for key, title, unit in MODEL_WORKLOADS:

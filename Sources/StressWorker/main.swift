@@ -64,8 +64,9 @@ do {
     var random = SystemRandomNumberGenerator()
     switch role {
     case "transfer":
-        // This worker's counter as its last commit left it: no snapshot
-        // may show an older value (that would be a lost commit).
+        // This worker's counter as its last commit left it: the next
+        // transaction must read exactly that (an older value is a lost
+        // commit; no other worker writes this counter).
         var committed: Int64?
         while true {
             let (key, n): (String, Int64) = try db.write { tx in
