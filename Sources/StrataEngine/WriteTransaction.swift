@@ -64,9 +64,28 @@ public final class WriteTransaction: ReadTransaction {
         var entries: [(key: [UInt8], value: [UInt8]?)] = []
         /// How many of the entries are puts.
         var puts = 0
-        /// The keys of the buffered deletes. While the buffer holds no put,
-        /// a key is in the tree as its pages show unless it is here.
-        var deleted: Set<[UInt8]> = []
+        /// A 64-bit digest of each buffered delete's key (see
+        /// `deleteDigest`). While the buffer holds no put, a key is in the
+        /// tree as its pages show unless it is among the buffered deletes;
+        /// a digest found here is confirmed against the entries, so a
+        /// collision costs a scan, never a wrong answer.
+        var deletedDigests: Set<UInt64> = []
+
+        /// True when a delete of `key` is buffered.
+        func holdsDelete(of key: [UInt8], digest: UInt64) -> Bool {
+            guard deletedDigests.contains(digest) else { return false }
+            return entries.contains { $0.value == nil && $0.key == key }
+        }
+    }
+
+    /// The digest of a key for ``ChangeBuffer/deletedDigests``: two
+    /// CRC-32C of it with different seeds (hardware instructions; the
+    /// array's own hashing took a quarter of a buffered delete).
+    private static func deleteDigest(_ key: [UInt8]) -> UInt64 {
+        key.withUnsafeBytes { k in
+            let p = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+            return UInt64(crc32c(0, p, k.count)) << 32 | UInt64(crc32c(0x9E37_79B9, p, k.count))
+        }
     }
 
     /// Pages this transaction holds in memory (for tests of its bound).
@@ -449,10 +468,11 @@ public final class WriteTransaction: ReadTransaction {
         if let failure { throw StorageError.transactionFailed(failure) }
         try checkHandle(tree)
         guard key.count <= Database.maxKeyLength else { return false }
+        let digest = Self.deleteDigest(key)
         if let buffer = changeBuffers[tree.root] {
             if buffer.puts > 0 {
                 try applyBufferedChanges()
-            } else if buffer.deleted.contains(key) {
+            } else if buffer.holdsDelete(of: key, digest: digest) {
                 return false
             }
         }
@@ -465,9 +485,10 @@ public final class WriteTransaction: ReadTransaction {
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
             changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].entries.append((key, nil))
-            changeBuffers[tree.root]?.deleted.insert(key)
+            changeBuffers[tree.root]?.deletedDigests.insert(digest)
             bufferedChanges += 1
-            // The entry, and the set's copy of the key.
+            // The entry and its digest (counted as before the digest
+            // replaced a set of keys, so the buffer is applied as often).
             bufferedBytes += 2 * key.count + 128
             if bufferedBytes >= bufferLimitBytes { try applyBufferedChanges() }
             return true
