@@ -78,9 +78,7 @@ enum KeyFormat {
                             + "this version's keys hold for its row; shorten that value with the Strata that wrote the store, "
                             + "then open it here")
                 }
-                keys.append(count: rewritten.count) {
-                    $0.copyMemory(from: UnsafeRawBufferPointer(start: rewritten, count: rewritten.count))
-                }
+                rewritten.withUnsafeBytes { bytes in keys.append(count: bytes.count) { $0.copyMemory(from: bytes) } }
                 return true
             }
             try tx.clear(tree)
