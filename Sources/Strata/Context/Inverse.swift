@@ -34,7 +34,14 @@ enum InverseGraph {
         return computed
     }
 
-    static func inverse(of type: any PersistentModel.Type, field: Int) -> Side? { info(type).inverses[field] }
+    /// The inverse of relationship `field` of `type`. Runs on every
+    /// relationship assignment: a known type's answer is read under the
+    /// lock, without copying its whole `TypeInfo` out.
+    static func inverse(of type: any PersistentModel.Type, field: Int) -> Side? {
+        let known: Side?? = cache.withLock { $0[ObjectIdentifier(type)].map { $0.inverses[field] } }
+        if let known { return known }
+        return info(type).inverses[field]
+    }
 
     private struct Relation {
         let field: Int
@@ -325,26 +332,43 @@ public struct _ToManyEdit {
 /// was last loaded or saved.
 struct ToManyDelta {
     private(set) var added: [any PersistentModel] = []
+    /// The identities of `added`: empty while it holds no more than
+    /// `scanLimit` members (a short scan costs less than a hash table,
+    /// and most lists gain one member per parent between saves), every
+    /// one of them from then on.
     private var addedIDs: Set<ObjectIdentifier> = []
     private var removedIDs: Set<ObjectIdentifier> = []
     /// The stored rows of the members removed.
     private(set) var removedRows: Set<Int64> = []
 
+    private static let scanLimit = 8
+
+    private func isAdded(_ id: ObjectIdentifier) -> Bool {
+        addedIDs.isEmpty ? added.contains { ObjectIdentifier($0) == id } : addedIDs.contains(id)
+    }
+
     mutating func add(_ model: any PersistentModel) {
         let id = ObjectIdentifier(model)
-        if removedIDs.remove(id) != nil {
+        if !removedIDs.isEmpty, removedIDs.remove(id) != nil {
             // A member before, removed since: back as it was.
             removedRows.remove(model._strataState.rowID)
             return
         }
-        if addedIDs.insert(id).inserted { added.append(model) }
+        if isAdded(id) { return }
+        added.append(model)
+        if !addedIDs.isEmpty {
+            addedIDs.insert(id)
+        } else if added.count > Self.scanLimit {
+            addedIDs = Set(added.map(ObjectIdentifier.init))
+        }
     }
 
     mutating func remove(_ model: any PersistentModel) {
         let id = ObjectIdentifier(model)
-        if addedIDs.remove(id) != nil {
+        if isAdded(id) {
             // Added since: it was not a member before.
             if let index = added.lastIndex(where: { $0 === model }) { added.remove(at: index) }
+            addedIDs.remove(id)
             return
         }
         removedIDs.insert(id)

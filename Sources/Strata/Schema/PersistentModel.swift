@@ -245,7 +245,7 @@ public final class _ModelState {
 
     @exclusivity(unchecked) var status = Status.detached
     /// The row number once inserted or loaded; 0 before.
-    @exclusivity(unchecked) var rowID: Int64 = 0
+    @exclusivity(unchecked) @usableFromInline var rowID: Int64 = 0
     @exclusivity(unchecked) var temporaryRow: Int64 = 0
     @usableFromInline @exclusivity(unchecked) var link: _ContextLink?
     /// The store of a deleted model's row, kept when the model leaves its
@@ -268,7 +268,7 @@ public final class _ModelState {
     /// in step, while it is not loaded (the edits are applied when it is)
     /// or, for a stored many-to-many without a baseline, what the save
     /// writes: one pair per member added or removed.
-    @exclusivity(unchecked) var toManyDeltas: [Int: ToManyDelta] = [:]
+    @exclusivity(unchecked) var toManyDeltas: FieldMap<ToManyDelta> = [:]
     /// The relationships whose other side is known to be in step: set
     /// when the setter ran (it keeps the inverse in step); those set only
     /// by the class's initializer are put in step on insert.
