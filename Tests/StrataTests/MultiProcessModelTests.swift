@@ -125,6 +125,46 @@ final class MultiProcessModelTests: XCTestCase {
         }
     }
 
+    /// A save's checks insert the models its relationships reach (a new
+    /// order set on a new customer before being inserted itself), after
+    /// the save looked for taken rows; the row the order then gets was
+    /// saved by the other store after this save merged the other saves
+    /// (in its `willSave` notification) and before it began writing. The
+    /// order moves to a free row and both orders are kept.
+    func testAModelTheSaveReachesMovesOffARowTheOtherStoreSaved() throws {
+        let directory = TemporaryDirectory(prefix: "strata-reached")
+        defer { directory.remove() }
+        let url = URL(fileURLWithPath: directory.file("shop.store"))
+        let containers = try (0..<2).map { _ in
+            try ModelContainer(
+                for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
+        }
+        let mine = ModelContext(containers[0])
+        // Used by the observer, which runs on this thread, inside save().
+        nonisolated(unsafe) let theirs = ModelContext(containers[1])
+        nonisolated(unsafe) let stored = Order(number: 1, writer: 1)
+        nonisolated(unsafe) var failure: (any Error)?
+        let observer = NotificationCenter.default.addObserver(forName: ModelContext.willSave, object: mine, queue: nil) {
+            _ in
+            theirs.insert(stored)
+            do { try theirs.save() } catch { failure = error }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let customer = Customer(email: "a@example.com", name: "A")
+        mine.insert(customer)
+        let order = Order(number: 2, writer: 0)
+        order.customer = customer
+        XCTAssertNil(order.modelContext, "inserted by the save, not before")
+        try mine.save()
+        XCTAssertNil(failure)
+        XCTAssertTrue(order.modelContext === mine)
+        XCTAssertNotEqual(order.persistentModelID, stored.persistentModelID)
+        let orders = try ModelContext(containers[0]).fetch(FetchDescriptor<Order>(sortBy: [SortDescriptor(\.number)]))
+        XCTAssertEqual(orders.map(\.number), [1, 2])
+        XCTAssertEqual(orders.map { $0.customer?.email }, [nil, "a@example.com"])
+        XCTAssertEqual(try containers[0].checkIntegrity(), [])
+    }
+
     /// A save that waits past the configuration's busy timeout for another
     /// process's write transaction throws `StorageError.busy`, writes
     /// nothing and keeps the context's changes; saved again later, they go.

@@ -37,6 +37,7 @@ extension ModelContext {
         let deletedRows: [[DoomedRow]]
         do {
             moved = try moveCollidingInserts(in: tx)
+            let checked = insertions
             // Merged above: a merge here could run observers that save,
             // and this thread holds the write transaction.
             guard let rows = try checkSave(merging: false) else {
@@ -45,7 +46,7 @@ extension ModelContext {
                 return
             }
             // Models the relationships reached were inserted by the checks.
-            moved += try moveCollidingInserts(in: tx)
+            if insertions != checked { moved += try moveCollidingInserts(in: tx) }
             deletedRows = rows
         } catch {
             undoMoves(moved)
@@ -125,12 +126,20 @@ extension ModelContext {
                 "\(model.persistentModelID) has unsaved changes, but another context's save deleted it; "
                     + "roll the changes back or delete the model in this context too")
         }
-        // Models that relationships of changed models now reach.
-        for model in inserted + Array(changed.values) {
-            if let entity = container.schema.entity(forType: type(of: model)) { insertRelated(of: model, entity: entity) }
-        }
+        // Models that relationships of changed models now reach (only a
+        // model that may refer to a detached one is looked at).
+        for model in inserted { insertReached(from: model) }
+        for model in changed.values { insertReached(from: model) }
         if let pendingError { throw pendingError }
         return try applyDeleteRules()
+    }
+
+    /// Inserts the detached models `model`'s relationships came to refer
+    /// to since it was inserted or last saved.
+    private func insertReached(from model: any PersistentModel) {
+        guard model._strataState.mayReferenceDetached, let entity = container.schema.entity(forType: type(of: model))
+        else { return }
+        insertRelated(of: model, entity: entity)
     }
 
     /// The second half of a save before its commit: writes every pending
@@ -231,13 +240,25 @@ extension ModelContext {
     func moveCollidingInserts(in tx: WriteTransaction) throws -> [(model: any PersistentModel, row: Int64)] {
         var moved: [(model: any PersistentModel, row: Int64)] = []
         guard !inserted.isEmpty else { return moved }
-        var lowest: [Int: Int64] = [:]
+        // Per entity ordinal; inserts of one type usually come in runs, so
+        // the entity of the run is looked up once.
+        var lowest = [Int64?](repeating: nil, count: container.schema.entities.count)
+        var run: (type: ObjectIdentifier, ordinal: Int)?
         for model in inserted {
-            guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+            let type = ObjectIdentifier(Swift.type(of: model))
+            let ordinal: Int
+            if let run, run.type == type {
+                ordinal = run.ordinal
+            } else {
+                guard let entity = container.schema.entity(forType: Swift.type(of: model)) else { continue }
+                ordinal = entity.ordinal
+                run = (type, ordinal)
+            }
             let row = model._strataState.rowID
-            lowest[entity.ordinal] = min(lowest[entity.ordinal] ?? row, row)
+            lowest[ordinal] = min(lowest[ordinal] ?? row, row)
         }
-        for (ordinal, low) in lowest {
+        for (ordinal, low) in lowest.enumerated() {
+            guard let low else { continue }
             let entity = container.schema.entities[ordinal]
             guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
             let cursor = try tx.cursor(tree)

@@ -83,6 +83,10 @@ public final class ModelContext: _RelatedModelLoader {
     @exclusivity(unchecked) private var released: [[Int64: WeakModel]] = []
     @exclusivity(unchecked) private var releasedCount = 0
     @exclusivity(unchecked) var inserted: [any PersistentModel] = []
+    /// How many inserts this context has made: a save checks the rows of
+    /// the inserts its checks add (the delete rules and the models
+    /// relationships reach) only when this moved.
+    @exclusivity(unchecked) var insertions = 0
     @exclusivity(unchecked) var changed: [ObjectIdentifier: any PersistentModel] = [:]
     @exclusivity(unchecked) var deleted: [ObjectIdentifier: any PersistentModel] = [:]
     /// Stored rows that ``delete(model:where:includeSubclasses:)`` marked
@@ -215,6 +219,7 @@ public final class ModelContext: _RelatedModelLoader {
         state.link = link
         registry[entity.ordinal][state.rowID] = model
         inserted.append(model)
+        insertions &+= 1
         registerUndo(model) { context, model in context.delete(model) }
         Self.syncInverses(of: model, entity: entity)
         insertRelated(of: model, entity: entity, everyList: true)

@@ -275,18 +275,20 @@ struct SaveTransaction {
         let entity = try entity(of: model)
         let state = model._strataState
         let row = state.rowID
-        let old = fresh ? nil : try record(entity, row: row)
         // The fields this save writes: nil for all of them.
         let only: _FieldSet? = state.status == .saved && !fresh ? state.changedFields : nil
-        if only != nil && old == nil {
+        // Only to-manys changed (a parent whose list gained or lost a
+        // member): the record and its keys stay as stored, and are not
+        // read, only looked for.
+        let listsOnly = only.map { Self.holdsNoRecordField($0, entity) } ?? false
+        let old = fresh || listsOnly ? nil : try record(entity, row: row)
+        let isStored = try old != nil || listsOnly && tx.contains(RowKey.encode(row), in: recordTree(entity))
+        if only != nil && !isStored {
             throw SwiftDataError(
                 .modelDeleted,
                 "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
                     + "roll the changes back or delete the model")
         }
-        // Only to-manys changed (a parent whose list gained or lost a
-        // member): the record and its keys stay as stored.
-        let listsOnly = only.map { Self.holdsNoRecordField($0, entity) } ?? false
         var bytes = old ?? []
         var changedFields: [Int]? = listsOnly ? [] : nil
         var changedOutside: [Int] = []
@@ -351,6 +353,7 @@ struct SaveTransaction {
         for (field, storage) in entity.relationshipStorage {
             switch storage {
             case .toOne(let index):
+                guard !listsOnly else { continue }
                 let before = try old.flatMap { try toOneRow($0, field: field, entity, row: row) }
                 let after = try toOneRow(bytes, field: field, entity, row: row)
                 guard before != after else { continue }
@@ -429,11 +432,11 @@ struct SaveTransaction {
         }
         if !listsOnly { try tx.put(RowKey.encode(row), bytes, in: recordTree(entity)) }
         if history != nil {
-            if let old {
+            if isStored {
                 // An upsert wrote every field: all of them are compared.
                 var fields =
                     try changedFields
-                    ?? Self.overlayChanges(old, bytes, fields: _FieldSet(all: entity.properties.count), entity, row: row)
+                    ?? Self.overlayChanges(old ?? [], bytes, fields: _FieldSet(all: entity.properties.count), entity, row: row)
                     .changed
                 if !changedOutside.isEmpty { fields = Array(Set(fields + changedOutside)).sorted() }
                 history?.update(entity, row: row, fields: fields)
@@ -441,7 +444,7 @@ struct SaveTransaction {
                 history?.insert(entity, row: row)
             }
         }
-        if old != nil, changes != nil {
+        if isStored, changes != nil {
             // An upsert replaced every field; a change wrote its own.
             changes?.update(entity, row: row, fields: only ?? _FieldSet(all: entity.properties.count))
         }

@@ -155,14 +155,14 @@ where V.RawValue: _KeyElementConvertible {
 
 /// A to-one relationship's key element: its target's row. Called by code
 /// the `@Model` macro generates; not meant to be called directly.
-public func _keyElement<T: PersistentModel>(_ value: T) -> KeyEncoding.Element? {
+@inlinable public func _keyElement<T: PersistentModel>(_ value: T) -> KeyEncoding.Element? {
     .int(value._strataState.rowID)
 }
 
 /// An optional to-one relationship's key element: its target's row, or
 /// `.null` for nil. Called by code the `@Model` macro generates; not meant
 /// to be called directly.
-public func _keyElement<T: PersistentModel>(_ value: T?) -> KeyEncoding.Element? {
+@inlinable public func _keyElement<T: PersistentModel>(_ value: T?) -> KeyEncoding.Element? {
     value.map { .int($0._strataState.rowID) } ?? .null
 }
 

@@ -133,20 +133,23 @@ public struct _RecordWriter {
     }
 
     /// A to-one relationship: the target's row id.
-    public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
-        encode(value, field: field, state: state, asModel: ())
+    @inlinable public mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState) {
+        encodeTarget(value?._strataState, field: field, state: state)
     }
 
     /// A non-optional to-one relationship: the target's row id.
-    public mutating func encode<T: PersistentModel>(_ value: T, field: Int, state: _ModelState) {
-        encode(Optional(value), field: field, state: state, asModel: ())
+    @inlinable public mutating func encode<T: PersistentModel>(_ value: T, field: Int, state: _ModelState) {
+        encodeTarget(value._strataState, field: field, state: state)
     }
 
-    private mutating func encode<T: PersistentModel>(_ value: T?, field: Int, state: _ModelState, asModel: Void) {
+    /// A to-one relationship's target, by its state (not generic: the
+    /// overloads above are specialized where the model's class is known,
+    /// and reach the target without looking up its type's metadata).
+    @usableFromInline mutating func encodeTarget(_ target: _ModelState?, field: Int, state: _ModelState) {
         if let rows = state.faultRows(field: field) {
             if let row = rows.first { writeRow(row, field: field) } else { null(field) }
-        } else if let value, value._strataState.rowID > 0, !value._strataState.deletedElsewhere {
-            writeRow(value._strataState.rowID, field: field)
+        } else if let target, target.rowID > 0, !target.deletedElsewhere {
+            writeRow(target.rowID, field: field)
         } else {
             null(field)
         }
@@ -165,15 +168,15 @@ public struct _RecordWriter {
     /// A to-one relationship to a model class that is also Encodable: the
     /// target's row id, as for any model. Called by code the `@Model` macro
     /// generates; not meant to be called directly.
-    public mutating func encode<T: PersistentModel & Encodable>(_ value: T?, field: Int, state: _ModelState) {
-        encode(value as T?, field: field, state: state, asModel: ())
+    @inlinable public mutating func encode<T: PersistentModel & Encodable>(_ value: T?, field: Int, state: _ModelState) {
+        encodeTarget(value?._strataState, field: field, state: state)
     }
 
     /// A non-optional to-one relationship to a model class that is also
     /// Encodable: the target's row id. Called by code the `@Model` macro
     /// generates; not meant to be called directly.
-    public mutating func encode<T: PersistentModel & Encodable>(_ value: T, field: Int, state: _ModelState) {
-        encode(Optional(value), field: field, state: state, asModel: ())
+    @inlinable public mutating func encode<T: PersistentModel & Encodable>(_ value: T, field: Int, state: _ModelState) {
+        encodeTarget(value._strataState, field: field, state: state)
     }
 
     /// A to-many relationship to a model class that is also Encodable: not part
