@@ -24,9 +24,9 @@ struct FilingFigures {
 
 let filingBatch = 1_000
 
-func strataFiling(count: Int, in directory: URL) throws -> FilingFigures {
+func strataFiling(count: Int, shapes: [Int] = [0, 1, 2], in directory: URL) throws -> FilingFigures {
     var figures = FilingFigures()
-    for shape in 0..<3 {
+    for shape in shapes {
         let url = directory.appendingPathComponent("filing-\(shape).store")
         let container = try ModelContainer(for: Shelf.self, Memo.self, configurations: ModelConfiguration(url: url))
         let shelves = shape == 2 ? count : 1

@@ -16,6 +16,8 @@ import Strata
 // `--filing-only` alone. `--profile-saves S` only makes S durable one-object saves on a
 // store of N tickets and exits, for `perf record`, `strace` or callgrind;
 // `--profile-updates R` makes R fetch-modify-saves of a tenth of them.
+// `--profile-filing K` runs Strata's filing shape K alone (0: one shelf,
+// 1: one shelf loaded, 2: a shelf per memo).
 // `--profile-lookups R` repeats the scale curve's fetches by identifier.
 // `--scale strata|grdb` runs one side of the scale curve (Scale.swift).
 // `--profile-fetch` only repeats Strata's fetch-all 20 times and exits, for
@@ -38,6 +40,16 @@ if let rounds = argument("--profile-updates").flatMap({ Int($0) }) {
 }
 if let rounds = argument("--profile-lookups").flatMap({ Int($0) }) {
     try profileLookups(count: count, rounds: rounds, in: directory)
+    try? FileManager.default.removeItem(at: directory)
+    exit(0)
+}
+if let shape = argument("--profile-filing").flatMap({ Int($0) }) {
+    guard (0...2).contains(shape) else {
+        print("--profile-filing takes 0, 1 or 2")
+        exit(2)
+    }
+    let figures = try strataFiling(count: count, shapes: [shape], in: directory)
+    print(String(format: "shape %d: %.3f s", shape, [figures.oneShelf, figures.oneShelfLoaded, figures.manyShelves][shape]))
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }
