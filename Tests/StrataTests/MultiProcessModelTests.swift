@@ -26,6 +26,17 @@ final class MultiProcessModelTests: XCTestCase {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
+    /// Two containers on one shop file in `directory`, each with its own
+    /// open store (as two processes have: a file system given explicitly
+    /// keeps a container from sharing another's store).
+    func twoStoresOfOneFile(in directory: TemporaryDirectory) throws -> [ModelContainer] {
+        let url = URL(fileURLWithPath: directory.file("shop.store"))
+        return try (0..<2).map { _ in
+            try ModelContainer(
+                for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
+        }
+    }
+
     func testTwoProcessesSaveAThirdFetches() throws {
         let executable = try workerExecutable()
         let directory = TemporaryDirectory(prefix: "strata-model-crowd")
@@ -96,11 +107,7 @@ final class MultiProcessModelTests: XCTestCase {
         for seed: UInt64 in [4, 11, 23, 37] {
             let directory = TemporaryDirectory(prefix: "strata-two-stores")
             defer { directory.remove() }
-            let url = URL(fileURLWithPath: directory.file("shop.store"))
-            let containers = try (0..<2).map { _ in
-                try ModelContainer(
-                    for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
-            }
+            let containers = try twoStoresOfOneFile(in: directory)
             var random = SeededRandom(seed: seed)
             var pending: [ModelContext?] = [nil, nil]
             var counters = [0, 0]
@@ -134,11 +141,7 @@ final class MultiProcessModelTests: XCTestCase {
     func testAModelTheSaveReachesMovesOffARowTheOtherStoreSaved() throws {
         let directory = TemporaryDirectory(prefix: "strata-reached")
         defer { directory.remove() }
-        let url = URL(fileURLWithPath: directory.file("shop.store"))
-        let containers = try (0..<2).map { _ in
-            try ModelContainer(
-                for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
-        }
+        let containers = try twoStoresOfOneFile(in: directory)
         let mine = ModelContext(containers[0])
         // Used by the observer, which runs on this thread, inside save().
         nonisolated(unsafe) let theirs = ModelContext(containers[1])
@@ -199,11 +202,7 @@ final class MultiProcessModelTests: XCTestCase {
     func testAnUnsavedInsertWhoseRowAnotherStoreSavedStaysApart() throws {
         let directory = TemporaryDirectory(prefix: "strata-rows")
         defer { directory.remove() }
-        let url = URL(fileURLWithPath: directory.file("shop.store"))
-        let containers = try (0..<2).map { _ in
-            try ModelContainer(
-                for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
-        }
+        let containers = try twoStoresOfOneFile(in: directory)
         let mine = ModelContext(containers[0])
         let pending = Customer(email: "mine@example.com", name: "unsaved")
         mine.insert(pending)
