@@ -42,7 +42,7 @@ public struct _RecordWriter {
         bytes.reserveCapacity(64)
     }
 
-    mutating func tag(_ field: Int, _ wire: UInt8) { appendVarint(UInt64(field) << 3 | UInt64(wire)) }
+    @usableFromInline mutating func tag(_ field: Int, _ wire: UInt8) { appendVarint(UInt64(field) << 3 | UInt64(wire)) }
 
     mutating func appendVarint(_ value: UInt64) { _BinaryEncoder.varint(value, to: &bytes) }
 
@@ -59,14 +59,14 @@ public struct _RecordWriter {
         bytes.append(contentsOf: payload)
     }
 
-    mutating func null(_ field: Int) { tag(field, RecordFormat.null) }
+    @usableFromInline mutating func null(_ field: Int) { tag(field, RecordFormat.null) }
 
     // MARK: Encoding overloads, chosen at compile time by the property's type
 
     /// Writes a record primitive as field `field`: its tag, then its payload.
     /// Called by code the `@Model` macro generates; not meant to be called
     /// directly.
-    public mutating func encode<T: _RecordPrimitive>(_ value: T, field: Int, state: _ModelState) {
+    @inlinable public mutating func encode<T: _RecordPrimitive>(_ value: T, field: Int, state: _ModelState) {
         tag(field, T._wire)
         value._appendPayload(to: &self)
     }
@@ -74,7 +74,7 @@ public struct _RecordWriter {
     /// Writes an optional record primitive; nil is written as a nil field.
     /// Called by code the `@Model` macro generates; not meant to be called
     /// directly.
-    public mutating func encode<T: _RecordPrimitive>(_ value: T?, field: Int, state: _ModelState) {
+    @inlinable public mutating func encode<T: _RecordPrimitive>(_ value: T?, field: Int, state: _ModelState) {
         if let value { encode(value, field: field, state: state) } else { null(field) }
     }
 
