@@ -64,16 +64,25 @@ public final class WriteTransaction: ReadTransaction {
         var entries: [(key: [UInt8], value: [UInt8]?)] = []
         /// How many of the entries are puts.
         var puts = 0
-        /// A 64-bit digest of each buffered delete's key (see
-        /// `deleteDigest`). While the buffer holds no put, a key is in the
-        /// tree as its pages show unless it is among the buffered deletes;
-        /// a digest found here is confirmed against the entries, so a
-        /// collision costs a scan, never a wrong answer.
-        var deletedDigests: Set<UInt64> = []
+        /// The buffered deletes by a 64-bit digest of their key (see
+        /// `deleteDigest`): the index in `entries` of the first delete with
+        /// that digest. While the buffer holds no put, a key is in the tree
+        /// as its pages show unless it is among the buffered deletes. A
+        /// digest found here is confirmed against that entry's key; only a
+        /// collision of two keys' digests costs a scan, never a wrong
+        /// answer.
+        var deletedDigests: [UInt64: Int] = [:]
+
+        /// Buffers a delete of `key`, whose digest is `digest`.
+        mutating func appendDelete(of key: [UInt8], digest: UInt64) {
+            entries.append((key, nil))
+            if deletedDigests[digest] == nil { deletedDigests[digest] = entries.count - 1 }
+        }
 
         /// True when a delete of `key` is buffered.
         func holdsDelete(of key: [UInt8], digest: UInt64) -> Bool {
-            guard deletedDigests.contains(digest) else { return false }
+            guard let index = deletedDigests[digest] else { return false }
+            if entries[index].key == key { return true }
             return entries.contains { $0.value == nil && $0.key == key }
         }
     }
@@ -484,8 +493,7 @@ public final class WriteTransaction: ReadTransaction {
             try ensureCounted(tree)
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
-            changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].entries.append((key, nil))
-            changeBuffers[tree.root]?.deletedDigests.insert(digest)
+            changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].appendDelete(of: key, digest: digest)
             bufferedChanges += 1
             // The entry and its digest (counted as before the digest
             // replaced a set of keys, so the buffer is applied as often).
