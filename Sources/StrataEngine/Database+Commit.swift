@@ -38,6 +38,7 @@ extension Database {
     /// trusted: the handle stops writing. Reopening runs recovery.
     func poison(_ why: String) {
         stateLock.withLock { if poisoned == nil { poisoned = why } }
+        forgetCatalogCache()
     }
 
     /// Restarts the log when it is empty, or every frame is in the main

@@ -55,30 +55,65 @@ public final class Database: @unchecked Sendable {
     /// `pager` (see their types): every access to them holds it, except in
     /// `open` before the handle is shared.
     let stateLock: Lock
-    /// Catalog entries (root page, entry count) looked up by readers at
-    /// position `catalogPosition`, shared by every reader of that commit:
-    /// a fetch opens a read transaction and looks up the same few trees
-    /// each time, and a catalog search costs a page load and two
-    /// allocations. Replaced when a reader of a newer commit looks a tree
-    /// up.
+    /// Catalog entries (root page, entry count) as of position
+    /// `catalogPosition`, shared by every transaction that starts from that
+    /// state: a fetch opens a read transaction and looks up the same few
+    /// trees each time, and a catalog search costs a page load and two
+    /// allocations. Readers fill it; a write transaction that created,
+    /// dropped or renamed no tree fills it too and, when it commits, moves
+    /// it to the commit's position with its new entry counts, so the next
+    /// writer (and the readers once the commit is published) find its
+    /// trees without a search. Replaced when a transaction of a newer
+    /// position looks a tree up. Guarded by `catalogLock` (its own lock:
+    /// every save takes it several times, and `stateLock` is held by a
+    /// group commit's leader while it publishes).
+    private let catalogLock = Lock()
     @exclusivity(unchecked) private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
     @exclusivity(unchecked) private var catalogPosition = UInt64.max
+    /// Set by ``forgetCatalogCache()``: nothing is remembered from then on.
+    @exclusivity(unchecked) private var catalogCacheOff = false
 
-    /// The catalog entry of `name` as of position `position`, if a reader
-    /// of that commit looked it up already.
+    /// The catalog entry of `name` as of position `position`, if a
+    /// transaction of that position looked it up already; root 0 when it
+    /// found no such tree.
     func cachedCatalogEntry(_ name: String, position: UInt64) -> (root: UInt32, count: Int)? {
-        stateLock.withLock { catalogPosition == position ? catalogCache[name] : nil }
+        catalogLock.withLock { catalogPosition == position ? catalogCache[name] : nil }
     }
 
-    /// Remembers the catalog entry of `name` as of position `position`.
+    /// Remembers the catalog entry of `name` as of position `position`
+    /// (root 0: there is no such tree).
     func rememberCatalogEntry(_ name: String, position: UInt64, root: UInt32, count: Int) {
-        stateLock.withLock {
+        catalogLock.withLock {
+            guard !catalogCacheOff else { return }
             if catalogPosition != position {
                 guard position > catalogPosition || catalogPosition == .max else { return }
                 catalogPosition = position
                 catalogCache.removeAll(keepingCapacity: true)
             }
             catalogCache[name] = (root, count)
+        }
+    }
+
+    /// A commit made at `to` from the state at `from` without creating,
+    /// dropping or renaming a tree: the entries remembered for `from` hold
+    /// at `to` too, with the entry counts of the trees it changed
+    /// (`changed`: name, root and new count).
+    func advanceCatalogCache(from: UInt64, to: UInt64, changed: [(name: String, root: UInt32, count: Int)]) {
+        catalogLock.withLock {
+            guard !catalogCacheOff, catalogPosition == from, to > from else { return }
+            catalogPosition = to
+            for entry in changed { catalogCache[entry.name] = (entry.root, entry.count) }
+        }
+    }
+
+    /// Forgets every remembered entry and remembers none from then on, for
+    /// a handle whose sync failed: positions past the published state (its
+    /// failed commits) may be reused by other processes' commits.
+    func forgetCatalogCache() {
+        catalogLock.withLock {
+            catalogCacheOff = true
+            catalogPosition = .max
+            catalogCache.removeAll()
         }
     }
 
@@ -367,14 +402,17 @@ public final class Database: @unchecked Sendable {
             // holds the same images; taken after, a commit published in
             // between would be in neither.
             let continuation = pendingCommits.continuation()
-            var (snapshot, serial): (Snapshot, UInt64) = stateLock.withLock {
+            var (snapshot, serial, generation): (Snapshot, UInt64, UInt32) = stateLock.withLock {
                 transactionSerial &+= 1
-                return (committed, transactionSerial)
+                return (committed, transactionSerial, wal.state.generation)
             }
             if let pending = continuation {
                 snapshot.header = pending.header
                 let tx = WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: pending.freelist)
                 tx.pendingPages = pending.overlay
+                // No restart while commits are pending: the last one's
+                // position is in this generation.
+                tx.catalogBase = UInt64(generation) << 32 | UInt64(pending.tail.frames)
                 return tx
             }
             if freelistPosition != snapshot.position {

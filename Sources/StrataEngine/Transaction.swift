@@ -106,6 +106,9 @@ public class ReadTransaction {
         memoNumbers = .allocate(capacity: Self.memoSize)
         memoNumbers.initialize(repeating: UInt32.max, count: Self.memoSize)
         if fingers {
+            // A save writes a handful of trees: their counts fit without
+            // the table growing three times.
+            counts.reserveCapacity(8)
             let slots = UnsafeMutablePointer<Finger>.allocate(capacity: Self.maxFingers)
             slots.initialize(repeating: Finger(), count: Self.maxFingers)
             self.fingers = slots
@@ -210,22 +213,29 @@ public class ReadTransaction {
     /// The tree called `name`, or nil.
     public func treeIfPresent(_ name: String) throws -> Tree? {
         try checkOpen()
-        let reader = !isWriter
-        if reader, let (root, count) = db.cachedCatalogEntry(name, position: snapshot.position) {
+        let position = catalogPosition
+        if let position, let (root, count) = db.cachedCatalogEntry(name, position: position) {
+            // Root 0 (the file header, never a tree's): no such tree.
+            if root == 0 { return nil }
             if counts[root] == nil { counts[root] = count }
             return handle(name, root: root)
         }
         let key = Array(name.utf8)
         guard key.count <= Database.maxKeyLength else { return nil }
-        guard let value = try value(for: key, root: FileHeader.catalogRoot) else { return nil }
+        guard let value = try value(for: key, root: FileHeader.catalogRoot) else {
+            if let position { db.rememberCatalogEntry(name, position: position, root: 0, count: 0) }
+            return nil
+        }
         let (root, count) = try decodeCatalogValue(value, name: name)
         if counts[root] == nil { counts[root] = count }
-        if reader { db.rememberCatalogEntry(name, position: snapshot.position, root: root, count: count) }
+        if let position { db.rememberCatalogEntry(name, position: position, root: root, count: count) }
         return handle(name, root: root)
     }
 
-    /// True for the write transaction, whose catalog changes as it runs.
-    var isWriter: Bool { false }
+    /// The position whose catalog this transaction's catalog is, for the
+    /// shared catalog cache (``Database/cachedCatalogEntry(_:position:)``);
+    /// nil once a write transaction created, dropped or renamed a tree.
+    var catalogPosition: UInt64? { snapshot.position }
 
     /// A tree's root page and entry count from its catalog entry.
     ///

@@ -146,4 +146,60 @@ final class TreeHandleTests: EngineTestCase {
             XCTAssertEqual(try tx.treeNames(), ["c", "t", "z"])
         }
     }
+
+    /// Transactions share the catalog entries (root, count) they looked up,
+    /// keyed by the commit they start from, and a commit that created,
+    /// dropped or renamed no tree carries them forward with its new
+    /// counts: every lookup after any kind of commit sees that commit's
+    /// catalog, absent trees included.
+    func testCatalogLookupsFollowEveryKindOfCommit() throws {
+        let db = try open("catalog.strata", DatabaseOptions(durability: .none))
+        func counts() throws -> [String: Int] {
+            try db.read { tx in
+                var found: [String: Int] = [:]
+                for name in ["t", "u", "v"] {
+                    if let tree = try tx.treeIfPresent(name) { found[name] = try tx.count(tree) }
+                }
+                return found
+            }
+        }
+        try db.write { tx in try tx.put(bytes("a"), [], in: try tx.createTree("t")) }
+        XCTAssertEqual(try counts(), ["t": 1])
+        // Counts only: the next writer and the readers start from the
+        // entries this commit carried forward.
+        for round in 2...4 {
+            try db.write { tx in
+                XCTAssertNil(try tx.treeIfPresent("u"))
+                let t = try tx.tree("t")
+                XCTAssertEqual(try tx.count(t), round - 1)
+                try tx.put(bytes("k\(round)"), [], in: t)
+            }
+            XCTAssertEqual(try counts(), ["t": round])
+        }
+        // A tree created where an absent one was looked up.
+        try db.write { tx in
+            XCTAssertNil(try tx.treeIfPresent("u"))
+            try tx.put(bytes("a"), [], in: try tx.createTree("u"))
+            try tx.put(bytes("z"), [], in: try tx.tree("t"))
+        }
+        XCTAssertEqual(try counts(), ["t": 5, "u": 1])
+        try db.write { tx in
+            try tx.renameTree("u", to: "v")
+            XCTAssertNil(try tx.treeIfPresent("u"))
+        }
+        XCTAssertEqual(try counts(), ["t": 5, "v": 1])
+        try db.write { tx in try tx.put(bytes("b"), [], in: try tx.tree("v")) }
+        XCTAssertEqual(try counts(), ["t": 5, "v": 2])
+        try db.write { tx in XCTAssertTrue(try tx.dropTree("t")) }
+        XCTAssertEqual(try counts(), ["v": 2])
+        // A rolled-back writer's lookups leave the next one's right.
+        let tx = try db.beginWrite()
+        try tx.put(bytes("c"), [], in: try tx.tree("v"))
+        XCTAssertEqual(try tx.count(try tx.tree("v")), 3)
+        tx.rollback()
+        XCTAssertEqual(try counts(), ["v": 2])
+        try db.write { tx in XCTAssertEqual(try tx.count(try tx.tree("v")), 2) }
+        let report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+    }
 }
