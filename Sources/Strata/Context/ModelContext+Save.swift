@@ -175,7 +175,11 @@ extension ModelContext {
                 try save.deleteRows(entity, rows[entity.ordinal])
             }
             try save.flushDeletes()
-            for model in inserted { try save.resolveUpsert(model) }
+            var toResolve = inserted.count
+            for model in inserted {
+                toResolve -= 1
+                try save.resolveUpsert(model, othersFollow: toResolve > 0)
+            }
             prepared.upserted = save.remapped
             let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
             for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }

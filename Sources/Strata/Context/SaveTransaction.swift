@@ -216,8 +216,10 @@ struct SaveTransaction {
         pendingDeletes = [:]
     }
 
-    /// Step 2 for one inserted model.
-    mutating func resolveUpsert(_ model: any PersistentModel) throws {
+    /// Step 2 for one inserted model; `othersFollow`: inserted models of
+    /// this save are resolved after it (they must see the unique keys it
+    /// takes).
+    mutating func resolveUpsert(_ model: any PersistentModel, othersFollow: Bool) throws {
         let entity = try entity(of: model)
         let groups = entity.uniqueGroups
         guard !groups.isEmpty else { return }
@@ -252,7 +254,12 @@ struct SaveTransaction {
             target = match
         }
         let row = target?.row ?? own
-        for (tree, key) in keys { pendingUnique[tree, default: [:]][key] = row }
+        // Only inserts resolved after this one look the keys up (a save of
+        // one model skips building the table: two dictionaries and a hash
+        // of the key, about a third of this function).
+        if othersFollow {
+            for (tree, key) in keys { pendingUnique[tree, default: [:]][key] = row }
+        }
         guard let target else { return }
         remapped.append((model, own))
         model._strataState.rowID = target.row
