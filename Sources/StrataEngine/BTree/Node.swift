@@ -283,16 +283,40 @@ struct Node {
         return true
     }
 
-    /// Puts `cell` in place of cell `i` when it is no larger, and returns
-    /// true; the bytes it leaves unused become a hole. Returns false,
-    /// changing nothing, when it is larger. A replaced record of the same
-    /// size then costs a copy, where removing and inserting it left a hole
-    /// each time and made the page compact itself every few replacements.
+    /// Puts `cell` in place of cell `i` and returns true when it fits
+    /// there: when it is no larger (the bytes it leaves unused become a
+    /// hole), or when the free gap between the slots and the heap holds
+    /// what it adds. A larger cell then takes those bytes from the gap:
+    /// the heap below the old cell moves down by the difference (one
+    /// `memmove` and a pass over the slots). Returns false, changing
+    /// nothing, when it fits neither way.
+    ///
+    /// Removing and inserting instead left the old cell as a hole and
+    /// needed the new one whole from the gap, so on a full leaf every
+    /// other replacement compacted the page (a fetch-modify-save of a
+    /// tenth of 100,000 records: a sixth of its instructions).
     func replaceCell(at i: Int, _ cell: UnsafeRawPointer, _ size: Int) -> Bool {
         let old = cellSize(i)
-        guard size <= old else { return false }
-        (bytes + slot(i)).copyMemory(from: cell, byteCount: size)
-        if size < old { setFragmented(fragmented + old - size) }
+        let offset = slot(i)
+        guard size > old else {
+            (bytes + offset).copyMemory(from: cell, byteCount: size)
+            if size < old { setFragmented(fragmented + old - size) }
+            return true
+        }
+        let grow = size - old
+        let n = count
+        let heap = heapStart
+        guard heap - (Layout.nodeHeaderSize + 2 * n) >= grow else { return false }
+        // Cells (and holes) from the heap's start up to the old cell move
+        // down by `grow`; the new cell ends where the old one ended.
+        memmove(bytes + heap - grow, bytes + heap, offset - heap)
+        for j in 0..<n {
+            let at = slot(j)
+            if at < offset { setU16(Layout.nodeHeaderSize + 2 * j, at - grow) }
+        }
+        (bytes + offset - grow).copyMemory(from: cell, byteCount: size)
+        setU16(Layout.nodeHeaderSize + 2 * i, offset - grow)
+        setHeapStart(heap - grow)
         return true
     }
 
