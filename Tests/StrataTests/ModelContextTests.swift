@@ -287,6 +287,30 @@ final class ModelContextTests: StoreTestCase {
         }
     }
 
+    /// The save looks at the record tree's last key to move inserts off
+    /// rows other processes took. A damaged last key (another handle wrote
+    /// five bytes where a row id's eight belong) was skipped, so the check
+    /// did not run; the save now fails with a typed error and the context
+    /// keeps its insert.
+    func testADamagedLastRowKeyFailsTheSave() throws {
+        let url = storeURL()
+        let opened = try container(url)
+        skipIntegrityCheck(of: opened, because: "a five-byte key is written into the Trip records")
+        let context = ModelContext(opened)
+        context.insert(Trip(name: "A", destination: "X"))
+        try context.save()
+        let database = try Database.open(path: url.path)
+        try database.write { tx in try tx.put([0xFF, 0xFF, 0xFF, 0xFF, 0xFF], [0], in: try tx.tree("e.Trip")) }
+        try database.close()
+        context.insert(Trip(name: "B", destination: "Y"))
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual(error as? SwiftDataError, .corruptRecord, "\(error)")
+            XCTAssertTrue("\(error)".contains("5 bytes"), "\(error)")
+        }
+        XCTAssertTrue(context.hasChanges, "the insert stays pending")
+        XCTAssertEqual(context.insertedModelsArray.count, 1)
+    }
+
     func testSaveNotificationsCarryIdentifiers() throws {
         let context = ModelContext(try container())
         let trip = Trip(name: "A", destination: "X")

@@ -266,7 +266,11 @@ extension ModelContext {
             let entity = container.schema.entities[ordinal]
             guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
             let cursor = try tx.cursor(tree)
-            guard try cursor.last(), let last = try? RowKey.decode(try cursor.key()), last >= low else { continue }
+            guard try cursor.last() else { continue }
+            // A last key that is not a row id is damage, not an empty
+            // tree: skipping the check would let an insert overwrite a row.
+            let last = try RowKey.decode(try cursor.key())
+            guard last >= low else { continue }
             store.raiseRowFloor(entity, to: last)
             for model in inserted where model._strataState.rowID <= last {
                 guard container.schema.entity(forType: type(of: model))?.ordinal == ordinal else { continue }
