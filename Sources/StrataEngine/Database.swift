@@ -97,12 +97,12 @@ public final class Database: @unchecked Sendable {
     /// A commit made at `to` from the state at `from` without creating,
     /// dropping or renaming a tree: the entries remembered for `from` hold
     /// at `to` too, with the entry counts of the trees it changed
-    /// (`changed`: name, root and new count).
-    func advanceCatalogCache(from: UInt64, to: UInt64, changed: [(name: String, root: UInt32, count: Int)]) {
+    /// (`changed`: root → name, `counts`: root → new count).
+    func advanceCatalogCache(from: UInt64, to: UInt64, changed: [UInt32: String], counts: [UInt32: Int]) {
         catalogLock.withLock {
             guard !catalogCacheOff, catalogPosition == from, to > from else { return }
             catalogPosition = to
-            for entry in changed { catalogCache[entry.name] = (entry.root, entry.count) }
+            for (root, name) in changed { catalogCache[name] = (root, counts[root] ?? 0) }
         }
     }
 
@@ -412,7 +412,7 @@ public final class Database: @unchecked Sendable {
                 tx.pendingPages = pending.overlay
                 // No restart while commits are pending: the last one's
                 // position is in this generation.
-                tx.catalogBase = UInt64(generation) << 32 | UInt64(pending.tail.frames)
+                tx.catalogBase = SharedIndex.State.position(generation: generation, frames: pending.tail.frames)
                 return tx
             }
             if freelistPosition != snapshot.position {

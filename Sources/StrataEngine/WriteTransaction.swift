@@ -767,12 +767,10 @@ public final class WriteTransaction: ReadTransaction {
         let pagesFirst = tail.frames - pages.count
         let first = spillTail == nil ? pagesFirst : spillStart
         let generation = db.stateLock.withLock { db.wal.state.generation }
-        let position = UInt64(generation) << 32 | UInt64(tail.frames)
+        let position = SharedIndex.State.position(generation: generation, frames: tail.frames)
         db.rememberFreelist(freelist, position: position)
         if let catalogBase {
-            db.advanceCatalogCache(
-                from: catalogBase, to: position,
-                changed: changedTrees.map { (name: $0.value, root: $0.key, count: counts[$0.key] ?? 0) })
+            db.advanceCatalogCache(from: catalogBase, to: position, changed: changedTrees, counts: counts)
         }
         let recent = WAL.RecentCommit(firstFrame: pagesFirst, generation: generation, pages: pages)
         // A commit that wrote pages into the main file was a large one

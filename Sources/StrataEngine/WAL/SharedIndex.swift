@@ -151,7 +151,14 @@ final class SharedIndex: @unchecked Sendable {
         var changeCounter: UInt64 = 0
 
         /// The snapshot position of the last commit.
-        var position: UInt64 { UInt64(generation) << 32 | UInt64(frames) }
+        var position: UInt64 { Self.position(generation: generation, frames: frames) }
+
+        /// The snapshot position of a commit that ends at frame `frames`
+        /// of log generation `generation` (the key of the catalog and free
+        /// page caches).
+        static func position(generation: UInt32, frames: Int) -> UInt64 {
+            UInt64(generation) << 32 | UInt64(frames)
+        }
     }
 
     /// What a reading of the header found.
