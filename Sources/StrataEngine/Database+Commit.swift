@@ -28,7 +28,7 @@ extension Database {
                     if !full { counters.partialCheckpoints += 1 }
                 }
             }
-        } catch let failure as SyncFailure {
+        } catch let failure as FsyncFailure {
             poison("an fsync failed during a checkpoint: \(failure.underlying)")
             throw failure.underlying
         }
@@ -52,7 +52,7 @@ extension Database {
                     counters.walRestarts += 1
                 }
             }
-        } catch let failure as SyncFailure {
+        } catch let failure as FsyncFailure {
             poison("an fsync of the WAL header failed: \(failure.underlying)")
             throw failure.underlying
         }

@@ -196,12 +196,12 @@ extension ModelContext {
                 }
                 guard let model else { continue }
                 if let own = victim.model {
-                    InverseSync.remove(own, from: model, side: side)
+                    InverseUpkeep.remove(own, from: model, side: side)
                 } else if side.isToOne,
-                    let back = InverseSync.value(of: model, field: side.field) as? any PersistentModel,
+                    let back = InverseUpkeep.value(of: model, field: side.field) as? any PersistentModel,
                     back._strataState.rowID == victim.row
                 {
-                    InverseSync.set(model, field: side.field, to: nil)
+                    InverseUpkeep.set(model, field: side.field, to: nil)
                 }
             }
         }
@@ -323,14 +323,14 @@ extension ModelContext {
                 guard !doomed.contains(Victim(entity: source, row: row, model: nil)) else { return false }
                 // A holder this context pointed elsewhere no longer counts.
                 if let model = registered(source, row: row), model._strataState.faultRows(field: relationship.field) == nil {
-                    let target = InverseSync.value(of: model, field: relationship.field) as? any PersistentModel
+                    let target = InverseUpkeep.value(of: model, field: relationship.field) as? any PersistentModel
                     return target?._strataState.rowID == victim.row
                 }
                 return true
             }
             let pending = (inserted + Array(changed.values)).first { model in
                 guard type(of: model) == source.type, doomed.models[ObjectIdentifier(model)] == nil,
-                    let target = InverseSync.value(of: model, field: relationship.field) as? any PersistentModel
+                    let target = InverseUpkeep.value(of: model, field: relationship.field) as? any PersistentModel
                 else { return false }
                 if let own = victim.model { return target === own }
                 return target._strataState.rowID == victim.row
@@ -454,7 +454,7 @@ extension ModelContext {
 
     /// The loaded models relationship `relationship` of `model` refers to.
     static func targets(of model: any PersistentModel, _ relationship: Schema.Relationship) -> [any PersistentModel] {
-        let value = InverseSync.value(of: model, field: relationship.field)
+        let value = InverseUpkeep.value(of: model, field: relationship.field)
         if let many = value as? [any PersistentModel] { return many }
         if let one = value as? any PersistentModel { return [one] }
         return []

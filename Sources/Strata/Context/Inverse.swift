@@ -105,9 +105,9 @@ enum InverseGraph {
 ///
 /// Each change goes through the target's generated setter, so it is
 /// observed and tracked like a change the program made, with the target's
-/// own inverse sync switched off for that one assignment (the side that
+/// own inverse upkeep switched off for that one assignment (the side that
 /// started the change is already up to date).
-enum InverseSync {
+enum InverseUpkeep {
     /// The current value of relationship `field` of `model`, loaded.
     static func value(of model: any PersistentModel, field: Int) -> Any? {
         let keypaths = InverseGraph.info(type(of: model)).keypaths
@@ -254,8 +254,8 @@ extension _ModelState {
         let previous = old ?? nil
         if previous === new { return }
         let forward = InverseGraph.Side(type: M.self, field: field, isToOne: true)
-        if let previous { InverseSync.remove(model, from: previous, side: side) }
-        if let new { InverseSync.add(model, to: new, side: side, forward: forward) }
+        if let previous { InverseUpkeep.remove(model, from: previous, side: side) }
+        if let new { InverseUpkeep.add(model, to: new, side: side, forward: forward) }
     }
 
     /// A non-optional to-one relationship changed: as an optional one.
@@ -279,11 +279,11 @@ extension _ModelState {
         let kept = Set(before.map(ObjectIdentifier.init)).intersection(new.map(ObjectIdentifier.init))
         let forward = InverseGraph.Side(type: M.self, field: field, isToOne: false)
         for target in before where !kept.contains(ObjectIdentifier(target)) {
-            InverseSync.remove(model, from: target, side: side)
+            InverseUpkeep.remove(model, from: target, side: side)
         }
         var added: Set<ObjectIdentifier> = kept
         for target in new where added.insert(ObjectIdentifier(target)).inserted {
-            InverseSync.add(model, to: target, side: side, forward: forward)
+            InverseUpkeep.add(model, to: target, side: side, forward: forward)
         }
     }
 }

@@ -221,7 +221,7 @@ public final class ModelContext: _RelatedModelLoader {
         inserted.append(model)
         insertions &+= 1
         registerUndo(model) { context, model in context.delete(model) }
-        Self.syncInverses(of: model, entity: entity)
+        Self.updateInverses(of: model, entity: entity)
         insertRelated(of: model, entity: entity, everyList: true)
         noteMutation()
     }
@@ -258,18 +258,18 @@ public final class ModelContext: _RelatedModelLoader {
     /// Relationships set before the model had a context (in its
     /// initializer, where setters do not run) get their other side now.
     /// (A relationship whose setter ran is in step already.)
-    static func syncInverses(of model: any PersistentModel, entity: Schema.Entity) {
+    static func updateInverses(of model: any PersistentModel, entity: Schema.Entity) {
         let type = entity.type
         let inStep = model._strataState.inverseInStep
         for (field, side) in entity.inverseSides where !inStep.contains(field) {
             if isNil(model, field: field) { continue }
-            let value = InverseSync.value(of: model, field: field)
+            let value = InverseUpkeep.value(of: model, field: field)
             if let targets = value as? [any PersistentModel] {
                 let forward = InverseGraph.Side(type: type, field: field, isToOne: false)
-                for target in targets { InverseSync.add(model, to: target, side: side, forward: forward) }
+                for target in targets { InverseUpkeep.add(model, to: target, side: side, forward: forward) }
             } else if let target = value as? any PersistentModel {
                 let forward = InverseGraph.Side(type: type, field: field, isToOne: true)
-                InverseSync.add(model, to: target, side: side, forward: forward)
+                InverseUpkeep.add(model, to: target, side: side, forward: forward)
             }
         }
     }
@@ -373,7 +373,7 @@ public final class ModelContext: _RelatedModelLoader {
                 if relationship.deleteRule == .cascade {
                     deleteExistential(target)
                 } else if let side = entity.inverseSides[relationship.field] {
-                    InverseSync.remove(model, from: target, side: side)
+                    InverseUpkeep.remove(model, from: target, side: side)
                 }
             }
         }

@@ -401,7 +401,7 @@ struct SaveTransaction {
                 // changed by this context, is left as stored.
                 guard state.faults[field] == nil, only?.contains(field) != false else { continue }
                 // Targets another save deleted are not written back.
-                let targets = (InverseSync.value(of: model, field: field) as? [any PersistentModel] ?? [])
+                let targets = (InverseUpkeep.value(of: model, field: field) as? [any PersistentModel] ?? [])
                     .filter { !$0._strataState.deletedElsewhere }.map(\._strataState.rowID).filter { $0 > 0 }
                 var wanted = Set(targets)
                 let stored = Set(fresh ? [] : try pairs(join, of: row))
@@ -429,7 +429,7 @@ struct SaveTransaction {
                     let other = schema.entity(forType: side.type)
                 else { continue }
                 let wanted = Set(
-                    (InverseSync.value(of: model, field: field) as? [any PersistentModel] ?? []).map(\._strataState.rowID))
+                    (InverseUpkeep.value(of: model, field: field) as? [any PersistentModel] ?? []).map(\._strataState.rowID))
                 for target in try pairs(index, of: row) where !wanted.contains(target) {
                     try clearToOne(side.field, of: target, other, ifAt: row)
                 }

@@ -14,7 +14,7 @@ extension WAL {
     /// publishes the new backfilled count. Returns nil when there was
     /// nothing to copy, else whether the checkpoint reached the last
     /// commit. The caller holds the writer lock. Throws
-    /// ``SyncFailure`` wrapping an fsync failure, so the caller can
+    /// ``FsyncFailure`` wrapping an fsync failure, so the caller can
     /// poison the handle.
     func checkpoint(into pager: Pager, sync: Bool, syncLogFirst: Bool, recent: RecentCommit? = nil) throws -> Bool? {
         guard let plan = try planCheckpoint() else { return nil }
@@ -60,7 +60,7 @@ extension WAL {
             checkpointed(to: plan.target)
             return plan.full
         } catch {
-            if syncFailed { throw SyncFailure(underlying: error) }
+            if syncFailed { throw FsyncFailure(underlying: error) }
             throw error
         }
     }
@@ -87,6 +87,6 @@ extension WAL {
 
 /// An fsync failed during a checkpoint or a restart: the handle must stop
 /// writing.
-struct SyncFailure: Error {
+struct FsyncFailure: Error {
     var underlying: any Error
 }

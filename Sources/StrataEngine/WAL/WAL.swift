@@ -246,7 +246,7 @@ final class WAL: @unchecked Sendable {
     /// frame is in the main file and no reader of any handle needs one;
     /// returns true when it did. Over a log that held frames, the header
     /// is synced (unless `sync` is false) before any frame of the new
-    /// generation is written; a failed sync throws ``SyncFailure``. An
+    /// generation is written; a failed sync throws ``FsyncFailure``. An
     /// empty log (a new store, or one its last close truncated) has no
     /// frame a lost or torn header could make valid, so its header is made
     /// durable by the first commit's own sync: the first save after an
@@ -280,7 +280,7 @@ final class WAL: @unchecked Sendable {
         let file = lock.withLock { self.file }
         try header.withUnsafeBytes { try file.write($0.baseAddress!, count: WALFormat.headerSize, at: 0) }
         if sync && !empty {
-            do { try file.sync() } catch { throw SyncFailure(underlying: error) }
+            do { try file.sync() } catch { throw FsyncFailure(underlying: error) }
         }
         new.chain = header.withUnsafeBytes { loadBE32($0.baseAddress! + 24) }
         new.frames = 0
