@@ -11,9 +11,10 @@
 
         /// A store at `name` that is not syncing yet.
         func localStore(_ name: String) throws -> ModelContainer {
-            try ModelContainer(
-                for: Schema(Self.models),
-                configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.file(name + ".store"))))
+            track(
+                try ModelContainer(
+                    for: Schema(Self.models),
+                    configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.file(name + ".store")))))
         }
 
         func testModelsSavedBeforeJoiningAreUploaded() async throws {

@@ -15,7 +15,7 @@
         func tcpDevice(_ name: String, zone: String, host: String, query: String) throws -> (ModelContainer, SyncEngine) {
             let cluster = try server()
             let url = URL(fileURLWithPath: directory.file(name + ".store"))
-            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let container = track(try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url)))
             let configuration = try SyncConfiguration(
                 server: "postgres://\(cluster.user)@\(host):\(cluster.port)/\(cluster.database)?\(query)",
                 password: cluster.password, zone: zone)

@@ -1,6 +1,7 @@
 #if Sync
     import Foundation
     import Strata
+    import StrataEngine
     @testable import StrataSync
     import StrataTesting
     import XCTest
@@ -57,7 +58,73 @@
         override func tearDown() async throws {
             for engine in engines { await engine.stop() }
             engines = []
+            checkStores()
             try? FileManager.default.removeItem(atPath: directory.path)
+        }
+
+        /// The stores the tear-down checks with `checkIntegrity()`: every
+        /// device's, and those a test passes to ``track(_:)``; the last
+        /// container on each file, held weakly so that a test can close a
+        /// store and open it again with another schema.
+        private var tracked: [(url: URL, schema: Schema, container: WeakContainer)] = []
+
+        /// A container the test may let go.
+        struct WeakContainer {
+            weak var container: ModelContainer?
+        }
+
+        /// Adds `container` to the stores the tear-down checks.
+        @discardableResult func track(_ container: ModelContainer) -> ModelContainer {
+            if let url = container.configurations.first?.url {
+                tracked.append((url, container.schema, WeakContainer(container: container)))
+            }
+            return container
+        }
+
+        /// The tear-down check, as the object layer's suites have it: the
+        /// object layer's integrity check (records, indexes, unique
+        /// constraints, relationships) of each tracked store once its
+        /// engine has stopped (a store the test closed is opened again
+        /// read-only with the schema it was last opened with), then the
+        /// engine's check (pages, trees, counts) of every store file left
+        /// in the test's directory, those of device processes included. A
+        /// problem fails the test.
+        private func checkStores() {
+            var latest: [URL: (schema: Schema, container: WeakContainer)] = [:]
+            var order: [URL] = []
+            for entry in tracked {
+                if latest[entry.url] == nil { order.append(entry.url) }
+                latest[entry.url] = (entry.schema, entry.container)
+            }
+            tracked = []
+            for url in order {
+                guard let entry = latest[url] else { continue }
+                do {
+                    let container =
+                        try entry.container.container
+                        ?? ModelContainer(for: entry.schema, configurations: ModelConfiguration(url: url, allowsSave: false))
+                    let problems = try container.checkIntegrity()
+                    if !problems.isEmpty {
+                        XCTFail(
+                            "tear-down: checkIntegrity() of \(url.lastPathComponent) found \(problems.count) problem(s):\n"
+                                + problems.prefix(20).map { "  \($0)" }.joined(separator: "\n"))
+                    }
+                } catch {
+                    XCTFail("tear-down: checkIntegrity() of \(url.lastPathComponent) threw \(error)")
+                }
+            }
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            for file in files.sorted() where file.hasSuffix(".store") {
+                do {
+                    let database = try Database.open(
+                        path: directory.file(file), options: DatabaseOptions(readOnly: true))
+                    defer { try? database.close() }
+                    let report = try database.check()
+                    if !report.isHealthy { XCTFail("tear-down: the engine check of \(file) found:\n\(report)") }
+                } catch {
+                    XCTFail("tear-down: the engine check of \(file) threw \(error)")
+                }
+            }
         }
 
         func server() throws -> PostgresCluster {
@@ -79,7 +146,7 @@
                 for: schema ?? Schema(Self.models), configurations: ModelConfiguration(url: url))
             let engine = try SyncEngine(container: container, configuration: configuration(zone: zone, poll: poll))
             engines.append(engine)
-            return (container, engine)
+            return (track(container), engine)
         }
 
         /// The test server's configuration for `zone`, over its Unix socket.
@@ -329,7 +396,7 @@
 
         func testAnUnreachableServerLeavesSavesGoingOn() async throws {
             let url = URL(fileURLWithPath: directory.file("offline.store"))
-            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let container = track(try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url)))
             // A port nothing listens on: a cluster's port after it is gone.
             let gone = try PostgresCluster()
             let port = gone.port
@@ -359,7 +426,7 @@
         func testARefusedLoginIsATypedErrorWithoutThePassword() async throws {
             let cluster = try server()
             let url = URL(fileURLWithPath: directory.file("login.store"))
-            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let container = track(try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url)))
             let configuration = try SyncConfiguration(server: cluster.url, password: "wrong-secret-123", zone: "login")
             let engine = try SyncEngine(container: container, configuration: configuration)
             engines.append(engine)
@@ -372,8 +439,10 @@
             }
             // The right password over TCP works.
             let right = try SyncConfiguration(server: cluster.url, password: cluster.password, zone: "login")
-            let container2 = try ModelContainer(
-                for: Note.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.file("login2.store"))))
+            let container2 = track(
+                try ModelContainer(
+                    for: Note.self,
+                    configurations: ModelConfiguration(url: URL(fileURLWithPath: directory.file("login2.store")))))
             let engine2 = try SyncEngine(container: container2, configuration: right)
             engines.append(engine2)
             try await engine2.syncNow()
