@@ -36,6 +36,7 @@ let package = Package(
         fuzzTarget("fuzz-shared-index"),
         fuzzTarget("fuzz-operations"),
         fuzzTarget("fuzz-object-store", harness: "StrataObjectTesting"),
+        fuzzTarget("fuzz-decoders", harness: "StrataObjectTesting"),
         .executableTarget(
             name: "fuzz-make-seeds",
             dependencies: [

@@ -667,7 +667,8 @@ public enum ObjectFuzzHarness {
                 "history-damaged",
                 encode([
                     .overwrite(tree: tree("h.transactions"), key: 1, offset: 5, bytes: [0xFF, 0xFF, 0xFF, 0xFF]),
-                    .truncate(tree: tree("h.meta"), key: 0, length: 3),
+                    // (`h.meta` exists only once history has been deleted.)
+                    .truncate(tree: tree("h.transactions"), key: 2, length: 3),
                 ])
             ),
             ("catalog-page-overwritten", encode([.file(offset: base.pageSize + 40, bytes: [0xFF, 0xFF, 0xFF, 0xFF])])),

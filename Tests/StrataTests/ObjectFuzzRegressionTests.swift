@@ -35,6 +35,37 @@ final class ObjectFuzzRegressionTests: XCTestCase {
         }
     }
 
+    /// The `fuzz-decoders` target's seeds (each must decode), its fixed
+    /// findings, and the seeds cut short and with bytes changed, through
+    /// ``DecoderFuzzHarness/decoders(_:)``, which traps on a decoder that
+    /// neither fails cleanly nor round-trips.
+    func testDecoderSeedsRegressionsAndMutations() throws {
+        let seeds = files(in: "\(Self.fuzzDirectory)/corpus/decoders")
+        XCTAssertEqual(seeds.count, DecoderFuzzHarness.seeds().count, "Fuzz/corpus/decoders is out of date")
+        var inputs: [[UInt8]] = []
+        for path in seeds {
+            let bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path), path))
+            XCTAssertTrue(DecoderFuzzHarness.decoders(bytes), "seed \(path) does not decode")
+            inputs.append(bytes)
+        }
+        for path in files(in: "\(Self.fuzzDirectory)/regressions/decoders") {
+            DecoderFuzzHarness.decoders([UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path), path)))
+        }
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "DecoderMutations"))
+        var refused = 0
+        for seed in inputs {
+            for cut in 1..<seed.count where !DecoderFuzzHarness.decoders(Array(seed.prefix(cut))) { refused += 1 }
+            for _ in 0..<2_000 {
+                var bytes = seed
+                for _ in 0...Int.random(in: 0..<3, using: &random) {
+                    bytes[Int.random(in: 1..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                }
+                DecoderFuzzHarness.decoders(bytes)
+            }
+        }
+        XCTAssertGreaterThan(refused, 0, "no truncated seed was refused")
+    }
+
     /// Regular files in `directory`, sorted; none when it does not exist.
     func files(in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []

@@ -125,8 +125,17 @@ for (i, count) in [16, 200, 1000, 4000].enumerated() {
 
 // MARK: object-store
 
-for (name, input) in ObjectFuzzHarness.seeds {
-    save("object-store", name, input)
+// (Building the seed stores takes a while: only when asked for.)
+if only.isEmpty || only.contains("object-store") {
+    for (name, input) in ObjectFuzzHarness.seeds {
+        save("object-store", name, input)
+    }
+}
+
+// MARK: decoders
+
+for (name, input) in DecoderFuzzHarness.seeds() {
+    save("decoders", name, input)
 }
 
 /// Unused: lets this tool link when the whole package is built with

@@ -73,7 +73,7 @@ enum BinaryValue {
 
 /// Encodes a Codable value to the binary format.
 public enum _BinaryEncoder {
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
+    package static func encode<T: Encodable>(_ value: T) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(32)
         let tree: BinaryValue
@@ -108,10 +108,10 @@ public enum _BinaryEncoder {
         case .bool(let b): out.append(b ? 2 : 1)
         case .int(let v):
             out.append(3)
-            varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)), to: &out)
+            Varint.append(UInt64(bitPattern: (v << 1) ^ (v >> 63)), to: &out)
         case .uint(let v):
             out.append(4)
-            varint(v, to: &out)
+            Varint.append(v, to: &out)
         case .double(let v):
             out.append(5)
             withUnsafeBytes(of: v.bitPattern.littleEndian) { out.append(contentsOf: $0) }
@@ -123,15 +123,15 @@ public enum _BinaryEncoder {
             string(s, to: &out)
         case .bytes(let b):
             out.append(10)
-            varint(UInt64(b.count), to: &out)
+            Varint.append(UInt64(b.count), to: &out)
             out.append(contentsOf: b)
         case .array(let node):
             out.append(8)
-            varint(UInt64(node.items.count), to: &out)
+            Varint.append(UInt64(node.items.count), to: &out)
             for item in node.items { write(item, to: &out) }
         case .keyed(let node):
             out.append(9)
-            varint(UInt64(node.keys.count), to: &out)
+            Varint.append(UInt64(node.keys.count), to: &out)
             for (key, item) in zip(node.keys, node.values) {
                 string(key, to: &out)
                 write(item, to: &out)
@@ -139,18 +139,9 @@ public enum _BinaryEncoder {
         }
     }
 
-    static func varint(_ value: UInt64, to out: inout [UInt8]) {
-        var v = value
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-    }
-
     static func string(_ s: String, to out: inout [UInt8]) {
         let utf8 = s.utf8
-        varint(UInt64(utf8.count), to: &out)
+        Varint.append(UInt64(utf8.count), to: &out)
         out.append(contentsOf: utf8)
     }
 }
@@ -317,10 +308,13 @@ public enum _BinaryDecoder {
 
     static let maximumDepth = 64
 
-    static func decode<T: Decodable>(_ type: T.Type, from bytes: ArraySlice<UInt8>) throws -> T {
-        var parser = Parser(bytes: bytes)
-        let tree = try parser.value(depth: 0)
-        guard parser.index == bytes.endIndex else { throw Failure(reason: "\(bytes.endIndex - parser.index) trailing bytes") }
+    package static func decode<T: Decodable>(_ type: T.Type, from bytes: ArraySlice<UInt8>) throws -> T {
+        let tree = try bytes.withUnsafeBytes { raw in
+            var parser = Parser(input: ByteReader(raw))
+            let tree = try parser.value(depth: 0)
+            guard parser.input.isAtEnd else { throw Failure(reason: "\(parser.input.remaining) trailing bytes") }
+            return tree
+        }
         return try unbox(tree, as: T.self, path: [])
     }
 
@@ -329,58 +323,38 @@ public enum _BinaryDecoder {
         return try T(from: TreeDecoder(value: value, path: path))
     }
 
+    /// Reads values through the bounded reader, which also refuses a count
+    /// the remaining bytes could not hold (each item takes at least one
+    /// byte), so a forged count cannot allocate gigabytes.
     struct Parser {
-        let bytes: ArraySlice<UInt8>
-        var index: Int
-
-        init(bytes: ArraySlice<UInt8>) {
-            self.bytes = bytes
-            self.index = bytes.startIndex
-        }
+        var input: ByteReader
 
         mutating func byte() throws -> UInt8 {
-            guard index < bytes.endIndex else { throw Failure(reason: "truncated value") }
-            defer { index += 1 }
-            return bytes[index]
+            do { return try input.byte() } catch { throw failure(error) }
         }
 
         mutating func varint() throws -> UInt64 {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let b = try byte()
-                if shift == 63 && b > 1 { throw Failure(reason: "varint overflows 64 bits") }
-                result |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return result }
-                shift += 7
-            }
+            do { return try input.varint() } catch { throw failure(error) }
         }
 
-        mutating func take(_ count: UInt64) throws -> ArraySlice<UInt8> {
-            guard count <= UInt64(bytes.endIndex - index) else { throw Failure(reason: "length past the end") }
-            defer { index += Int(count) }
-            return bytes[index..<index + Int(count)]
-        }
-
-        mutating func fixed(_ width: Int) throws -> UInt64 {
-            let raw = try take(UInt64(width))
-            var value: UInt64 = 0
-            for (i, b) in raw.enumerated() { value |= UInt64(b) << (8 * UInt64(i)) }
-            return value
+        mutating func count() throws -> Int {
+            do { return try input.count() } catch { throw failure(error) }
         }
 
         mutating func string() throws -> String {
-            let raw = try take(try varint())
-            guard let s = String(validating: raw, as: UTF8.self) else { throw Failure(reason: "invalid UTF-8") }
-            return s
+            do { return try input.text(length: try input.count()) } catch { throw failure(error) }
         }
 
-        /// A count that the remaining bytes could hold (each item takes at
-        /// least one byte), so a forged count cannot allocate gigabytes.
-        mutating func count() throws -> Int {
-            let n = try varint()
-            guard n <= UInt64(bytes.endIndex - index) else { throw Failure(reason: "count \(n) past the end") }
-            return Int(n)
+        mutating func bytes() throws -> [UInt8] {
+            do { return try input.copy(try input.count()) } catch { throw failure(error) }
+        }
+
+        mutating func fixed<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+            do { return try input.littleEndian(T.self) } catch { throw failure(error) }
+        }
+
+        private func failure(_ error: ByteReadError) -> Failure {
+            Failure(reason: "\(error) at byte \(error.offset)")
         }
 
         mutating func value(depth: Int) throws -> BinaryValue {
@@ -393,8 +367,8 @@ public enum _BinaryDecoder {
                 let raw = try varint()
                 return .int(Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1))))
             case 4: return .uint(try varint())
-            case 5: return .double(Double(bitPattern: try fixed(8)))
-            case 6: return .float(Float(bitPattern: UInt32(truncatingIfNeeded: try fixed(4))))
+            case 5: return .double(Double(bitPattern: try fixed(UInt64.self)))
+            case 6: return .float(Float(bitPattern: try fixed(UInt32.self)))
             case 7: return .string(try string())
             case 8:
                 let node = BinaryValue.ArrayNode()
@@ -410,7 +384,7 @@ public enum _BinaryDecoder {
                     node.set(try value(depth: depth + 1), for: key)
                 }
                 return .keyed(node)
-            case 10: return .bytes([UInt8](try take(try varint())))
+            case 10: return .bytes(try bytes())
             case let other: throw Failure(reason: "unknown value type \(other)")
             }
         }

@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import StrataEngine
 
 /// How `.externalStorage` data is stored in its tree (`x.<Entity>.<name>`,
 /// keyed by row id): a format byte, the data's length as a varint, then
@@ -12,11 +13,11 @@ enum ExternalBlob {
         var out: [UInt8] = []
         if raw.count >= 64, let packed = compress(raw), packed.count < raw.count - raw.count / 8 {
             out.append(1)
-            _BinaryEncoder.varint(UInt64(raw.count), to: &out)
+            Varint.append(UInt64(raw.count), to: &out)
             out.append(contentsOf: packed)
         } else {
             out.append(0)
-            _BinaryEncoder.varint(UInt64(raw.count), to: &out)
+            Varint.append(UInt64(raw.count), to: &out)
             out.append(contentsOf: raw)
         }
         return out
@@ -26,9 +27,16 @@ enum ExternalBlob {
     /// compressed stream). The length is checked before anything is
     /// allocated, against a 1 GiB ceiling.
     static func decode(_ bytes: [UInt8]) -> Data? {
-        var parser = _BinaryDecoder.Parser(bytes: bytes[...])
-        guard let format = try? parser.byte(), let length = try? parser.varint(), length <= 1 << 30 else { return nil }
-        let payload = bytes[parser.index...]
+        let header: (format: UInt8, length: UInt64, end: Int)? = bytes.withUnsafeBytes { raw in
+            var input = ByteReader(raw)
+            do {
+                return (try input.byte(), try input.varint(), input.index)
+            } catch {
+                return nil
+            }
+        }
+        guard let (format, length, end) = header, length <= 1 << 30 else { return nil }
+        let payload = bytes[end...]
         switch format {
         case 0:
             return payload.count == Int(length) ? Data(payload) : nil

@@ -1,4 +1,5 @@
 import Foundation
+import StrataEngine
 
 /// Order-preserving encoding of typed values into byte strings, for index
 /// and unique-constraint keys (FoundationDB's tuple layer is the model; the
@@ -142,36 +143,41 @@ public enum KeyEncoding {
     /// Decodes a tuple made by `encode`; throws ``DecodingError`` on any
     /// other bytes (never traps).
     public static func decode(_ bytes: [UInt8]) throws -> [Element] {
+        try bytes.withUnsafeBytes { raw in
+            var input = ByteReader(raw)
+            return try decode(&input)
+        }
+    }
+
+    private static func decode(_ input: inout ByteReader) throws -> [Element] {
         var result: [Element] = []
-        var i = 0
         func fixed(_ count: Int) throws -> UInt64 {
-            guard i + count <= bytes.count else {
-                throw DecodingError(offset: i, reason: "needs \(count) bytes, \(bytes.count - i) left")
+            do {
+                return try input.bigEndian(width: count)
+            } catch {
+                throw DecodingError(offset: error.offset, reason: "needs \(count) bytes, \(input.remaining) left")
             }
-            var v: UInt64 = 0
-            for j in 0..<count { v = v << 8 | UInt64(bytes[i + j]) }
-            i += count
-            return v
         }
         func escaped() throws -> [UInt8] {
             var out: [UInt8] = []
-            while true {
-                guard i < bytes.count else { throw DecodingError(offset: i, reason: "unterminated string or bytes") }
-                let b = bytes[i]
-                i += 1
-                if b != 0 {
-                    out.append(b)
-                } else if i < bytes.count && bytes[i] == 0xFF {
-                    out.append(0)
-                    i += 1
-                } else {
-                    return out
+            do {
+                while true {
+                    let b = try input.byte()
+                    if b != 0 {
+                        out.append(b)
+                    } else if input.remaining > 0, input.bytes[input.index] == 0xFF {
+                        out.append(0)
+                        input.index += 1
+                    } else {
+                        return out
+                    }
                 }
+            } catch {
+                throw DecodingError(offset: error.offset, reason: "unterminated string or bytes")
             }
         }
-        while i < bytes.count {
-            let code = bytes[i]
-            i += 1
+        while !input.isAtEnd {
+            let code = try input.byte()
             switch code {
             case 0x00: result.append(.null)
             case 0x10: result.append(.bool(false))
@@ -183,14 +189,14 @@ public enum KeyEncoding {
                 if count >= 0 {
                     let value = try fixed(count)
                     guard count == 0 || value >> (8 * (count - 1)) != 0, value <= UInt64(Int64.max) else {
-                        throw DecodingError(offset: i - count - 1, reason: "integer not in its shortest form")
+                        throw DecodingError(offset: input.index - count - 1, reason: "integer not in its shortest form")
                     }
                     result.append(.int(Int64(value)))
                 } else {
                     let complement = try fixed(-count)
                     let magnitude = ~complement & (UInt64.max >> (64 + 8 * count))
                     guard magnitude >> (8 * (-count - 1)) != 0, magnitude <= 1 << 63 else {
-                        throw DecodingError(offset: i + count - 1, reason: "integer not in its shortest form")
+                        throw DecodingError(offset: input.index + count - 1, reason: "integer not in its shortest form")
                     }
                     result.append(.int(Int64(bitPattern: 0 &- magnitude)))
                 }
@@ -198,7 +204,7 @@ public enum KeyEncoding {
                 let count = Int(code) - 0x98
                 let value = try fixed(count)
                 guard count == 0 || value >> (8 * (count - 1)) != 0 else {
-                    throw DecodingError(offset: i - count - 1, reason: "integer not in its shortest form")
+                    throw DecodingError(offset: input.index - count - 1, reason: "integer not in its shortest form")
                 }
                 result.append(.uint(value))
             case 0x30:
@@ -207,14 +213,13 @@ public enum KeyEncoding {
             case 0x40:
                 let utf8 = try escaped()
                 guard let s = String(validating: utf8, as: UTF8.self) else {
-                    throw DecodingError(offset: i, reason: "string is not valid UTF-8")
+                    throw DecodingError(offset: input.index, reason: "string is not valid UTF-8")
                 }
                 result.append(.string(s))
             case 0x50: result.append(.bytes(try escaped()))
             case 0x60:
-                guard i + 16 <= bytes.count else { throw DecodingError(offset: i, reason: "truncated UUID") }
-                let b = Array(bytes[i..<(i + 16)])
-                i += 16
+                guard input.remaining >= 16 else { throw DecodingError(offset: input.index, reason: "truncated UUID") }
+                let b = try input.copy(16)
                 result.append(
                     .uuid(
                         UUID(
@@ -223,7 +228,7 @@ public enum KeyEncoding {
                                 b[15]
                             ))))
             default:
-                throw DecodingError(offset: i - 1, reason: "unknown type code \(code)")
+                throw DecodingError(offset: input.index - 1, reason: "unknown type code \(code)")
             }
         }
         return result

@@ -1,4 +1,5 @@
 import Foundation
+import StrataEngine
 
 // Over 500 lines: the record format's writer and reader, with the
 // per-type overloads the `@Model` macro's generated code calls; they
@@ -44,7 +45,7 @@ public struct _RecordWriter {
 
     @usableFromInline mutating func tag(_ field: Int, _ wire: UInt8) { appendVarint(UInt64(field) << 3 | UInt64(wire)) }
 
-    mutating func appendVarint(_ value: UInt64) { _BinaryEncoder.varint(value, to: &bytes) }
+    mutating func appendVarint(_ value: UInt64) { Varint.append(value, to: &bytes) }
 
     mutating func appendFixed64(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
@@ -286,22 +287,12 @@ public struct _RecordReader {
         @usableFromInline var end: Int
     }
 
-    mutating func varint(at index: inout Int, limit: Int, field: Int?) throws -> UInt64 {
-        // One byte (field tags, small numbers, short lengths) is the common case.
-        if index < limit, bytes[index] < 0x80 {
-            index += 1
-            return UInt64(bytes[index - 1])
-        }
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard index < limit else { throw corrupt(field: field, "truncated varint") }
-            let byte = bytes[index]
-            index += 1
-            if shift == 63 && byte > 1 { throw corrupt(field: field, "varint overflows 64 bits") }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
+    @inline(__always) mutating func varint(at index: inout Int, limit: Int, field: Int?) throws -> UInt64 {
+        guard let base = bytes.baseAddress else { throw corrupt(field: field, "truncated varint") }
+        if let value = Varint.decode(base, at: &index, limit: limit) { return value }
+        switch Varint.failure(at: index, limit: limit) {
+        case .varintOverflow: throw corrupt(field: field, "varint overflows 64 bits")
+        default: throw corrupt(field: field, "truncated varint")
         }
     }
 
@@ -376,7 +367,7 @@ public struct _RecordReader {
         // expression pattern, matched through `~=` one case at a time.
         switch tag & 7 {
         case 0:  // varint
-            guard let varintEnd = Self.varintEnd(base, start, count) else { return nil }
+            guard let varintEnd = Varint.end(base, from: start, limit: count) else { return nil }
             end = varintEnd
         case 1:  // fixed64
             end += 8
@@ -395,22 +386,6 @@ public struct _RecordReader {
         }
         guard end <= count else { return nil }
         return (Int(tag >> 3), Slot(wire: tag & 7, start: start, end: end))
-    }
-
-    /// The index just past the varint that starts at `start`: its first
-    /// byte without the continuation bit, among the first ten before
-    /// `count`; nil when there is none. Eight bytes are looked at in one
-    /// word when the record has them.
-    @inline(__always) private static func varintEnd(_ base: UnsafeRawPointer, _ start: Int, _ count: Int) -> Int? {
-        if start + 8 <= count {
-            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start, as: UInt64.self))
-            let last = ~word & 0x8080_8080_8080_8080
-            if last != 0 { return start + last.trailingZeroBitCount / 8 + 1 }
-        }
-        let limit = min(count, start + 10)
-        var end = start
-        while end < limit && base.load(fromByteOffset: end, as: UInt8.self) >= 0x80 { end += 1 }
-        return end < limit ? end + 1 : nil
     }
 
     /// Every field of the record in order, with where each one's encoded
@@ -447,14 +422,7 @@ public struct _RecordReader {
     /// index just past its tag; moves `index` past the field.
     @inline(__always) private mutating func nextField(at index: inout Int) throws -> (Int, Slot, Int) {
         let count = bytes.count
-        let first = bytes[index]
-        let tag: UInt64
-        if first < 0x80 {
-            tag = UInt64(first)
-            index += 1
-        } else {
-            tag = try varint(at: &index, limit: count, field: nil)
-        }
+        let tag = try varint(at: &index, limit: count, field: nil)
         let tagEnd = index
         let wire = UInt8(tag & 7)
         guard tag >> 3 <= UInt64(Int.max) else { throw corrupt(field: nil, "field number too large") }
@@ -463,13 +431,12 @@ public struct _RecordReader {
         let end: Int
         switch wire {
         case 0:  // RecordFormat.varint (literal cases: see simpleField(at:))
-            // Skipped, not decoded: find the byte that ends it.
+            // Skipped, not decoded: find the byte that ends it (a read
+            // that cannot find one says why).
             var probe = index
-            while probe < count && bytes[probe] >= 0x80 && probe - index < 9 { probe += 1 }
-            if probe < count && bytes[probe] < 0x80 {
-                probe += 1
+            if let base = bytes.baseAddress, let varintEnd = Varint.end(base, from: index, limit: count) {
+                probe = varintEnd
             } else {
-                probe = index
                 _ = try varint(at: &probe, limit: count, field: current)
             }
             payloadStart = index
@@ -482,13 +449,7 @@ public struct _RecordReader {
             end = index + 4
         case 2:  // length-delimited
             var probe = index
-            let length: UInt64
-            if probe < count, bytes[probe] < 0x80 {
-                length = UInt64(bytes[probe])
-                probe += 1
-            } else {
-                length = try varint(at: &probe, limit: count, field: current)
-            }
+            let length = try varint(at: &probe, limit: count, field: current)
             guard length <= UInt64(count - probe) else { throw corrupt(field: current, "length past the end") }
             payloadStart = probe
             end = probe + Int(length)
@@ -515,19 +476,6 @@ public struct _RecordReader {
 
     mutating func payloadVarint(_ slot: Slot, field: Int) throws -> UInt64 {
         try expect(slot, RecordFormat.varint, field: field)
-        // A varint slot ends just past the varint's last byte (the walk
-        // found that byte), so up to nine bytes — 63 bits, no overflow
-        // possible — decode without the general reader's checks.
-        let length = slot.end - slot.start
-        if length >= 1 && length <= 9, let base = bytes.baseAddress {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            for offset in slot.start..<slot.end {
-                result |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self) & 0x7F) << shift
-                shift += 7
-            }
-            return result
-        }
         var index = slot.start
         return try varint(at: &index, limit: slot.end, field: field)
     }

@@ -155,7 +155,7 @@ enum HistoryLog {
         let token = try lastToken(tx, transactions: tree) + 1
         try tx.put(counterKey, RowKey.encode(token), in: tree)
         var out: [UInt8] = [1]
-        func varint(_ value: UInt64) { _BinaryEncoder.varint(value, to: &out) }
+        func varint(_ value: UInt64) { Varint.append(value, to: &out) }
         func text(_ value: String) {
             varint(UInt64(value.utf8.count))
             out.append(contentsOf: value.utf8)
@@ -275,9 +275,17 @@ enum HistoryLog {
 
     /// Decodes one transaction's bytes, which are untrusted.
     static func decodeRaw(_ bytes: [UInt8], token: Int64) throws -> RawTransaction {
-        var input = HistoryInput(bytes: bytes, token: token)
+        try bytes.withUnsafeBytes { raw in
+            var input = HistoryInput(reader: ByteReader(raw), token: token)
+            return try decodeRaw(&input)
+        }
+    }
+
+    private static func decodeRaw(_ input: inout HistoryInput) throws -> RawTransaction {
+        let token = input.token
         guard try input.byte() == 1 else { throw input.corrupt("unknown history format") }
-        let authorLength = try input.count()
+        // The author's length plus one, zero for none.
+        let authorLength = try input.count(bias: 1)
         let author = authorLength == 0 ? nil : try input.text(length: authorLength - 1)
         let timestamp = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try input.fixed64()))
         let process = try input.text(length: try input.count())
@@ -385,55 +393,41 @@ enum HistoryLog {
     }
 }
 
-/// A bounds-checked reader over a stored history transaction.
+/// The bounded reader over a stored history transaction, its failures
+/// given as ``SwiftDataError/corruptRecord`` naming the transaction.
 private struct HistoryInput {
-    let bytes: [UInt8]
+    var reader: ByteReader
     let token: Int64
-    var index = 0
 
     func corrupt(_ reason: String) -> SwiftDataError {
         SwiftDataError(.corruptRecord, "history transaction \(token): \(reason)")
     }
 
+    private func corrupt(_ error: ByteReadError) -> SwiftDataError { corrupt(error.description) }
+
     mutating func byte() throws -> UInt8 {
-        guard index < bytes.count else { throw corrupt("truncated") }
-        index += 1
-        return bytes[index - 1]
+        do { return try reader.byte() } catch { throw corrupt(error) }
     }
 
     mutating func varint() throws -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let byte = try byte()
-            if shift == 63 && byte > 1 { throw corrupt("varint overflows 64 bits") }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
-        }
+        do { return try reader.varint() } catch { throw corrupt(error) }
     }
 
-    /// A count or length, which cannot exceed the bytes left.
-    mutating func count() throws -> Int {
-        let value = try varint()
-        guard value <= UInt64(bytes.count - index) + 1 else { throw corrupt("a count of \(value) past the end") }
-        return Int(value)
+    /// A count or length, which cannot exceed the bytes left (plus `bias`).
+    mutating func count(bias: Int = 0) throws -> Int {
+        do { return try reader.count(bias: bias) } catch { throw corrupt(error) }
     }
 
     mutating func slice(length: Int) throws -> [UInt8] {
-        guard length <= bytes.count - index else { throw corrupt("truncated") }
-        index += length
-        return Array(bytes[(index - length)..<index])
+        do { return try reader.copy(length) } catch { throw corrupt(error) }
     }
 
     mutating func text(length: Int) throws -> String {
-        guard let text = String(validating: try slice(length: length), as: UTF8.self) else { throw corrupt("not UTF-8") }
-        return text
+        do { return try reader.text(length: length) } catch { throw corrupt(error) }
     }
 
     mutating func fixed64() throws -> UInt64 {
-        let raw = try slice(length: 8)
-        return raw.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        do { return try reader.littleEndian(UInt64.self) } catch { throw corrupt(error) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StrataEngine
 
 /// One save's changes as sync sends them to other devices: models named by
 /// their global identifier, attributes by name with their values in the
@@ -66,7 +67,7 @@ package struct SyncChangeSet: Equatable, Sendable {
 
     package func encode() -> [UInt8] {
         var out: [UInt8] = [1]
-        func varint(_ value: Int) { _BinaryEncoder.varint(UInt64(value), to: &out) }
+        func varint(_ value: Int) { Varint.append(UInt64(value), to: &out) }
         func text(_ value: String) {
             varint(value.utf8.count)
             out.append(contentsOf: value.utf8)
@@ -92,8 +93,18 @@ package struct SyncChangeSet: Equatable, Sendable {
         guard bytes.count <= maximumPayload else {
             throw SyncPayloadError("a payload of \(bytes.count) bytes (the limit is \(maximumPayload))")
         }
-        var input = PayloadInput(bytes: bytes)
-        guard try input.byte() == 1 else { throw SyncPayloadError("unknown payload format \(bytes.first ?? 0)") }
+        // `withUnsafeBytes` rethrows untyped errors: the result carries the typed one out.
+        let decoded = bytes.withUnsafeBytes { raw in
+            Result { () throws(SyncPayloadError) -> SyncChangeSet in
+                var input = PayloadInput(reader: ByteReader(raw))
+                return try decode(&input, first: bytes.first ?? 0)
+            }
+        }
+        return try decoded.get()
+    }
+
+    private static func decode(_ input: inout PayloadInput, first: UInt8) throws(SyncPayloadError) -> SyncChangeSet {
+        guard try input.byte() == 1 else { throw SyncPayloadError("unknown payload format \(first)") }
         var changes: [Change] = []
         for _ in 0..<(try input.count()) {
             guard let kind = Kind(rawValue: try input.byte()) else { throw SyncPayloadError("unknown change kind") }
@@ -114,7 +125,7 @@ package struct SyncChangeSet: Equatable, Sendable {
             }
             changes.append(change)
         }
-        guard input.index == bytes.count else { throw SyncPayloadError("\(bytes.count - input.index) bytes after the changes") }
+        guard input.reader.isAtEnd else { throw SyncPayloadError("\(input.reader.remaining) bytes after the changes") }
         return SyncChangeSet(changes: changes)
     }
 }
@@ -122,27 +133,22 @@ package struct SyncChangeSet: Equatable, Sendable {
 /// True when `value` is exactly one encoded value of wire type `wire`
 /// (so that copying it into a record cannot smuggle in other fields).
 private func isWellFormed(wire: UInt8, _ value: [UInt8]) -> Bool {
-    func varintEnd(_ bytes: ArraySlice<UInt8>) -> (value: UInt64, end: Int)? {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        for index in bytes.indices {
-            let byte = bytes[index]
-            if shift == 63 && byte > 1 { return nil }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return (result, index + 1) }
-            shift += 7
+    func varintEnd(_ bytes: [UInt8]) -> (value: UInt64, end: Int)? {
+        bytes.withUnsafeBytes { raw in
+            var input = ByteReader(raw)
+            guard let value = try? input.varint() else { return nil }
+            return (value, input.index)
         }
-        return nil
     }
     switch wire {
-    case 0: return varintEnd(value[...])?.end == value.count
+    case 0: return varintEnd(value)?.end == value.count
     case 1: return value.count == 8
     case SyncChangeSet.toOne: return value.isEmpty || value.count == 16
     case SyncChangeSet.toMany: return value.count % 16 == 0
     case 3: return value.isEmpty
     case 5: return value.count == 4
     case 2:
-        guard let (length, end) = varintEnd(value[...]) else { return false }
+        guard let (length, end) = varintEnd(value) else { return false }
         return length == UInt64(value.count - end)
     default: return false
     }
@@ -181,39 +187,22 @@ extension String {
     }
 }
 
+/// The bounded reader over a server payload, its failures given as
+/// ``SyncPayloadError``.
 private struct PayloadInput {
-    let bytes: [UInt8]
-    var index = 0
+    var reader: ByteReader
 
     mutating func byte() throws(SyncPayloadError) -> UInt8 {
-        guard index < bytes.count else { throw SyncPayloadError("truncated") }
-        index += 1
-        return bytes[index - 1]
-    }
-
-    mutating func varint() throws(SyncPayloadError) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let byte = try byte()
-            if shift == 63 && byte > 1 { throw SyncPayloadError("a varint past 64 bits") }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
-        }
+        do { return try reader.byte() } catch { throw SyncPayloadError(error.description) }
     }
 
     /// A count or length: never more than the bytes left.
     mutating func count() throws(SyncPayloadError) -> Int {
-        let value = try varint()
-        guard value <= UInt64(bytes.count - index) else { throw SyncPayloadError("a count of \(value) past the end") }
-        return Int(value)
+        do { return try reader.count() } catch { throw SyncPayloadError(error.description) }
     }
 
     mutating func slice(_ length: Int) throws(SyncPayloadError) -> [UInt8] {
-        guard length <= bytes.count - index else { throw SyncPayloadError("truncated") }
-        index += length
-        return Array(bytes[(index - length)..<index])
+        do { return try reader.copy(length) } catch { throw SyncPayloadError(error.description) }
     }
 
     mutating func name() throws(SyncPayloadError) -> String {

@@ -399,21 +399,11 @@ enum LeafValue {
     case overflow(firstPage: UInt32, length: Int)
 }
 
-/// Varint read for validated pages: no bounds check.
+/// A cell length on a validated page: `Node.validate` has read every
+/// cell's lengths through ``readVarint(_:limit:)`` with the same five-byte
+/// bound, so this read cannot fail (the fallback is never taken).
 @inline(__always) func fastVarint(_ p: UnsafeRawPointer) -> (Int, Int) {
-    let b0 = p.load(as: UInt8.self)
-    if b0 < 0x80 { return (Int(b0), 1) }
-    var result = Int(b0 & 0x7f)
-    var shift = 7
-    var i = 1
-    while i < 5 {
-        let b = p.load(fromByteOffset: i, as: UInt8.self)
-        result |= Int(b & 0x7f) << shift
-        i += 1
-        if b & 0x80 == 0 { break }
-        shift += 7
-    }
-    return (result, i)
+    readVarint(p, limit: 5) ?? (0, 1)
 }
 
 #if canImport(Glibc)

@@ -49,42 +49,16 @@ enum Layout {
     @inline(__always) static func trunkCapacity(pageSize: Int) -> Int { (pageSize - trunkHeaderSize) / 4 }
 }
 
-// MARK: - Varints (LEB128, at most 5 bytes for the lengths used here)
+// MARK: - Cell lengths (varints of at most 5 bytes, through `Varint`)
 
-@inline(__always) func varintSize(_ v: Int) -> Int {
-    var n = 1
-    var x = v >> 7
-    while x != 0 {
-        n += 1
-        x >>= 7
-    }
-    return n
-}
+@inline(__always) func varintSize(_ v: Int) -> Int { Varint.size(of: UInt64(v)) }
 
-@inline(__always) func writeVarint(_ p: UnsafeMutableRawPointer, _ v: Int) -> Int {
-    var x = UInt(v)
-    var i = 0
-    while x >= 0x80 {
-        p.storeBytes(of: UInt8(x & 0x7f) | 0x80, toByteOffset: i, as: UInt8.self)
-        x >>= 7
-        i += 1
-    }
-    p.storeBytes(of: UInt8(x), toByteOffset: i, as: UInt8.self)
-    return i + 1
-}
+@inline(__always) func writeVarint(_ p: UnsafeMutableRawPointer, _ v: Int) -> Int { Varint.store(UInt64(v), at: p) }
 
-/// Reads a varint; returns (value, bytes used), or nil when it runs past
-/// `limit` bytes or past 5 bytes.
+/// Reads a cell length; returns (value, bytes used), or nil when it runs
+/// past `limit` bytes or past 5 bytes.
 @inline(__always) func readVarint(_ p: UnsafeRawPointer, limit: Int) -> (Int, Int)? {
-    var result = 0
-    var shift = 0
-    var i = 0
-    while i < limit && i < 5 {
-        let b = p.load(fromByteOffset: i, as: UInt8.self)
-        result |= Int(b & 0x7f) << shift
-        i += 1
-        if b & 0x80 == 0 { return (result, i) }
-        shift += 7
-    }
-    return nil
+    var end = 0
+    guard let value = Varint.decode(p, at: &end, limit: min(limit, 5)) else { return nil }
+    return (Int(value), end)
 }
