@@ -476,6 +476,11 @@ public struct _RecordReader {
 
     mutating func payloadVarint(_ slot: Slot, field: Int) throws -> UInt64 {
         try expect(slot, RecordFormat.varint, field: field)
+        // A varint slot ends just past the varint's last byte (the walk
+        // found that byte).
+        if let base = bytes.baseAddress, let value = Varint.decode(base, filling: slot.start, to: slot.end) {
+            return value
+        }
         var index = slot.start
         return try varint(at: &index, limit: slot.end, field: field)
     }

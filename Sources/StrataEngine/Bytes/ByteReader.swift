@@ -87,6 +87,25 @@ package enum Varint {
         return nil
     }
 
+    /// Decodes the varint that fills `base[start..<end]` exactly, where
+    /// `end` came from ``end(_:from:limit:)`` (so only its last byte lacks
+    /// the continuation bit): without the checks of
+    /// ``decode(_:at:limit:)``, for a record field read on every row of a
+    /// scan. Nil unless it is 1 to 9 bytes long (nine hold 63 bits, so
+    /// nothing can overflow); the caller then reads it the checked way.
+    @inlinable @inline(__always)
+    package static func decode(_ base: UnsafeRawPointer, filling start: Int, to end: Int) -> UInt64? {
+        let length = end - start
+        guard length >= 1 && length <= 9 else { return nil }
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        for offset in start..<end {
+            result |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self) & 0x7F) << shift
+            shift += 7
+        }
+        return result
+    }
+
     /// Why ``decode(_:at:limit:)`` found no varint at `index`: with ten
     /// bytes or more before `limit`, the tenth held more than bit 63;
     /// with fewer, none of them ended the varint.
