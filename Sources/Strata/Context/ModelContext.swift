@@ -1,9 +1,11 @@
 import Foundation
 
-// Over 500 lines: the context's state (registry, pending changes, released
-// models) and every operation that changes it (insert, delete, rollback,
-// identity lookups) share private invariants; saving, fetching, merging
-// and delete rules are in files of their own.
+// The context's state (registry, pending changes, released models) and
+// the operations that change it: insert, delete, rollback, autosave.
+// Beside it: loading models (+Load), the identity map (+Identity),
+// `delete(model:where:)` (+DeleteWhere), merging (ContextMerge), inverse
+// upkeep (Inverse); the save, its delete rules and its writes are in
+// Save/, fetches in Query/, undo hooks in Undo/.
 
 /// Tracks models in memory — inserted, changed, deleted — and writes them
 /// to the store in one transaction at ``save()``.
@@ -80,8 +82,8 @@ public final class ModelContext: _RelatedModelLoader {
     /// Models a batched fetch or an enumeration let go of, held weakly: one
     /// the app still holds is found (and registered again) by its row, so a
     /// row keeps one model; the others are freed. Per entity ordinal.
-    @exclusivity(unchecked) private var released: [[Int64: WeakModel]] = []
-    @exclusivity(unchecked) private var releasedCount = 0
+    @exclusivity(unchecked) var released: [[Int64: WeakModel]] = []
+    @exclusivity(unchecked) var releasedCount = 0
     @exclusivity(unchecked) var inserted: [any PersistentModel] = []
     /// How many inserts this context has made: a save checks the rows of
     /// the inserts its checks add (the delete rules and the models
@@ -97,9 +99,9 @@ public final class ModelContext: _RelatedModelLoader {
     /// delete rules. A row of the set that gets loaded after all (a fetch
     /// without pending changes, a relationship, `model(for:)`) leaves the
     /// set and its model joins ``deleted``.
-    @exclusivity(unchecked) private(set) var markedRows: [RowSet] = []
+    @exclusivity(unchecked) var markedRows: [RowSet] = []
     /// The number of rows in ``markedRows``.
-    @exclusivity(unchecked) private(set) var markedRowCount = 0
+    @exclusivity(unchecked) var markedRowCount = 0
     /// The read transaction delete rules run in, while they run.
     @exclusivity(unchecked) var snapshot: Snapshot?
     /// A model inserted whose type the container does not know: reported
@@ -162,14 +164,6 @@ public final class ModelContext: _RelatedModelLoader {
         return Array(deleted.values)
     }
 
-    /// Builds the models of ``markedRows``; each joins ``deleted`` as it
-    /// is materialized.
-    private func loadMarkedRows() {
-        for entity in container.schema.entities where markedRows[entity.ordinal].count > 0 {
-            for row in markedRows[entity.ordinal].sorted() { _ = try? loadExistential(entity.type, row: row) }
-        }
-    }
-
     /// Registers `model` and every model reachable from it through
     /// relationships; they are written at the next save.
     ///
@@ -224,35 +218,6 @@ public final class ModelContext: _RelatedModelLoader {
         Self.updateInverses(of: model, entity: entity)
         insertRelated(of: model, entity: entity, everyList: true)
         noteMutation()
-    }
-
-    /// Opens an undo group when changes are recorded; true when it did.
-    private func beginUndoGroup() -> Bool {
-        guard let undoManager, link.recordsUndo, undoManager.isUndoRegistrationEnabled else { return false }
-        undoManager.beginUndoGrouping()
-        return true
-    }
-
-    /// Records `action` as the undo of a change to `model`.
-    private func registerUndo<T: PersistentModel>(_ model: T, _ action: @escaping (ModelContext, T) -> Void) {
-        guard let undoManager, link.recordsUndo else { return }
-        undoManager.registerUndo(withTarget: self) { context in action(context, model) }
-    }
-
-    /// Before a saved model is deleted with undo on: its relationships are
-    /// loaded (so that a re-insert writes them), and the models its
-    /// `.cascade` rules reach are deleted now, as models, so that undo
-    /// brings them back too.
-    private func prepareUndoableDelete(_ model: some PersistentModel) {
-        guard undoManager != nil, link.recordsUndo, let entity = container.schema.entity(forType: type(of: model)) else {
-            return
-        }
-        for relationship in entity.relationships {
-            let targets = Self.targets(of: model, relationship)
-            if relationship.deleteRule == .cascade {
-                for target in targets where target._strataState.status == .saved { deleteExistential(target) }
-            }
-        }
     }
 
     /// Relationships set before the model had a context (in its
@@ -380,66 +345,6 @@ public final class ModelContext: _RelatedModelLoader {
         try? clearReferencesWithoutInverse(to: Victim(entity: entity, row: 0, model: model))
     }
 
-    /// Deletes every model of `model` matching `predicate` (all of them when
-    /// nil) at the next save, with their delete rules.
-    ///
-    /// Matches are found as a fetch with pending changes finds them. Those
-    /// this context holds a model for (inserted, changed or loaded) are
-    /// deleted as ``delete(_:)`` does; the other stored rows are marked by
-    /// row id alone, without building models, so
-    /// deleting a million rows costs their ids, not a million objects.
-    /// Until the save, fetches leave them out, as they leave out deleted
-    /// models. With `includeSubclasses` (the default) the models of
-    /// `model`'s subclasses that match are deleted too; without it, only
-    /// those whose class is `model` itself.
-    ///
-    /// - Throws: what a fetch of the same predicate throws (an unknown
-    ///   model type, an unsupported predicate); nothing is marked then.
-    public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true)
-        throws
-    {
-        guard parts.isEmpty else {
-            return try partOrThrow(for: T.self).delete(model: model, where: predicate, includeSubclasses: includeSubclasses)
-        }
-        let entity = try entity(for: T.self)
-        let descriptor = FetchDescriptor<T>(predicate: predicate)
-        try descriptor.checkKeyPaths(of: entity)
-        try mergeSavedChangesOrThrow()
-        // The rows of `T`'s entity, and of its subentities unless told
-        // not to, each stored in its own tree.
-        let members = includeSubclasses ? entity.family.map(\.entity) : [entity]
-        var models: [any PersistentModel] = []
-        var rows: [(Schema.Entity, [Int64])] = []
-        try store.read { tx in
-            let snapshot = Snapshot(tx)
-            for member in members {
-                let query = try QueryRun(descriptor, entity: member, context: self, snapshot: snapshot)
-                for model in try query.pendingMatches() { models.append(model) }
-                var found: [Int64] = []
-                try query.forEachMatch(registeredWithoutRecord: true) { row, _ in
-                    if let model = registered(member, row: row) { models.append(model) } else { found.append(row) }
-                    return true
-                }
-                if !found.isEmpty { rows.append((member, found)) }
-            }
-        }
-        for model in models { deleteExistential(model) }
-        guard !rows.isEmpty else { return }
-        if markedRows.isEmpty { markedRows = Array(repeating: RowSet(), count: container.schema.entities.count) }
-        for (member, found) in rows {
-            markedRows[member.ordinal].reserve(markedRows[member.ordinal].count + found.count)
-            for row in found where markedRows[member.ordinal].insert(row) { markedRowCount += 1 }
-        }
-        noteMutation()
-    }
-
-    /// Forgets ``markedRows`` (a save wrote them, or a rollback).
-    func clearMarkedRows() {
-        guard markedRowCount > 0 else { return }
-        markedRows = []
-        markedRowCount = 0
-    }
-
     /// Discards every pending change: inserted models are dropped, deleted
     /// ones restored, changed ones reloaded with their stored values.
     public func rollback() {
@@ -546,317 +451,9 @@ public final class ModelContext: _RelatedModelLoader {
         autosave()
     }
 
-    /// Drops `model` from the identity map when it has no unsaved change
-    /// (enumerate releases each batch's models this way).
-    func release(_ model: any PersistentModel, entity: Schema.Entity) {
-        let state = model._strataState
-        guard state.status == .saved, !state.isChanged, registry[entity.ordinal][state.rowID] === model else { return }
-        registry[entity.ordinal][state.rowID] = nil
-        if released.isEmpty { released = Array(repeating: [:], count: registry.count) }
-        if released[entity.ordinal].updateValue(WeakModel(model), forKey: state.rowID) == nil { releasedCount += 1 }
-    }
-
-    /// Whether models a batched fetch or an enumeration released may still
-    /// be held by the app (they are found by their row again).
-    var holdsReleasedModels: Bool { releasedCount > 0 }
-
-    /// Forgets the released models of `rows` that are gone (nothing held
-    /// them), so the weak table stays as small as what the app holds.
-    func pruneReleased(_ entity: Schema.Entity, rows: some Sequence<Int64>) {
-        guard releasedCount > 0 else { return }
-        for row in rows where released[entity.ordinal][row]?.model == nil {
-            if released[entity.ordinal].removeValue(forKey: row) != nil { releasedCount -= 1 }
-        }
-    }
-
-    /// The released model of `row`, if the app still holds it: registered
-    /// again.
-    private func revive(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? {
-        guard let entry = released[entity.ordinal].removeValue(forKey: row) else { return nil }
-        releasedCount -= 1
-        guard let model = entry.model else { return nil }
-        registry[entity.ordinal][row] = model
-        return model
-    }
-
-    private func forgetReleased(_ entity: Schema.Entity, row: Int64) {
-        guard releasedCount > 0, released[entity.ordinal].removeValue(forKey: row) != nil else { return }
-        releasedCount -= 1
-    }
-
-    func unregister(_ model: any PersistentModel, state: _ModelState) {
-        if let entity = container.schema.entity(forType: type(of: model)) {
-            registry[entity.ordinal][state.rowID] = nil
-            forgetReleased(entity, row: state.rowID)
-        }
-    }
-
-    // MARK: - Fetch
-
-    func entity<T: PersistentModel>(for type: T.Type) throws -> Schema.Entity {
-        guard let entity = container.schema.entity(forType: type) else {
-            throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema (\(schemaNames))")
-        }
-        return entity
-    }
-
-    /// ``materialize(entity:row:bytes:)`` as the entity's model type `T`.
-    ///
-    /// - Precondition: `entity` is the entity of `T`.
-    func materialize<T: PersistentModel>(
-        _ type: T.Type, entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: UInt64 = 0
-    ) throws -> T {
-        unsafeDowncast(try materialize(entity: entity, row: row, bytes: bytes, skipping: skipping), to: T.self)
-    }
-
-    /// Builds the model of `row` from its record and registers it. `bytes`
-    /// is borrowed (typically a page of the engine) and not kept.
-    ///
-    /// The model is made through the entity's model type, without a generic
-    /// parameter: hot loops in generic code from another module (a fetch
-    /// of the caller's model type) then avoid a runtime metadata lookup per
-    /// row.
-    ///
-    /// The attributes whose bits are set in `skipping` (a fetch's
-    /// `propertiesToFetch` left them out) are not decoded when their type
-    /// has a placeholder: they load on first access.
-    func materialize(
-        entity: Schema.Entity, row: Int64, bytes: UnsafeRawBufferPointer, skipping: UInt64 = 0
-    ) throws -> any PersistentModel {
-        var reader = try _RecordReader(borrowing: bytes, entity: entity, row: row)
-        if entity.hasRequiredToOne { reader.loader = self }
-        reader.skipping = skipping
-        let model = try entity.type.init(_strataReader: &reader)
-        let state = model._strataState
-        Self.pointToManyAtTrees(state, entity: entity, row: row)
-        state.rowID = row
-        state.status = .saved
-        state.link = link
-        registry[entity.ordinal][row] = model
-        if markedRowCount > 0, markedRows[entity.ordinal].remove(row) {
-            // Marked by delete(model:where:): the model stands for the
-            // pending delete from now on.
-            markedRowCount -= 1
-            state.status = .deleted
-            deleted[ObjectIdentifier(model)] = model
-        }
-        return model
-    }
-
-    /// Makes each to-many relationship of a loaded model a fault that reads
-    /// its targets from the tree holding them.
-    static func pointToManyAtTrees(_ state: _ModelState, entity: Schema.Entity, row: Int64, only: _FieldSet? = nil) {
-        // Most entities have no relationship: skip the loop's setup.
-        if entity.relationshipStorage.isEmpty { return }
-        for (field, storage) in entity.relationshipStorage where only?.contains(field) != false {
-            if let tree = storage.readTree { state.setDerivedFault(field: field, tree: tree, row: row) }
-        }
-    }
-
-    /// The record of `row` of `entity` as this context reads the store
-    /// now (through its pinned snapshot while a migration stage runs).
-    func storedRecord(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
-        if let snapshot { return try snapshot.record(entity, row: row) }
-        return try store.read { tx in
-            try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
-        }
-    }
-
-    /// The `.externalStorage` data of `row` in `tree`; nil when there is
-    /// none or it is damaged (the integrity check reports that).
-    func externalData(tree: String, row: Int64) -> Data? {
-        let bytes = try? store.read { tx in
-            try tx.treeIfPresent(tree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
-        }
-        return bytes.flatMap { $0 }.flatMap(ExternalBlob.decode)
-    }
-
-    /// The target rows stored for `row` in a reverse index or join tree.
-    /// A damaged entry is skipped (the integrity check reports it).
-    func derivedRows(tree: String, row: Int64) -> [Int64] {
-        (try? derivedRowsOrThrow(tree: tree, row: row)) ?? []
-    }
-
-    /// ``derivedRows(tree:row:)``, throwing what reading the tree throws.
-    func derivedRowsOrThrow(tree: String, row: Int64) throws -> [Int64] {
-        if let snapshot { return try snapshot.pairs(tree, of: row) }
-        return try store.read { tx in try Snapshot(tx).pairs(tree, of: row) }
-    }
-
-    /// Reads many rows in one read transaction, with tree handles looked up
-    /// once (delete rules read a relationship tree per deleted row).
-    final class Snapshot {
-        let tx: ReadTransaction
-        /// Trees looked up so far. A fetch looks up a handful, by names the
-        /// schema holds (the same strings each time, so `==` is a pointer
-        /// comparison): a short list searched in order beats hashing them.
-        @exclusivity(unchecked) private var trees: [(name: String, tree: Tree?)] = []
-
-        init(_ tx: ReadTransaction) { self.tx = tx }
-
-        func tree(_ name: String) throws -> Tree? {
-            for known in trees where known.name == name { return known.tree }
-            let found = try tx.treeIfPresent(name)
-            trees.append((name, found))
-            return found
-        }
-
-        /// The second rows of the pairs in tree `name` whose first row is `row`.
-        func pairs(_ name: String, of row: Int64) throws -> [Int64] {
-            guard let handle = try tree(name) else { return [] }
-            return try PairKey.rows(in: handle, of: row, tx: tx)
-        }
-
-        func record(_ entity: Schema.Entity, row: Int64) throws -> [UInt8]? {
-            try tree(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
-        }
-    }
-
     /// How many required to-one targets are being loaded inside one
     /// another (a cycle of them would never end).
-    private var requiredLoadDepth = 0
-
-    /// The registered or stored model of `type` in `row`: the target of a
-    /// non-optional to-one relationship, loaded with the model that
-    /// requires it.
-    func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
-        guard let declared = container.schema.entity(forType: type) else {
-            throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema (\(schemaNames))")
-        }
-        // The row's own class, which may be a subclass of `type`'s.
-        guard let entity = declared.concrete(row) else { return nil }
-        if let existing = registered(entity, row: row) { return existing }
-        guard requiredLoadDepth < Self.requiredLoadLimit else {
-            throw SwiftDataError(
-                .corruptRecord,
-                "\(entity.name) row \(row): more than \(Self.requiredLoadLimit) non-optional to-one relationships "
-                    + "lead from one model to the next (a cycle of them cannot be loaded)")
-        }
-        requiredLoadDepth += 1
-        defer { requiredLoadDepth -= 1 }
-        let bytes = try store.read { tx in
-            try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
-        }
-        guard let bytes else { return nil }
-        return try bytes.withUnsafeBytes { try materialize(entity: entity, row: row, bytes: $0) }
-    }
-
-    static let requiredLoadLimit = 64
-
-    /// The registered or stored model of `type` with row `row`; nil when
-    /// the row does not exist; throws when its record cannot be read.
-    func loadRelated<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
-        try load(T.self, row: row)
-    }
-
-    private func load<T: PersistentModel>(_ type: T.Type, row: Int64) throws -> T? {
-        // The row's own class, which may be a subclass of `T`.
-        guard let entity = try entity(for: T.self).concrete(row) else { return nil }
-        if let existing = registered(entity, row: row) as? T { return existing }
-        let bytes = try store.read { tx in
-            try tx.treeIfPresent(Store.treeName(entity)).flatMap { try tx.get(RowKey.encode(row), in: $0) }
-        }
-        guard let bytes else { return nil }
-        return try bytes.withUnsafeBytes { try materialize(entity: entity, row: row, bytes: $0) } as? T
-    }
-
-    // MARK: - Identity
-
-    /// Drops `row` of `entity` from the identity map (another save deleted it).
-    func unregisterRow(_ entity: Schema.Entity, row: Int64) {
-        registry[entity.ordinal][row] = nil
-        forgetReleased(entity, row: row)
-    }
-
-    /// Forgets `row` of `entity` among the rows ``delete(model:where:includeSubclasses:)``
-    /// marked (another save deleted it).
-    func forgetMarkedRow(_ entity: Schema.Entity, row: Int64) {
-        guard markedRowCount > 0, markedRows[entity.ordinal].remove(row) else { return }
-        markedRowCount -= 1
-    }
-
-    /// Forgets the pending delete of `model` (another save deleted its row).
-    func forgetPendingDelete(_ model: any PersistentModel) {
-        deleted[ObjectIdentifier(model)] = nil
-    }
-
-    /// The model of `entity` registered for `row`, if any.
-    func registered(_ entity: Schema.Entity, row: Int64) -> (any PersistentModel)? {
-        // A row of a subentity is registered under its own entity.
-        guard let entity = entity.concrete(row) else { return nil }
-        if let model = registry[entity.ordinal][row] { return model }
-        return releasedCount > 0 ? revive(entity, row: row) : nil
-    }
-
-    /// The model registered in this context under `id`, if any.
-    public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
-        guard parts.isEmpty else { return part(for: id)?.registeredModel(for: id) }
-        guard let entity = container.schema.entity(named: id.entityName), id.belongs(to: store.identifier) else {
-            return nil
-        }
-        mergeSavedChanges()
-        return registered(entity, row: id.rowID) as? T
-    }
-
-    /// The model with identifier `id`: the registered instance, or one
-    /// loaded from the store. Throws when the store has no such model or
-    /// its record is damaged (a Strata addition, like Core Data's
-    /// `existingObject(with:)`).
-    public func existingModel<T: PersistentModel>(for id: PersistentIdentifier) throws -> T? {
-        try existingAny(for: id) as? T
-    }
-
-    /// ``existingModel(for:)``, of whatever type the identifier names.
-    func existingAny(for id: PersistentIdentifier) throws -> (any PersistentModel)? {
-        if !parts.isEmpty, container.part(ofEntityNamed: id.entityName) != nil {
-            return try part(for: id)?.existingAny(for: id)
-        }
-        guard let entity = container.schema.entity(named: id.entityName) else {
-            throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema (\(schemaNames))")
-        }
-        guard id.belongs(to: store.identifier) else { return nil }
-        try mergeSavedChangesOrThrow()
-        if let registered = registered(entity, row: id.rowID) { return registered }
-        return try loadExistential(entity.type, row: id.rowID)
-    }
-
-    func loadExistential(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
-        try load(type, row: row)
-    }
-
-    /// The model with identifier `id`, as SwiftData's `model(for:)`: the
-    /// instance registered here, or one loaded from the store.
-    ///
-    /// When there is no such model — an identifier of a row that was never
-    /// saved or is deleted, of an entity the container does not know, or
-    /// of a record that does not decode — SwiftData returns a model that
-    /// traps when it is read. Strata returns a ``MissingModel`` instead
-    /// (its `isDeleted` is true, it has no properties), so the usual
-    /// `context.model(for: id) as? Trip` is nil there rather than a crash
-    /// later. ``existingModel(for:)`` throws the reason instead.
-    public func model(for id: PersistentIdentifier) -> any PersistentModel {
-        guard parts.isEmpty else { return part(for: id)?.model(for: id) ?? MissingModel(id) }
-        mergeSavedChanges()
-        guard let entity = container.schema.entity(named: id.entityName), id.belongs(to: store.identifier) else {
-            return MissingModel(id)
-        }
-        if let registered = registered(entity, row: id.rowID) { return registered }
-        guard id.rowID > 0, let model = try? loadExistential(entity.type, row: id.rowID) else { return MissingModel(id) }
-        return model
-    }
-}
-
-/// What ``ModelContext/model(for:)`` returns for an identifier that names
-/// no stored model: deleted (`isDeleted` is true), without a context or
-/// properties. ``identifier`` is the identifier that was asked for.
-@Model public final class MissingModel {
-    /// The identifier `model(for:)` was given.
-    @Transient public var identifier = PersistentIdentifier(entityName: "", rowID: 0)
-
-    init(_ identifier: PersistentIdentifier) {
-        self.identifier = identifier
-        _strataState.status = .deleted
-    }
+    var requiredLoadDepth = 0
 }
 
 extension ModelContext {

@@ -1,0 +1,117 @@
+import Foundation
+
+// A change of some fields laid over the stored record, field by field,
+// so that two contexts that change different attributes of a row both
+// keep their change.
+
+extension SaveTransaction {
+    /// `stored` with the fields of `fields` taken from `fresh` (both
+    /// records of `entity`, fields ascending; a field absent from the
+    /// record it is taken from is absent from the result).
+    static func overlay(_ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64)
+        throws -> [UInt8]
+    {
+        try overlayChanges(stored, fresh, fields: fields, entity, row: row).bytes
+    }
+
+    /// ``overlay(_:_:fields:_:row:)``, and the fields whose values it
+    /// changes, ascending, for the history: found in the same walk over
+    /// both records. Only fields of `fields` can differ. Nil and absent are
+    /// alike; a field one record lacks and the other holds with its
+    /// declared default (an attribute a migration added without rewriting
+    /// records) did not change; fields past the entity's properties or of
+    /// a property not held in the record (left by one a migration removed)
+    /// are not listed.
+    static func overlayChanges(
+        _ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64
+    ) throws -> (bytes: [UInt8], changed: [Int]) {
+        try stored.withUnsafeBytes { a in
+            try fresh.withUnsafeBytes { b in
+                typealias Field = (field: Int, slot: _RecordReader.Slot, valueStart: Int)
+                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+                /// Calls `body` with each field number either record holds,
+                /// ascending, and the field in each.
+                func walk(_ body: (Int, Field?, Field?) throws -> Void) throws {
+                    var walkA = _RecordReader.FieldWalk()
+                    var walkB = _RecordReader.FieldWalk()
+                    var x = try walkA.next(&readerA)
+                    var y = try walkB.next(&readerB)
+                    while x != nil || y != nil {
+                        let field = min(x?.field ?? .max, y?.field ?? .max)
+                        let inA = x?.field == field ? x : nil
+                        let inB = y?.field == field ? y : nil
+                        try body(field, inA, inB)
+                        if inA != nil { x = try walkA.next(&readerA) }
+                        if inB != nil { y = try walkB.next(&readerB) }
+                    }
+                }
+                func same(_ x: Field, _ y: Field) -> Bool {
+                    x.slot.wire == y.slot.wire && a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
+                }
+                // First the changes, and whether the result differs from
+                // `fresh` at all: usually not (no other save changed the
+                // fields this one keeps), and then it is `fresh`.
+                var changed: [Int] = []
+                var differs = false
+                try walk { field, x, y in
+                    guard fields.contains(field) else {
+                        switch (x, y) {
+                        case (nil, nil): break
+                        case (let x?, let y?): if !same(x, y) { differs = true }
+                        default: differs = true
+                        }
+                        return
+                    }
+                    let old = x.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
+                    let new = y.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
+                    guard field < entity.properties.count, entity.holdsInRecord(field) else { return }
+                    switch (old, new) {
+                    case (nil, nil):
+                        return
+                    case (let x?, let y?):
+                        if !same(x, y) { changed.append(field) }
+                    case (let x?, nil):
+                        if try !Self.isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row) {
+                            changed.append(field)
+                        }
+                    case (nil, let y?):
+                        if try !Self.isDefault(y.slot.wire, b[y.valueStart..<y.slot.end], field: field, entity, row: row) {
+                            changed.append(field)
+                        }
+                    }
+                }
+                guard differs else { return (fresh, changed) }
+                var writer = _RecordWriter()
+                try walk { field, x, y in
+                    guard let take = fields.contains(field) ? y : x else { return }
+                    let source = fields.contains(field) ? b : a
+                    writer.appendCopy(
+                        field: field, wire: take.slot.wire,
+                        value: UnsafeRawBufferPointer(rebasing: source[take.valueStart..<take.slot.end]))
+                }
+                return (writer.bytes, changed)
+            }
+        }
+    }
+
+    /// True when `wire` and `value` are the declared default's encoding of
+    /// `field`, which a record written before the attribute existed lacks.
+    private static func isDefault(
+        _ wire: UInt8, _ value: Slice<UnsafeRawBufferPointer>, field: Int, _ entity: Schema.Entity, row: Int64
+    ) throws -> Bool {
+        guard let fill = try _RecordReader.defaultEncoding(of: field, entity: entity, row: row) else { return false }
+        return fill.wire == wire && fill.value.elementsEqual(value)
+    }
+
+    /// Throws ``SwiftDataError/modelValidationFailure`` for a record or
+    /// external value larger than a tree's value can be
+    /// (`Database.maxValueLength`), before the save writes it.
+    static func checkSize(_ count: Int, of what: String, _ entity: Schema.Entity, row: Int64) throws {
+        guard count > Database.maxValueLength else { return }
+        throw SwiftDataError(
+            .modelValidationFailure,
+            "\(entity.name)/p\(row): its \(what) takes \(count) bytes; a store holds at most "
+                + "\(Database.maxValueLength) bytes in one")
+    }
+}
