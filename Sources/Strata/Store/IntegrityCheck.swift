@@ -66,20 +66,67 @@ extension ModelContainer {
         _ entity: Schema.Entity, schema: Schema, tx: ReadTransaction, pairs expectedPairs: inout [String: Set<[UInt8]>],
         into problems: inout [IntegrityProblem]
     ) throws {
-        let treeName = Store.treeName(entity)
-        func problem(_ tree: String, _ row: Int64?, _ reason: String) {
-            problems.append(IntegrityProblem(entity: entity.name, row: row, tree: tree, reason: reason))
-        }
+        guard var check = try EntityCheck(entity, schema: schema, tx: tx, into: &problems) else { return }
+        check.expectedPairs = expectedPairs
+        try check.records()
+        try check.oneToOnesPointBack()
+        try check.reverseIndexEntries()
+        try check.joinTrees()
+        try check.keyEntries()
+        expectedPairs = check.expectedPairs
+        problems += check.problems
+    }
+}
+
+/// The integrity check of one entity's data, in steps: its records (each
+/// decodes and has its key and reverse-index entries), its one-to-ones,
+/// then the entries no record accounts for in its reverse indexes, join
+/// trees and key trees.
+private struct EntityCheck {
+    let entity: Schema.Entity
+    let schema: Schema
+    let tx: ReadTransaction
+    let treeName: String
+    let tree: Tree
+    let inHierarchy: Bool
+    /// Loads the targets of required to-ones, which a model needs to decode.
+    let loader: RecordModelLoader?
+    var problems: [IntegrityProblem] = []
+    var groupTrees: [String: Tree] = [:]
+    var destinations: [Int: Schema.Entity] = [:]
+    /// Record trees looked up so far, by name.
+    var recordTrees: [String: Tree?] = [:]
+    /// Index keys every record implies; unique keys with their row.
+    /// Reverse-index entries of to-ones are index keys too.
+    var expectedIndex: [String: Set<[UInt8]>] = [:]
+    var expectedUnique: [String: [[UInt8]: Int64]] = [:]
+    /// Reverse-index pairs of a class hierarchy, checked once every class's
+    /// records are read.
+    var expectedPairs: [String: Set<[UInt8]>] = [:]
+    var toOneIndexes: [Int: (name: String, tree: Tree)] = [:]
+    /// One-to-one pointers, checked against the other side once the
+    /// records are read: (row, field, target).
+    var oneToOnes: [(row: Int64, field: Int, target: Int64)] = []
+
+    /// Nil (with the problem noted in `problems`) when the entity's tree
+    /// is missing.
+    init?(_ entity: Schema.Entity, schema: Schema, tx: ReadTransaction, into problems: inout [IntegrityProblem]) throws {
+        self.entity = entity
+        self.schema = schema
+        self.tx = tx
+        treeName = Store.treeName(entity)
         guard let tree = try tx.treeIfPresent(treeName) else {
-            problem(treeName, nil, "the entity's tree is missing")
-            return
+            problems.append(
+                IntegrityProblem(entity: entity.name, row: nil, tree: treeName, reason: "the entity's tree is missing"))
+            return nil
         }
-        let loader =
+        self.tree = tree
+        inHierarchy = entity.hasSubentities || entity.superentity != nil
+        loader =
             entity.hasRequiredToOne
             ? RecordModelLoader(schema: schema) { entity, row in
                 try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
             } : nil
-        var groupTrees: [String: Tree] = [:]
         for group in entity.keyGroups {
             if let groupTree = try tx.treeIfPresent(group.treeName) {
                 groupTrees[group.treeName] = groupTree
@@ -87,26 +134,10 @@ extension ModelContainer {
                 problem(group.treeName, nil, "the \(group) tree is missing")
             }
         }
-        let inHierarchy = entity.hasSubentities || entity.superentity != nil
-        var destinations: [Int: Schema.Entity] = [:]
         for relationship in entity.relationships {
             guard let type = relationship.destinationType, let target = schema.entity(forType: type) else { continue }
             destinations[relationship.field] = target
         }
-        // The record of a target row, in the tree of the row's own entity
-        // (a relationship to a base class holds rows of its subclasses).
-        var recordTrees: [String: Tree?] = [:]
-        func record(_ row: Int64, of declared: Schema.Entity) throws -> [UInt8]? {
-            guard let entity = declared.concrete(row) else { return nil }
-            if recordTrees[entity.recordTree] == nil { recordTrees[entity.recordTree] = try tx.treeIfPresent(entity.recordTree) }
-            guard let tree = recordTrees[entity.recordTree] ?? nil else { return nil }
-            return try tx.get(RowKey.encode(row), in: tree)
-        }
-
-        // Index keys every record implies; unique keys with their row.
-        // Reverse-index entries of to-ones are index keys too.
-        var expectedIndex: [String: Set<[UInt8]>] = [:]
-        var toOneIndexes: [Int: (name: String, tree: Tree)] = [:]
         for (field, storage) in entity.relationshipStorage {
             guard case .toOne(let index) = storage else { continue }
             if let indexTree = try tx.treeIfPresent(index) {
@@ -115,10 +146,24 @@ extension ModelContainer {
                 problem(index, nil, "the reverse index of \(entity.properties[field].name) is missing")
             }
         }
-        var expectedUnique: [String: [[UInt8]: Int64]] = [:]
-        // One-to-one pointers, checked against the other side once the
-        // records are read: (row, field, target).
-        var oneToOnes: [(row: Int64, field: Int, target: Int64)] = []
+    }
+
+    mutating func problem(_ tree: String, _ row: Int64?, _ reason: String) {
+        problems.append(IntegrityProblem(entity: entity.name, row: row, tree: tree, reason: reason))
+    }
+
+    /// The record of a target row, in the tree of the row's own entity
+    /// (a relationship to a base class holds rows of its subclasses).
+    mutating func record(_ row: Int64, of declared: Schema.Entity) throws -> [UInt8]? {
+        guard let entity = declared.concrete(row) else { return nil }
+        if recordTrees[entity.recordTree] == nil { recordTrees[entity.recordTree] = try tx.treeIfPresent(entity.recordTree) }
+        guard let tree = recordTrees[entity.recordTree] ?? nil else { return nil }
+        return try tx.get(RowKey.encode(row), in: tree)
+    }
+
+    /// Every record decodes and has its key entries and its to-ones'
+    /// reverse-index entries; every to-one refers to a stored row.
+    mutating func records() throws {
         try tx.forEach(tree) { rawKey, value in
             guard let row = try? RowKey.decode(rawKey) else {
                 problem(treeName, nil, "a key of \(rawKey.count) bytes is not a row id")
@@ -133,56 +178,65 @@ extension ModelContainer {
                 problem(treeName, row, "the record does not decode: \(error)")
                 return true
             }
-            for group in entity.keyGroups {
-                guard let groupTree = groupTrees[group.treeName] else { continue }
-                let key = group.key(group.values(of: model), row: row)
-                switch group.kind {
-                case .index:
-                    expectedIndex[group.treeName, default: []].insert(key)
-                    if try tx.get(key, in: groupTree) == nil { problem(group.treeName, row, "no entry in the \(group)") }
-                case .unique:
-                    if let other = expectedUnique[group.treeName]?[key] {
-                        problem(group.treeName, row, "shares the values of the \(group) with row \(other)")
-                        continue
-                    }
-                    expectedUnique[group.treeName, default: [:]][key] = row
-                    let owner = try tx.get(key, in: groupTree).flatMap { try? KeyGroup.row(inUniqueValue: $0) }
-                    if owner != row {
-                        problem(group.treeName, row, "the \(group) entry points at \(owner.map { "row \($0)" } ?? "nothing")")
-                    }
-                }
-            }
-            // Each to-one's stored row, read from the record (a required
-            // to-one is loaded with its model, an optional one is a fault).
-            for relationship in entity.relationships where relationship.isToOneRelationship {
-                let field = relationship.field
-                let stored = try? _RecordReader.withReader(value, entity: entity, row: row) { try $0.toOneRow(field: field) }
-                guard let target = stored ?? nil else { continue }
-                let rows = [target]
-                if let index = toOneIndexes[field], let target = rows.first {
-                    let key = PairKey.encode(target, row)
-                    if inHierarchy {
-                        expectedPairs[index.name, default: []].insert(key)
-                    } else {
-                        expectedIndex[index.name, default: []].insert(key)
-                    }
-                    if try tx.get(key, in: index.tree) == nil {
-                        problem(index.name, row, "no reverse-index entry for \(entity.properties[field].name)")
-                    }
-                }
-                if let target = rows.first, entity.inverseSides[field]?.isToOne == true {
-                    oneToOnes.append((row, field, target))
-                }
-                guard let destination = destinations[field] else { continue }
-                for target in rows where try record(target, of: destination) == nil {
-                    let name = entity.properties[field].name
-                    problem(treeName, row, "\(name) refers to row \(target), which does not exist")
-                }
-            }
+            try keyEntries(of: model, row: row)
+            try toOnes(of: value, row: row)
             return true
         }
+    }
 
-        // One-to-ones point back.
+    private mutating func keyEntries(of model: any PersistentModel, row: Int64) throws {
+        for group in entity.keyGroups {
+            guard let groupTree = groupTrees[group.treeName] else { continue }
+            let key = group.key(group.values(of: model), row: row)
+            switch group.kind {
+            case .index:
+                expectedIndex[group.treeName, default: []].insert(key)
+                if try tx.get(key, in: groupTree) == nil { problem(group.treeName, row, "no entry in the \(group)") }
+            case .unique:
+                if let other = expectedUnique[group.treeName]?[key] {
+                    problem(group.treeName, row, "shares the values of the \(group) with row \(other)")
+                    continue
+                }
+                expectedUnique[group.treeName, default: [:]][key] = row
+                let owner = try tx.get(key, in: groupTree).flatMap { try? KeyGroup.row(inUniqueValue: $0) }
+                if owner != row {
+                    problem(group.treeName, row, "the \(group) entry points at \(owner.map { "row \($0)" } ?? "nothing")")
+                }
+            }
+        }
+    }
+
+    /// Each to-one's stored row, read from the record (a required to-one
+    /// is loaded with its model, an optional one is a fault).
+    private mutating func toOnes(of value: [UInt8], row: Int64) throws {
+        for relationship in entity.relationships where relationship.isToOneRelationship {
+            let field = relationship.field
+            let stored = try? _RecordReader.withReader(value, entity: entity, row: row) { try $0.toOneRow(field: field) }
+            guard let target = stored ?? nil else { continue }
+            if let index = toOneIndexes[field] {
+                let key = PairKey.encode(target, row)
+                if inHierarchy {
+                    expectedPairs[index.name, default: []].insert(key)
+                } else {
+                    expectedIndex[index.name, default: []].insert(key)
+                }
+                if try tx.get(key, in: index.tree) == nil {
+                    problem(index.name, row, "no reverse-index entry for \(entity.properties[field].name)")
+                }
+            }
+            if entity.inverseSides[field]?.isToOne == true {
+                oneToOnes.append((row, field, target))
+            }
+            guard let destination = destinations[field] else { continue }
+            if try record(target, of: destination) == nil {
+                let name = entity.properties[field].name
+                problem(treeName, row, "\(name) refers to row \(target), which does not exist")
+            }
+        }
+    }
+
+    /// One-to-ones point back.
+    mutating func oneToOnesPointBack() throws {
         for (row, field, target) in oneToOnes {
             guard let side = entity.inverseSides[field], let declared = schema.entity(forType: side.type),
                 let other = declared.concrete(target), let bytes = try record(target, of: other)
@@ -204,9 +258,11 @@ extension ModelContainer {
                         + (back.map { "row \($0)" } ?? "nothing") + " (a one-to-one must be mutual)")
             }
         }
+    }
 
-        // Reverse-index entries no record accounts for (in a hierarchy,
-        // checked once every class's records are read).
+    /// Reverse-index entries no record accounts for (in a hierarchy,
+    /// checked once every class's records are read).
+    mutating func reverseIndexEntries() throws {
         for (_, index) in toOneIndexes where !inHierarchy {
             try tx.forEach(index.tree) { key, _ in
                 if expectedIndex[index.name]?.contains(key) != true {
@@ -216,10 +272,12 @@ extension ModelContainer {
                 return true
             }
         }
+    }
 
-        // Join trees: each pair has its mirror, and both rows exist (an
-        // inherited to-many's trees are checked with the entity that
-        // declares it, whose rows and its subentities' they hold).
+    /// Join trees: each pair has its mirror, and both rows exist (an
+    /// inherited to-many's trees are checked with the entity that
+    /// declares it, whose rows and its subentities' they hold).
+    mutating func joinTrees() throws {
         for (field, storage) in entity.relationshipStorage where field >= entity.inheritedCount {
             guard case .join(let joinName, let mirrorName) = storage else { continue }
             guard let join = try tx.treeIfPresent(joinName), let mirror = try tx.treeIfPresent(mirrorName) else {
@@ -254,8 +312,10 @@ extension ModelContainer {
                 return true
             }
         }
+    }
 
-        // Entries no record accounts for.
+    /// Key entries no record accounts for.
+    mutating func keyEntries() throws {
         for group in entity.keyGroups {
             guard let groupTree = groupTrees[group.treeName] else { continue }
             try tx.forEach(groupTree) { key, value in
