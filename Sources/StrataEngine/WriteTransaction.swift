@@ -713,10 +713,7 @@ public final class WriteTransaction: ReadTransaction {
     /// ``StorageError/transactionFailed(_:)``.
     public func commit() throws {
         if ended { throw StorageError.transactionEnded }
-        if failure == nil && bufferedChanges != 0 {
-            // Its error is the transaction's failure, thrown below.
-            do { try applyBufferedChanges() } catch { if failure == nil { failure = "\(error)" } }
-        }
+        applyBufferedChangesForCommit()
         // Set once the commit is pending: the gate is released then, and
         // the writer lock belongs to the group (see `PendingCommits`).
         var handedOver = false
@@ -729,11 +726,50 @@ public final class WriteTransaction: ReadTransaction {
         }
         if let failure { throw StorageError.transactionFailed(failure) }
         guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
+        try writeCatalogAndFreelist()
+        let sealed = try sealPages()
+        let appended = try appendToLog(sealed)
+        guard db.options.durability == .full else {
+            publishAndCheckpoint(appended)
+            return
+        }
+        let ticket = try queueForSharedSync(appended)
+        handedOver = true
+        try awaitSharedSync(ticket)
+        committedStamp = db.stamp(generation: appended.generation, frames: appended.tail.frames)
+        if appended.checkpointDue { db.checkpointAfterCommit(recent: appended.recent, whatever: sealed.wroteMain) }
+    }
+
+    /// The commit's first step: changes still buffered are applied; one
+    /// that fails becomes the transaction's failure, thrown by the commit.
+    private func applyBufferedChangesForCommit() {
+        guard failure == nil && bufferedChanges != 0 else { return }
+        do { try applyBufferedChanges() } catch { if failure == nil { failure = "\(error)" } }
+    }
+
+    /// Records each changed tree's root and count in the catalog, and the
+    /// free pages in the freelist trunks.
+    private func writeCatalogAndFreelist() throws {
         for (root, name) in changedTrees.sorted(by: { $0.key < $1.key }) {
             try BTreeWriter(tx: self).putRaw(
                 Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
         }
         try persistFreelist()
+    }
+
+    /// The pages a commit logs, sealed, in page order.
+    private struct SealedPages {
+        var pages: [(number: UInt32, page: Page)]
+        /// True when the transaction spilled: its fresh pages went to the
+        /// main file (written and synced by ``sealPages()``).
+        let wroteMain: Bool
+    }
+
+    /// Writes the header into page 0 when it changed, seals every dirty
+    /// page's checksum, and writes and syncs the fresh pages of a
+    /// transaction that spilled to the main file before any log frame
+    /// can reach them.
+    private func sealPages() throws -> SealedPages {
         let wroteMain = freshSpilled > 0
         // Page 0 is logged only when the header changed: a small commit then
         // costs one frame per changed tree page plus the catalog page. A
@@ -758,9 +794,27 @@ public final class WriteTransaction: ReadTransaction {
             try db.writeFreshPages(fresh)
             try db.syncFreshPages()
         }
+        return SealedPages(pages: pages, wroteMain: wroteMain)
+    }
 
-        // Pending commits of this handle, then this transaction's spilled
-        // frames: append after them (no restart while any exists).
+    /// A commit appended to the log, not yet durable or published.
+    private struct AppendedCommit {
+        let sealed: SealedPages
+        let tail: WAL.LogTail
+        /// The first frame readers take this commit's pages from (its
+        /// spilled frames' first when it spilled).
+        let first: Int
+        let generation: UInt32
+        let recent: WAL.RecentCommit
+        let checkpointDue: Bool
+    }
+
+    /// Appends the sealed pages to the log as one commit, after the
+    /// pending commits of this handle and this transaction's spilled
+    /// frames (the log restarts first when nothing is pending), and
+    /// remembers the freelist and catalog it leaves.
+    private func appendToLog(_ sealed: SealedPages) throws -> AppendedCommit {
+        let pages = sealed.pages
         let pendingTail = spillTail ?? db.pendingCommits.tail
         if pendingTail == nil { try db.restartLogIfPossible() }
         let tail = try db.wal.appendCommit(pages, pageCount: header.pageCount, after: pendingTail)
@@ -778,27 +832,39 @@ public final class WriteTransaction: ReadTransaction {
         // whole store in the main file again (they then read it through
         // the mapping without looking in the log; point reads after a
         // spilled 1M load took 1.9 µs instead of 1.0 without this).
-        let checkpointDue = tail.frames >= db.options.checkpointThresholdFrames || wroteMain
-        guard db.options.durability == .full else {
-            // Nothing to wait for: published now, under the gate.
-            db.publish(
-                pages: pages, firstFrame: first, spilled: spilledOrder, tail: tail, header: header, mainChanged: wroteMain)
-            committedStamp = db.stamp(generation: generation, frames: tail.frames)
-            if checkpointDue {
-                // The commit is published already; a failed checkpoint is
-                // retried after a later commit (or poisons the handle if an
-                // fsync failed).
-                try? db.checkpointLocked(recent: recent)
-            }
-            return
+        let checkpointDue = tail.frames >= db.options.checkpointThresholdFrames || sealed.wroteMain
+        return AppendedCommit(
+            sealed: sealed, tail: tail, first: first, generation: generation, recent: recent,
+            checkpointDue: checkpointDue)
+    }
+
+    /// Durability below `full`: nothing to wait for, so the commit is
+    /// published now, under the gate, and checkpoints when due.
+    private func publishAndCheckpoint(_ commit: AppendedCommit) {
+        db.publish(
+            pages: commit.sealed.pages, firstFrame: commit.first, spilled: spilledOrder, tail: commit.tail,
+            header: header, mainChanged: commit.sealed.wroteMain)
+        committedStamp = db.stamp(generation: commit.generation, frames: commit.tail.frames)
+        if commit.checkpointDue {
+            // The commit is published already; a failed checkpoint is
+            // retried after a later commit (or poisons the handle if an
+            // fsync failed).
+            try? db.checkpointLocked(recent: commit.recent)
         }
-        // Group commit: queue the commit, let the next writer in, and wait
-        // for a sync that covers it (this thread's or another's).
-        let ticket = try db.pendingCommits.enqueue(
+    }
+
+    /// Queues the commit for the group's next sync; returns its ticket.
+    private func queueForSharedSync(_ commit: AppendedCommit) throws -> UInt64 {
+        try db.pendingCommits.enqueue(
             PendingCommits.Entry(
-                ticket: 0, pages: pages, first: first, tail: tail, header: header, freelist: freelist,
-                mainChanged: wroteMain, spilled: spilledOrder))
-        handedOver = true
+                ticket: 0, pages: commit.sealed.pages, first: commit.first, tail: commit.tail, header: header,
+                freelist: freelist, mainChanged: commit.sealed.wroteMain, spilled: spilledOrder))
+    }
+
+    /// Group commit, once the commit is queued (`ticket`): the transaction
+    /// is over, the next writer comes in, and this thread waits for a sync
+    /// that covers the commit (its own or another's), which publishes it.
+    private func awaitSharedSync(_ ticket: UInt64) throws {
         ended = true
         dirty.removeAll()
         if spillTail == nil {
@@ -811,8 +877,6 @@ public final class WriteTransaction: ReadTransaction {
             defer { db.gate.release() }
             try db.awaitDurable(ticket)
         }
-        committedStamp = db.stamp(generation: generation, frames: tail.frames)
-        if checkpointDue { db.checkpointAfterCommit(recent: recent, whatever: wroteMain) }
     }
 
     /// Discards every change and ends the transaction.
