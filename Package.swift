@@ -123,3 +123,27 @@ let package = Package(
             name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer", "strata-stress-worker"]),
     ]
 )
+
+// CI's ThreadSanitizer step builds only the test targets it runs:
+// `STRATA_TEST_TARGETS` (comma-separated test target names) keeps those
+// and the targets they depend on, and drops every other target with the
+// products made of it. Unset (every other build), the package is whole.
+if let wanted = Context.environment["STRATA_TEST_TARGETS"] {
+    let byName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+    var kept: Set<String> = []
+    var pending = wanted.split(separator: ",").map(String.init)
+    while let name = pending.popLast() {
+        guard let target = byName[name], kept.insert(name).inserted else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): pending.append(name)
+            default: break
+            }
+        }
+    }
+    package.targets.removeAll { !kept.contains($0.name) }
+    package.products.removeAll { product in
+        let targets = (product as? Product.Library)?.targets ?? (product as? Product.Executable)?.targets ?? []
+        return !targets.allSatisfy(kept.contains)
+    }
+}
