@@ -1,6 +1,71 @@
-/// Making a new store's files, reading the freelist, the handle's
-/// counters, and the stand-in for a missing log.
+/// Making a new store's files, opening an existing store's files (the
+/// steps of `open`), reading the freelist, the handle's counters, and the
+/// stand-in for a missing log.
 extension Database {
+    /// Refuses options no store can be opened with.
+    static func validate(_ options: DatabaseOptions) throws {
+        guard FileHeader.isValidPageSize(options.pageSize) else {
+            throw StorageError.invalidOptions("page size \(options.pageSize) is not a power of two from 4096 to 65536")
+        }
+        guard options.checkpointThresholdFrames >= 1 else {
+            throw StorageError.invalidOptions("checkpointThresholdFrames must be at least 1")
+        }
+        guard options.busyTimeout >= .zero else {
+            throw StorageError.invalidOptions("busyTimeout must not be negative")
+        }
+    }
+
+    /// The store's page size, from the raw header prefix of `main`; a
+    /// header torn by a crash during a checkpoint is repaired from the
+    /// log, whose own header then tells the page size.
+    static func readPageSize(_ main: any StorageFile, walPath: String, fileSystem: any StorageFileSystem) throws
+        -> Int
+    {
+        var prefix = [UInt8](repeating: 0, count: 64)
+        let got = try prefix.withUnsafeMutableBytes { try main.read(into: $0.baseAddress!, count: 64, at: 0) }
+        do {
+            return try prefix.withUnsafeBytes { try FileHeader.peekPageSize($0.baseAddress!, count: got) }
+        } catch {
+            guard let fromLog = WAL.peekPageSize(path: walPath, fileSystem: fileSystem) else { throw error }
+            return fromLog
+        }
+    }
+
+    /// The log file: opened (an empty stand-in when a read-only handle
+    /// finds none), or created with its directory entry synced.
+    static func openLog(_ walPath: String, options: DatabaseOptions, fileSystem: any StorageFileSystem) throws
+        -> any StorageFile
+    {
+        let walExists = fileSystem.exists(walPath)
+        if options.readOnly {
+            return walExists ? try fileSystem.open(walPath, create: false, readOnly: true) : EmptyFile()
+        }
+        let walFile = try fileSystem.open(walPath, create: true, readOnly: false)
+        if !walExists && options.durability != .none { try fileSystem.syncDirectory(of: walPath) }
+        return walFile
+    }
+
+    /// The log's index: in the `-shm` file other processes share, or in
+    /// private memory for an exclusive handle.
+    static func openSharedIndex(
+        _ shmPath: String, pageSize: Int, exclusive: Bool, fileSystem: any StorageFileSystem
+    ) throws -> SharedIndex {
+        if exclusive { return SharedIndex(privateFor: shmPath, pageSize: pageSize) }
+        let shmFile: any StorageFile
+        do {
+            shmFile = try fileSystem.open(shmPath, create: true, readOnly: false)
+        } catch {
+            throw StorageError.cannotShare(
+                "cannot open \(shmPath) for reading and writing (\(error)); open with locking .exclusive")
+        }
+        do {
+            return try SharedIndex(file: shmFile, path: shmPath, pageSize: pageSize)
+        } catch {
+            shmFile.close()
+            throw error
+        }
+    }
+
     /// Creates a new store atomically: the first two pages are written and
     /// synced under a temporary name of this process's, which then moves
     /// into place unless another process created the store meanwhile (its

@@ -184,15 +184,7 @@ public final class Database: @unchecked Sendable {
         options: DatabaseOptions = DatabaseOptions(),
         fileSystem: any StorageFileSystem = POSIXFileSystem()
     ) throws -> Database {
-        guard FileHeader.isValidPageSize(options.pageSize) else {
-            throw StorageError.invalidOptions("page size \(options.pageSize) is not a power of two from 4096 to 65536")
-        }
-        guard options.checkpointThresholdFrames >= 1 else {
-            throw StorageError.invalidOptions("checkpointThresholdFrames must be at least 1")
-        }
-        guard options.busyTimeout >= .zero else {
-            throw StorageError.invalidOptions("busyTimeout must not be negative")
-        }
+        try validate(options)
         let exists = fileSystem.exists(path)
         if !exists && (options.readOnly || !options.createIfMissing) {
             throw StorageError.io(operation: "open", path: path, errno: 2)
@@ -214,50 +206,12 @@ public final class Database: @unchecked Sendable {
             try writeInitialPages(main, pageSize: options.pageSize, sync: options.durability != .none)
             size = try main.size()
         }
-        // The page size first (from the raw header prefix; a header torn by
-        // a crash during a checkpoint is repaired from the log, whose own
-        // header then tells the page size).
         let walPath = path + "-wal"
-        var prefix = [UInt8](repeating: 0, count: 64)
-        let got = try prefix.withUnsafeMutableBytes { try main.read(into: $0.baseAddress!, count: 64, at: 0) }
-        let pageSize: Int
-        do {
-            pageSize = try prefix.withUnsafeBytes { try FileHeader.peekPageSize($0.baseAddress!, count: got) }
-        } catch {
-            guard let fromLog = WAL.peekPageSize(path: walPath, fileSystem: fileSystem) else { throw error }
-            pageSize = fromLog
-        }
-
-        let walExists = fileSystem.exists(walPath)
-        let walFile: any StorageFile
-        if options.readOnly {
-            walFile = walExists ? try fileSystem.open(walPath, create: false, readOnly: true) : EmptyFile()
-        } else {
-            walFile = try fileSystem.open(walPath, create: true, readOnly: false)
-            if !walExists && options.durability != .none { try fileSystem.syncDirectory(of: walPath) }
-        }
+        let pageSize = try readPageSize(main, walPath: walPath, fileSystem: fileSystem)
+        let walFile = try openLog(walPath, options: options, fileSystem: fileSystem)
         var walOpen = true
         defer { if !ok && walOpen { walFile.close() } }
-
-        let shared: SharedIndex
-        if exclusive {
-            shared = SharedIndex(privateFor: path + "-shm", pageSize: pageSize)
-        } else {
-            let shmPath = path + "-shm"
-            let shmFile: any StorageFile
-            do {
-                shmFile = try fileSystem.open(shmPath, create: true, readOnly: false)
-            } catch {
-                throw StorageError.cannotShare(
-                    "cannot open \(shmPath) for reading and writing (\(error)); open with locking .exclusive")
-            }
-            do {
-                shared = try SharedIndex(file: shmFile, path: shmPath, pageSize: pageSize)
-            } catch {
-                shmFile.close()
-                throw error
-            }
-        }
+        let shared = try openSharedIndex(path + "-shm", pageSize: pageSize, exclusive: exclusive, fileSystem: fileSystem)
         let lock = Lock()
         let wal = WAL(
             file: walFile, path: walPath, pageSize: pageSize, readOnly: options.readOnly, fileSystem: fileSystem,

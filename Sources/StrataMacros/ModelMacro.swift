@@ -37,20 +37,32 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         // macro offers inherits it: its superclass is a model, and the
         // members below override the superclass's.
         let superclass = modelSuperclass(of: classDecl, conformingTo: protocols)
-        let override = superclass == nil ? "" : "override "
         if let superclass {
-            let redeclared = classDecl.memberBlock.members.compactMap { item -> Diagnostic? in
-                guard let variable = item.decl.as(VariableDeclSyntax.self), !variable.isStatic, !variable.isComputed,
-                    variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.override) }),
-                    let name = variable.bindings.first?.pattern.trimmedDescription
-                else { return nil }
-                return Diagnostic(
-                    node: Syntax(variable),
-                    message: RedeclaredStoredProperty(property: name, subclass: typeName, superclass: superclass))
-            }
-            if !redeclared.isEmpty { throw DiagnosticsError(diagnostics: redeclared) }
+            try refuseRedeclaredProperties(of: classDecl, typeName: typeName, superclass: superclass)
         }
+        let parts = memberParts(properties, superclass: superclass)
+        return try members(of: classDecl, typeName: typeName, properties: properties, superclass: superclass, parts: parts)
+    }
 
+    /// A subclass that redeclares a stored property of its superclass
+    /// (`override var`) is refused: the field would be stored twice.
+    private static func refuseRedeclaredProperties(of classDecl: ClassDeclSyntax, typeName: String, superclass: String)
+        throws
+    {
+        let redeclared = classDecl.memberBlock.members.compactMap { item -> Diagnostic? in
+            guard let variable = item.decl.as(VariableDeclSyntax.self), !variable.isStatic, !variable.isComputed,
+                variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.override) }),
+                let name = variable.bindings.first?.pattern.trimmedDescription
+            else { return nil }
+            return Diagnostic(
+                node: Syntax(variable),
+                message: RedeclaredStoredProperty(property: name, subclass: typeName, superclass: superclass))
+        }
+        if !redeclared.isEmpty { throw DiagnosticsError(diagnostics: redeclared) }
+    }
+
+    /// The generated code for each persisted property, by member.
+    private struct MemberParts {
         var metadata: [String] = []
         var reads: [String] = []
         var loads: [String] = []
@@ -59,6 +71,10 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var keyCases: [String] = []
         var relationshipCases: [String] = []
         var editCases: [String] = []
+    }
+
+    private static func memberParts(_ properties: [StoredProperty], superclass: String?) -> MemberParts {
+        var parts = MemberParts()
         for (index, property) in properties.enumerated() {
             let name = property.name
             // A model's own fields follow its superclass's: a literal in a
@@ -74,7 +90,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             } else if let attribute = property.attribute {
                 options = "Strata.Schema.Attribute(\(attribute.arguments?.trimmedDescription ?? ""))"
             }
-            metadata.append(
+            parts.metadata.append(
                 "Strata.Schema.PropertyMetadata(name: \"\(name)\", keypath: \\Root.\(name), "
                     + "defaultValue: \(defaultValue), metadata: \(options))"
             )
@@ -94,28 +110,37 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             // stored: a loaded model starts with its default value. A `let`
             // is read once, when the model is made, and never changes.
             if !property.isEphemeral {
-                reads.append("\(storage) = try \(initialDecode)")
+                parts.reads.append("\(storage) = try \(initialDecode)")
                 if !property.isLet {
-                    loads.append("let __\(name) = try fields?.contains(\(field)) == false ? \(storage) : \(decode)")
-                    assignments.append(
+                    parts.loads.append("let __\(name) = try fields?.contains(\(field)) == false ? \(storage) : \(decode)")
+                    parts.assignments.append(
                         "if fields?.contains(\(field)) != false { _strataState.withMutation(of: self, keyPath: \\.\(name)) "
                             + "{ \(storage) = __\(name) } }"
                     )
                 }
-                writes.append("writer.encode(\(storage), field: \(field)\(transformed), state: _strataState)")
+                parts.writes.append("writer.encode(\(storage), field: \(field)\(transformed), state: _strataState)")
             }
-            keyCases.append("case \(field): return Strata._keyElement(\(storage))")
+            parts.keyCases.append("case \(field): return Strata._keyElement(\(storage))")
             // Overloads chosen by the property's type set relationships
             // and leave attributes alone.
             if !property.isLet {
-                relationshipCases.append(
+                parts.relationshipCases.append(
                     "case \(field):\nlet __value = Strata._relationshipValue(value, like: \(storage))\n"
                         + PersistedPropertyMacro.setterBody(name: name, field: field, newValue: "__value"))
-                editCases.append(
+                parts.editCases.append(
                     "case \(field):\nreturn _strataState.withMutation(of: self, keyPath: \\.\(name)) "
                         + "{ _strataState.edit(&\(storage), field: \(field), edit) }")
             }
         }
+        return parts
+    }
+
+    /// The members the macro adds, made of `parts`.
+    private static func members(
+        of classDecl: ClassDeclSyntax, typeName: String, properties: [StoredProperty], superclass: String?,
+        parts: MemberParts
+    ) throws -> [DeclSyntax] {
+        let override = superclass == nil ? "" : "override "
         let unique = try constraintGroups(named: "Unique", in: classDecl.memberBlock.members)
         let indexes = try constraintGroups(named: "Index", in: classDecl.memberBlock.members)
         let access = classDecl.modifiers.contains {
@@ -148,7 +173,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             """
             \(raw: pub)nonisolated static func _strataProperties<Root: \(raw: typeName)>(of root: Root.Type) -> [Strata.Schema.PropertyMetadata] {
                 \(raw: inherited)[
-                    \(raw: metadata.joined(separator: ",\n"))
+                    \(raw: parts.metadata.joined(separator: ",\n"))
                 ]
             }
             """,
@@ -171,37 +196,37 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             """,
             """
             \(raw: pub)nonisolated required init(_strataReader reader: inout Strata._RecordReader) throws {
-                \(raw: lines((superclass == nil ? [] : ["let __staged = Strata._ModelState()"]) + reads + [superRead]))
+                \(raw: lines((superclass == nil ? [] : ["let __staged = Strata._ModelState()"]) + parts.reads + [superRead]))
             }
             """,
             """
             \(raw: pub)nonisolated \(raw: override)func _strataLoad(from reader: inout Strata._RecordReader, fields: Strata._FieldSet?) throws {
-                \(raw: lines(loads + assignments + [superLoad]))
+                \(raw: lines(parts.loads + parts.assignments + [superLoad]))
             }
             """,
             """
             \(raw: pub)nonisolated \(raw: override)func _strataWrite(to writer: inout Strata._RecordWriter) {
-                \(raw: lines([superWrite] + writes))
+                \(raw: lines([superWrite] + parts.writes))
             }
             """,
             """
             \(raw: pub)nonisolated \(raw: override)func _strataSetRelationship(field: Int, to value: Any?) {
                 switch field {
-                \(raw: (relationshipCases + ["default: \(relationshipDefault)"]).joined(separator: "\n"))
+                \(raw: (parts.relationshipCases + ["default: \(relationshipDefault)"]).joined(separator: "\n"))
                 }
             }
             """,
             """
             \(raw: pub)nonisolated \(raw: override)func _strataEditToMany(field: Int, _ edit: Strata._ToManyEdit) -> Bool {
                 switch field {
-                \(raw: (editCases + ["default: \(editDefault)"]).joined(separator: "\n"))
+                \(raw: (parts.editCases + ["default: \(editDefault)"]).joined(separator: "\n"))
                 }
             }
             """,
             """
             \(raw: pub)nonisolated \(raw: override)func _strataKeyElement(field: Int) -> Strata.KeyEncoding.Element? {
                 switch field {
-                \(raw: (keyCases + ["default: \(keyDefault)"]).joined(separator: "\n"))
+                \(raw: (parts.keyCases + ["default: \(keyDefault)"]).joined(separator: "\n"))
                 }
             }
             """,

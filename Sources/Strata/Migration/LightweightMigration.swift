@@ -101,71 +101,97 @@ struct LightweightMigration {
         var nextID = (old.properties.map(\.id).max() ?? 0) + 1
         let name = entity.name
         for property in entity.properties {
-            let place = "\(name).\(property.name)"
-            let kind = StoredEntity.kind(of: property)
-            let type = "\(property.valueType)"
             let candidates = [property.originalName, property.name].compactMap { $0 }
             guard let source = candidates.lazy.compactMap({ old.property(named: $0) }).first(where: { !used.contains($0.name) })
             else {
                 plan.ids[property.field] = nextID
                 nextID += 1
-                changes.append("\(place): added")
-                if kind == "attribute" && !property.isOptional {
-                    if entity.externalTrees[property.field] != nil {
-                        problems.append("\(place): an added non-optional external-storage attribute needs a custom stage")
-                    } else if let value = property.defaultValue, Self.encodes(value) {
-                        plan.fills[property.field] = value
-                    } else if allowsPlaceholders, (property.valueType as? any _RecordPrimitive.Type)?.hasPlaceholder == true,
-                        !entity.uniquenessConstraints.contains(where: { $0.contains(property.name) })
-                    {
-                        // No value in the record until didMigrate sets one.
-                        plan.fills[property.field] = String?.none as Any
-                        placeholders[name, default: []].append(property.field)
-                    } else {
-                        problems.append(
-                            "\(place): an added non-optional attribute needs a default value"
-                                + (allowsPlaceholders
-                                    ? " (didMigrate can fill only plain types that are not unique: numbers, String, Date, …)"
-                                    : ""))
-                    }
-                }
+                planAdded(property, of: entity, into: &plan)
                 continue
             }
             used.insert(source.name)
             plan.ids[property.field] = source.id
             plan.source[property.field] = source
             if source.name != property.name { changes.append("\(name).\(source.name): renamed \(property.name)") }
-            switch (source.kind, kind) {
-            case ("attribute", "attribute"):
-                if StoredEntity.baseType(source.type) != StoredEntity.baseType(type) {
-                    problems.append("\(place): its type changed from \(source.type) to \(type)")
-                } else if (old.storage(of: source.name)?.kind == .external) != (entity.externalTrees[property.field] != nil) {
-                    problems.append("\(place): moving into or out of external storage needs a custom stage")
-                } else if source.type != type {
-                    changes.append("\(place): \(source.type) → \(type)")
-                    if !property.isOptional {
-                        if let value = property.defaultValue, Self.encodes(value) {
-                            plan.fills[property.field] = value
-                        } else {
-                            problems.append("\(place): optional → non-optional needs a default value")
-                        }
-                    }
-                }
-            case ("to-one", "to-one"), ("to-many", "to-many"), ("to-one", "to-many"):
-                if StoredEntity.baseType(source.type, array: true) != StoredEntity.baseType(type, array: true) {
-                    problems.append("\(place): its destination changed from \(source.type) to \(type)")
-                } else if source.kind != kind {
-                    changes.append("\(place): to-one → to-many")
-                }
-            case ("to-many", "to-one"):
-                problems.append("\(place): to-many → to-one needs a custom stage")
-            default:
-                problems.append("\(place): \(source.kind) → \(kind) needs a custom stage")
-            }
+            planKept(property, from: source, of: entity, old: old, into: &plan)
         }
         for property in old.properties where !used.contains(property.name) {
             changes.append("\(name).\(property.name): removed")
         }
+        Self.planRewrite(&plan, of: entity, from: old)
+        return plan
+    }
+
+    /// A property the stored entity does not have: a fill for its records
+    /// (its default value, or a placeholder didMigrate replaces), or a
+    /// problem when it needs one and has none.
+    private mutating func planAdded(_ property: Schema.Property, of entity: Schema.Entity, into plan: inout EntityPlan) {
+        let name = entity.name
+        let place = "\(name).\(property.name)"
+        let kind = StoredEntity.kind(of: property)
+        changes.append("\(place): added")
+        if kind == "attribute" && !property.isOptional {
+            if entity.externalTrees[property.field] != nil {
+                problems.append("\(place): an added non-optional external-storage attribute needs a custom stage")
+            } else if let value = property.defaultValue, Self.encodes(value) {
+                plan.fills[property.field] = value
+            } else if allowsPlaceholders, (property.valueType as? any _RecordPrimitive.Type)?.hasPlaceholder == true,
+                !entity.uniquenessConstraints.contains(where: { $0.contains(property.name) })
+            {
+                // No value in the record until didMigrate sets one.
+                plan.fills[property.field] = String?.none as Any
+                placeholders[name, default: []].append(property.field)
+            } else {
+                problems.append(
+                    "\(place): an added non-optional attribute needs a default value"
+                        + (allowsPlaceholders
+                            ? " (didMigrate can fill only plain types that are not unique: numbers, String, Date, …)"
+                            : ""))
+            }
+        }
+    }
+
+    /// A property kept from `source`: the changes of type or kind a
+    /// lightweight migration can make, and problems for the others.
+    private mutating func planKept(
+        _ property: Schema.Property, from source: StoredEntity.Property, of entity: Schema.Entity, old: StoredEntity,
+        into plan: inout EntityPlan
+    ) {
+        let place = "\(entity.name).\(property.name)"
+        let kind = StoredEntity.kind(of: property)
+        let type = "\(property.valueType)"
+        switch (source.kind, kind) {
+        case ("attribute", "attribute"):
+            if StoredEntity.baseType(source.type) != StoredEntity.baseType(type) {
+                problems.append("\(place): its type changed from \(source.type) to \(type)")
+            } else if (old.storage(of: source.name)?.kind == .external) != (entity.externalTrees[property.field] != nil) {
+                problems.append("\(place): moving into or out of external storage needs a custom stage")
+            } else if source.type != type {
+                changes.append("\(place): \(source.type) → \(type)")
+                if !property.isOptional {
+                    if let value = property.defaultValue, Self.encodes(value) {
+                        plan.fills[property.field] = value
+                    } else {
+                        problems.append("\(place): optional → non-optional needs a default value")
+                    }
+                }
+            }
+        case ("to-one", "to-one"), ("to-many", "to-many"), ("to-one", "to-many"):
+            if StoredEntity.baseType(source.type, array: true) != StoredEntity.baseType(type, array: true) {
+                problems.append("\(place): its destination changed from \(source.type) to \(type)")
+            } else if source.kind != kind {
+                changes.append("\(place): to-one → to-many")
+            }
+        case ("to-many", "to-one"):
+            problems.append("\(place): to-many → to-one needs a custom stage")
+        default:
+            problems.append("\(place): \(source.kind) → \(kind) needs a custom stage")
+        }
+    }
+
+    /// Whether the entity's records are rewritten, or only its catalog
+    /// entry changes.
+    private static func planRewrite(_ plan: inout EntityPlan, of entity: Schema.Entity, from old: StoredEntity) {
         // Records are rewritten only when a kept field changes its number,
         // or a new field takes a number old records may hold (one a
         // removed field had). Removed fields stay in old records, past or
@@ -203,7 +229,6 @@ struct LightweightMigration {
             let limit = max(oldLimit, entity.properties.count)
             plan.recordFields = limit > entity.properties.count ? limit : nil
         }
-        return plan
     }
 
     /// Whether a default value can be written into records.

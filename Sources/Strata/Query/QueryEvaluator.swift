@@ -121,27 +121,9 @@ final class QueryEvaluator {
         case .or(let a, let b):
             return .scalar(.bool(try condition(a) || condition(b)))
         case .compare(let op, let a, let b):
-            let x = try evaluate(a)
-            let y = try evaluate(b)
-            switch op {
-            case .equal: return .scalar(.bool(QueryValue.equal(x, y)))
-            case .notEqual: return .scalar(.bool(!QueryValue.equal(x, y)))
-            case .less: return .scalar(.bool(QueryValue.order(x, y) == .orderedAscending))
-            case .lessOrEqual: return .scalar(.bool(QueryValue.order(x, y).map { $0 != .orderedDescending } ?? false))
-            case .greater: return .scalar(.bool(QueryValue.order(x, y) == .orderedDescending))
-            case .greaterOrEqual: return .scalar(.bool(QueryValue.order(x, y).map { $0 != .orderedAscending } ?? false))
-            }
+            return .scalar(.bool(Self.compare(op, try evaluate(a), try evaluate(b))))
         case .between(let a, let lower, let upper, let closed):
-            let low = try evaluate(lower)
-            let high = try evaluate(upper)
-            guard let bounds = QueryValue.order(low, high), bounds != .orderedDescending else {
-                throw failure(expression, "has a range whose lower bound is above its upper bound")
-            }
-            let value = try evaluate(a)
-            guard let fromLow = QueryValue.order(low, value), fromLow != .orderedDescending,
-                let toHigh = QueryValue.order(value, high)
-            else { return .scalar(.bool(false)) }
-            return .scalar(.bool(closed ? toHigh != .orderedDescending : toHigh == .orderedAscending))
+            return .scalar(.bool(try between(a, lower, upper, closed: closed, expression)))
         case .contains(let sequence, let element):
             let items = try evaluate(sequence)
             let item = try evaluate(element)
@@ -160,28 +142,13 @@ final class QueryEvaluator {
             }
             return .scalar(.bool(true))
         case .filter(let sequence, let variable, let test):
-            let source = try evaluate(sequence)
-            var kept: [QueryValue] = []
-            for item in try elements(of: source, expression) {
-                variables[variable] = item
-                if try condition(test) { kept.append(item) }
-            }
-            if case .rows = source {
-                return .rows(kept.compactMap { if case .row(let row) = $0 { return row } else { return nil } })
-            }
-            return .list(kept)
+            return try filter(sequence, variable, test, expression)
         case .substring(let a, let b):
-            guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
-            else { return .scalar(.bool(false)) }
-            return .scalar(.bool(collectionContains(text, part)))
+            return .scalar(.bool(try texts(a, b) { collectionContains($0, $1) }))
         case .localizedSubstring(let a, let b):
-            guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
-            else { return .scalar(.bool(false)) }
-            return .scalar(.bool(_strataLocalizedStandardContains(text, part)))
+            return .scalar(.bool(try texts(a, b) { _strataLocalizedStandardContains($0, $1) }))
         case .prefix(let a, let b):
-            guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
-            else { return .scalar(.bool(false)) }
-            return .scalar(.bool(text.starts(with: part)))
+            return .scalar(.bool(try texts(a, b) { $0.starts(with: $1) }))
         case .arithmetic(let op, let a, let b):
             return try arithmetic(op, evaluate(a), evaluate(b), expression)
         case .negate(let a):
@@ -215,6 +182,58 @@ final class QueryEvaluator {
             }
             return best
         }
+    }
+
+    /// `test` of the strings `a` and `b`; false when either is not one
+    /// (nil).
+    private func texts(_ a: QueryExpr, _ b: QueryExpr, _ test: (String, String) -> Bool) throws -> Bool {
+        guard case .scalar(.string(let text)) = try evaluate(a), case .scalar(.string(let part)) = try evaluate(b)
+        else { return false }
+        return test(text, part)
+    }
+
+    private static func compare(_ op: QueryExpr.ComparisonOperator, _ x: QueryValue, _ y: QueryValue) -> Bool {
+        switch op {
+        case .equal: return QueryValue.equal(x, y)
+        case .notEqual: return !QueryValue.equal(x, y)
+        case .less: return QueryValue.order(x, y) == .orderedAscending
+        case .lessOrEqual: return QueryValue.order(x, y).map { $0 != .orderedDescending } ?? false
+        case .greater: return QueryValue.order(x, y) == .orderedDescending
+        case .greaterOrEqual: return QueryValue.order(x, y).map { $0 != .orderedAscending } ?? false
+        }
+    }
+
+    /// True when `a` lies in the range from `lower` to `upper` (`closed`:
+    /// `upper` included).
+    private func between(_ a: QueryExpr, _ lower: QueryExpr, _ upper: QueryExpr, closed: Bool, _ expression: QueryExpr)
+        throws -> Bool
+    {
+        let low = try evaluate(lower)
+        let high = try evaluate(upper)
+        guard let bounds = QueryValue.order(low, high), bounds != .orderedDescending else {
+            throw failure(expression, "has a range whose lower bound is above its upper bound")
+        }
+        let value = try evaluate(a)
+        guard let fromLow = QueryValue.order(low, value), fromLow != .orderedDescending,
+            let toHigh = QueryValue.order(value, high)
+        else { return false }
+        return closed ? toHigh != .orderedDescending : toHigh == .orderedAscending
+    }
+
+    /// The members of `sequence` that pass `test` (rows stay rows).
+    private func filter(_ sequence: QueryExpr, _ variable: Int, _ test: QueryExpr, _ expression: QueryExpr) throws
+        -> QueryValue
+    {
+        let source = try evaluate(sequence)
+        var kept: [QueryValue] = []
+        for item in try elements(of: source, expression) {
+            variables[variable] = item
+            if try condition(test) { kept.append(item) }
+        }
+        if case .rows = source {
+            return .rows(kept.compactMap { if case .row(let row) = $0 { return row } else { return nil } })
+        }
+        return .list(kept)
     }
 
     private func collectionMember(_ member: QueryExpr.CollectionMember, of value: QueryValue, _ expression: QueryExpr)

@@ -282,6 +282,36 @@ extension Schema {
             let superType = _getSuperclass(type) as? any PersistentModel.Type
             self.superType = superType
             self.inheritedCount = superType?.schemaMetadata.count ?? 0
+            let (properties, declaredNames) = Self.properties(of: type)
+            var names = declaredNames
+            self.properties = properties
+            self.fieldsByKeyPath = Self.keyPathFields(properties, superType: superType, names: &names)
+            self.attributes = properties.compactMap { $0 as? Attribute }
+            self.relationships = properties.compactMap { $0 as? Relationship }
+            self.hasRequiredToOne = relationships.contains { $0.isToOneRelationship && !$0.isOptional }
+            let (declaredUnique, declaredIndexes) = Self.declaredGroups(of: type, names: names)
+            self.uniquenessConstraints =
+                properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil } + declaredUnique
+            self.indices = declaredIndexes
+            var problems: [String]
+            (self.keyGroups, problems) = KeyGroup.groups(
+                entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
+            let external = Self.externalTrees(entity: name, properties: properties, problems: &problems)
+            self.externalTrees = external
+            self.defaultRecords = Self.defaultRecords(of: attributes, external: external)
+            self.preservedFields = Set(
+                attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
+            self.recordTree = Store.treeName(entityName: name)
+            self.problems = problems
+            self.declaringEntityNames = Self.declaringEntityNames(name, superType: superType, count: properties.count)
+            self.inverseSides = InverseGraph.info(type).inverses
+            self.relationshipStorage = [:]
+            self.relationshipStorage = RelationshipStorage.plan(for: self)
+        }
+
+        /// The properties `type` declares and inherits, in field order,
+        /// with the name of each key path.
+        private static func properties(of type: any PersistentModel.Type) -> ([Property], [AnyKeyPath: String]) {
             var properties: [Property] = []
             var names: [AnyKeyPath: String] = [:]
             for (field, metadata) in type.schemaMetadata.enumerated() {
@@ -299,10 +329,16 @@ extension Schema {
                 property.bind(metadata, field: field, valueType: valueType)
                 properties.append(property)
             }
-            self.properties = properties
-            // Key paths of the classes that declare inherited properties
-            // name the same fields (a predicate over `Trip` is run on a
-            // `BusinessTrip`'s records).
+            return (properties, names)
+        }
+
+        /// The field of every key path that names a property: key paths of
+        /// the classes that declare inherited properties name the same
+        /// fields (a predicate over `Trip` is run on a `BusinessTrip`'s
+        /// records). Their names join `names`.
+        private static func keyPathFields(
+            _ properties: [Property], superType: (any PersistentModel.Type)?, names: inout [AnyKeyPath: String]
+        ) -> [AnyKeyPath: Int] {
             var keyPathFields: [AnyKeyPath: Int] = [:]
             var ancestor = superType
             while let type = ancestor {
@@ -313,15 +349,18 @@ extension Schema {
                 ancestor = _getSuperclass(type) as? any PersistentModel.Type
             }
             for property in properties { keyPathFields[property.keypath] = property.field }
-            self.fieldsByKeyPath = keyPathFields
-            self.attributes = properties.compactMap { $0 as? Attribute }
-            self.relationships = properties.compactMap { $0 as? Relationship }
-            self.hasRequiredToOne = relationships.contains { $0.isToOneRelationship && !$0.isOptional }
+            return keyPathFields
+        }
+
+        /// The `#Unique` and `#Index` groups of `type`'s class, then its
+        /// superclasses' (each class's `_strataUniqueness` lists only the
+        /// groups it declares), as property names.
+        private static func declaredGroups(
+            of type: any PersistentModel.Type, names: [AnyKeyPath: String]
+        ) -> (unique: [[String]], indexes: [[String]]) {
             let resolve: ([[AnyKeyPath]]) -> [[String]] = { groups in
                 groups.map { group in group.map { names[$0] ?? "\($0)" } }
             }
-            // A class's groups, then its superclasses' (each class's
-            // `_strataUniqueness` lists only the groups it declares).
             var declaredUnique: [[String]] = []
             var declaredIndexes: [[String]] = []
             var declaring: (any PersistentModel.Type)? = type
@@ -330,14 +369,17 @@ extension Schema {
                 declaredIndexes = resolve(type._strataIndexes) + declaredIndexes
                 declaring = _getSuperclass(type) as? any PersistentModel.Type
             }
-            self.uniquenessConstraints =
-                properties.compactMap { ($0 as? Attribute)?.isUnique == true ? [$0.name] : nil } + declaredUnique
-            self.indices = declaredIndexes
-            var problems: [String]
-            (self.keyGroups, problems) = KeyGroup.groups(
-                entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
+            return (declaredUnique, declaredIndexes)
+        }
+
+        /// The tree of each `.externalStorage` attribute, by field; a
+        /// misuse (not `Data`, or a `let`, and a relationship declared
+        /// `let`) joins `problems`.
+        private static func externalTrees(entity name: String, properties: [Property], problems: inout [String])
+            -> [Int: String]
+        {
             var external: [Int: String] = [:]
-            for attribute in attributes where attribute.options.contains(.externalStorage) {
+            for case let attribute as Attribute in properties where attribute.options.contains(.externalStorage) {
                 if attribute.valueType == Data.self || attribute.valueType == Data?.self {
                     external[attribute.field] = TreeName.external(entity: name, attribute: attribute.name)
                 } else {
@@ -353,7 +395,12 @@ extension Schema {
                     problems.append("\(name).\(property.name): an .externalStorage attribute must be declared 'var'")
                 }
             }
-            self.externalTrees = external
+            return external
+        }
+
+        /// The encoded field of each non-optional attribute's default value
+        /// (what a record stored before the attribute existed reads).
+        private static func defaultRecords(of attributes: [Attribute], external: [Int: String]) -> [Int: [UInt8]] {
             var defaults: [Int: [UInt8]] = [:]
             for attribute in attributes where !attribute.isOptional && external[attribute.field] == nil {
                 var writer = _RecordWriter()
@@ -361,22 +408,22 @@ extension Schema {
                     defaults[attribute.field] = writer.bytes
                 }
             }
-            self.defaultRecords = defaults
-            self.preservedFields = Set(
-                attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
-            self.recordTree = Store.treeName(entityName: name)
-            self.problems = problems
-            var owners = Array(repeating: name, count: properties.count)
+            return defaults
+        }
+
+        /// The entity that declares each field: a superclass's for the
+        /// fields it declares, `name` for the rest.
+        private static func declaringEntityNames(_ name: String, superType: (any PersistentModel.Type)?, count: Int)
+            -> [String]
+        {
+            var owners = Array(repeating: name, count: count)
             var owner = superType
             while let type = owner {
-                let count = min(type.schemaMetadata.count, owners.count)
-                for field in 0..<count { owners[field] = type._strataEntityName }
+                let declared = min(type.schemaMetadata.count, owners.count)
+                for field in 0..<declared { owners[field] = type._strataEntityName }
                 owner = _getSuperclass(type) as? any PersistentModel.Type
             }
-            self.declaringEntityNames = owners
-            self.inverseSides = InverseGraph.info(type).inverses
-            self.relationshipStorage = [:]
-            self.relationshipStorage = RelationshipStorage.plan(for: self)
+            return owners
         }
 
         /// Relationships of any entity that point at this one and have no
