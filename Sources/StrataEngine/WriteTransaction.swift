@@ -38,7 +38,7 @@ public final class WriteTransaction: ReadTransaction {
     /// store had right after it (nil before, and after a rollback or an
     /// empty commit). Nothing else committed between this transaction's
     /// begin and this stamp.
-    public private(set) var committedStamp: UInt64?
+    public internal(set) var committedStamp: UInt64?
     /// The pages of this handle's commits appended before this
     /// transaction began and not yet published (their sync is pending),
     /// newest image by page number; read before the snapshot's.
@@ -52,23 +52,23 @@ public final class WriteTransaction: ReadTransaction {
     let spillLimit: Int
     /// Pages that existed before this transaction and that it spilled to
     /// the log as frames that are not a commit: the newest frame of each.
-    @exclusivity(unchecked) private var spilledFrames: [UInt32: Int] = [:]
+    @exclusivity(unchecked) var spilledFrames: [UInt32: Int] = [:]
     /// The page number of each frame this transaction spilled, in order,
     /// from `spillStart` on; and the log's tail after them.
-    private var spilledOrder: [UInt32] = []
-    private var spillStart = 0
-    private var spillTail: WAL.LogTail?
+    var spilledOrder: [UInt32] = []
+    var spillStart = 0
+    var spillTail: WAL.LogTail?
     /// Fresh pages written into the main file so far.
-    private var freshSpilled = 0
+    var freshSpilled = 0
     /// Puts and deletes held back once the transaction has spilled (see
     /// ``put(_:_:in:)`` and ``delete(_:in:)``), by tree root, in the order
     /// made; their count is `bufferedChanges`, and `bufferedBytes`
     /// estimates their memory (bounded by a quarter of the budget).
-    @exclusivity(unchecked) private var changeBuffers: [UInt32: ChangeBuffer] = [:]
-    @exclusivity(unchecked) private var bufferedBytes = 0
+    @exclusivity(unchecked) var changeBuffers: [UInt32: ChangeBuffer] = [:]
+    @exclusivity(unchecked) var bufferedBytes = 0
 
     /// One tree's held-back changes.
-    private struct ChangeBuffer {
+    struct ChangeBuffer {
         let tree: Tree
         /// In the order made; a nil value is a delete.
         var entries: [(key: [UInt8], value: [UInt8]?)] = []
@@ -118,11 +118,11 @@ public final class WriteTransaction: ReadTransaction {
     @exclusivity(unchecked) var pathScratch: [(UInt32, Int)] = []
     /// The tree the last put or delete changed, whose entries in
     /// ``counts`` and ``changedTrees`` are known to exist.
-    @exclusivity(unchecked) private var lastTouched: (root: UInt32, name: String)?
+    @exclusivity(unchecked) var lastTouched: (root: UInt32, name: String)?
 
     /// The instance number the next tree created or renamed gets (see
     /// ``Tree``).
-    private var nextTreeInstance: UInt32 = 1
+    var nextTreeInstance: UInt32 = 1
 
     init(db: Database, snapshot: Database.Snapshot, serial: UInt64, freelist: Freelist) {
         header = snapshot.header
@@ -136,7 +136,7 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Records that the tree at `root` is now the new tree `name` (created
     /// or renamed) and returns its handle.
-    private func newInstance(_ name: String, root: UInt32) -> Tree {
+    func newInstance(_ name: String, root: UInt32) -> Tree {
         treeInstances[root] = (name, nextTreeInstance)
         nextTreeInstance &+= 1
         return handle(name, root: root)
@@ -209,118 +209,6 @@ public final class WriteTransaction: ReadTransaction {
         freelist.free(number)
     }
 
-    // MARK: Trees
-
-    /// Creates the tree called `name`, or returns it when it exists.
-    @discardableResult public func createTree(_ name: String) throws -> Tree {
-        try checkOpen()
-        return try changing {
-            if let existing = try treeIfPresent(name) { return existing }
-            let key = Array(name.utf8)
-            guard !key.isEmpty, key.count <= 255 else {
-                throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(name.debugDescription)")
-            }
-            let (root, page) = try allocate()
-            catalogBase = nil
-            Node.format(page, leaf: true)
-            counts[root] = 0
-            changedTrees[root] = name
-            try BTreeWriter(tx: self).putRaw(key, catalogValue(root: root, count: 0), root: FileHeader.catalogRoot)
-            return newInstance(name, root: root)
-        }
-    }
-
-    /// Deletes the tree called `name` and frees all its pages. Returns false
-    /// when there was no such tree. Its handles are stale from then on (see
-    /// ``Tree``), even if a tree of that name is created again.
-    @discardableResult public func dropTree(_ name: String) throws -> Bool {
-        try checkOpen()
-        return try changing {
-            guard let tree = try treeIfPresent(name) else { return false }
-            catalogBase = nil
-            // The handles go first: from here on the tree is half freed.
-            treeInstances[tree.root] = (nil, 0)
-            treeEpoch &+= 1
-            modifications += 1
-            try freeSubtree(tree.root)
-            counts.removeValue(forKey: tree.root)
-            changedTrees.removeValue(forKey: tree.root)
-            lastTouched = nil
-            _ = try BTreeWriter(tx: self).deleteRaw(Array(name.utf8), root: FileHeader.catalogRoot)
-            return true
-        }
-    }
-
-    /// Renames tree `from` to `to`, which must not exist; its entries and
-    /// root stay. Handles of the old name are stale afterwards (see
-    /// ``Tree``). For the package's own use (a migration builds a table's
-    /// new records in a fresh tree, in key order, then renames it).
-    @discardableResult package func renameTree(_ from: String, to: String) throws -> Tree {
-        try checkOpen()
-        return try changing {
-            guard let tree = try treeIfPresent(from) else { throw StorageError.noSuchTree(from) }
-            let key = Array(to.utf8)
-            guard !key.isEmpty, key.count <= 255 else {
-                throw StorageError.invalidTreeName("tree names are 1 to 255 UTF-8 bytes: \(to.debugDescription)")
-            }
-            guard try treeIfPresent(to) == nil else { throw StorageError.invalidTreeName("a tree named \(to) exists") }
-            let value = catalogValue(root: tree.root, count: try count(tree))
-            catalogBase = nil
-            treeEpoch &+= 1
-            modifications += 1
-            _ = try BTreeWriter(tx: self).deleteRaw(Array(from.utf8), root: FileHeader.catalogRoot)
-            try BTreeWriter(tx: self).putRaw(key, value, root: FileHeader.catalogRoot)
-            changedTrees[tree.root] = to
-            lastTouched = nil
-            return newInstance(to, root: tree.root)
-        }
-    }
-
-    /// Removes every entry of `tree`, keeping the tree.
-    public func clear(_ tree: Tree) throws {
-        try checkOpen()
-        try checkHandle(tree)
-        try changing {
-            let root = try treeNode(tree.root)
-            if !root.isLeaf {
-                for i in 0...root.count { try freeSubtree(root.child(i)) }
-            } else {
-                for i in 0..<root.count {
-                    if case .overflow(let first, _) = root.leafValue(i) { try BTreeWriter(tx: self).freeOverflow(first) }
-                }
-            }
-            Node.format(try writable(tree.root), leaf: true)
-            counts[tree.root] = 0
-            changedTrees[tree.root] = tree.name
-            modifications += 1
-        }
-    }
-
-    private func freeSubtree(_ number: UInt32) throws {
-        var stack: [(UInt32, Int)] = [(number, 0)]
-        while let (page, depth) = stack.popLast() {
-            guard depth <= Cursor.maxDepth else { throw StorageError.corrupt(page: page, reason: "tree too deep: a cycle") }
-            let node = try treeNode(page)
-            if node.isLeaf {
-                for i in 0..<node.count {
-                    if case .overflow(let first, _) = node.leafValue(i) { try BTreeWriter(tx: self).freeOverflow(first) }
-                }
-            } else {
-                for i in 0...node.count { stack.append((node.child(i), depth + 1)) }
-            }
-            free(page)
-        }
-    }
-
-    func catalogValue(root: UInt32, count: Int) -> [UInt8] {
-        var v = [UInt8](repeating: 0, count: 12)
-        v.withUnsafeMutableBytes {
-            storeBE32($0.baseAddress!, root)
-            storeBE64($0.baseAddress! + 4, UInt64(count))
-        }
-        return v
-    }
-
     override public func count(_ tree: Tree) throws -> Int {
         try checkOpen()
         try checkHandle(tree)
@@ -381,7 +269,7 @@ public final class WriteTransaction: ReadTransaction {
 
     /// The memory the change buffer may take before it is applied: a
     /// quarter of the budget.
-    private var bufferLimitBytes: Int { spillLimit * db.pageSize / 4 }
+    var bufferLimitBytes: Int { spillLimit * db.pageSize / 4 }
 
     /// Applies the buffered changes, tree by tree, in key order (changes
     /// of one key in the order they were made: the last wins). Runs of
@@ -424,7 +312,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Deletes the buffered deletes `keys` (ascending, distinct, each
     /// present: ``delete(_:in:)`` looked each one up and counted it) and
     /// empties the batch.
-    private func deleteBuffered(_ keys: inout KeyBatch, in tree: Tree) throws {
+    func deleteBuffered(_ keys: inout KeyBatch, in tree: Tree) throws {
         guard !keys.isEmpty else { return }
         let batch = keys
         keys = KeyBatch()
@@ -486,7 +374,7 @@ public final class WriteTransaction: ReadTransaction {
     /// comes from the tree's pages and the buffered deletes (a tree whose
     /// buffer holds puts has them applied first), and a present key's
     /// delete is counted now and buffered.
-    private func bufferDelete(_ key: [UInt8], in tree: Tree) throws -> Bool {
+    func bufferDelete(_ key: [UInt8], in tree: Tree) throws -> Bool {
         if ended { throw StorageError.transactionEnded }
         if let failure { throw StorageError.transactionFailed(failure) }
         try checkHandle(tree)
@@ -574,7 +462,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Runs one change (the body of every public mutation): an error it
     /// throws marks the transaction failed, unless it is one found before
     /// anything changed (see the type's documentation).
-    @inline(__always) private func changing<R>(_ body: () throws -> R) throws -> R {
+    @inline(__always) func changing<R>(_ body: () throws -> R) throws -> R {
         do {
             let result = try body()
             // Between changes no page is in use: spill if over budget.
@@ -588,7 +476,7 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Marks the transaction failed after a change threw, unless the error
     /// is one found before anything changed.
-    private func noteFailure(_ error: any Error) {
+    func noteFailure(_ error: any Error) {
         if let error = error as? StorageError {
             switch error {
             case .keyTooLong, .valueTooLarge, .invalidTreeName, .noSuchTree, .staleTree, .transactionEnded,
@@ -617,297 +505,7 @@ public final class WriteTransaction: ReadTransaction {
         count = adjusted
     }
 
-    private func ensureCounted(_ tree: Tree) throws {
+    func ensureCounted(_ tree: Tree) throws {
         if counts[tree.root] == nil { _ = try super.count(tree) }
-    }
-
-    // MARK: Spilling
-
-    /// Writes pages out of memory until an eighth of the budget is free,
-    /// branch pages kept (every descent reads them): first fresh pages into
-    /// the main file (see `Database+Spill.swift`), then, when those are not
-    /// enough, pages that existed before the transaction into the log, as
-    /// frames that are not a commit (see ``spillToLog(_:)``). Runs between
-    /// changes only, never inside one: a change holds references to the
-    /// pages it edits.
-    private func spill() throws {
-        if freshFloor == .max {
-            freshFloor = try db.freshPageFloor(pageCount: snapshot.header.pageCount, pending: pendingPages)
-        }
-        let target = spillLimit - spillLimit / 8
-        try spillFresh(dirty.count - target)
-        guard dirty.count > target else { return }
-        var victims: [(number: UInt32, page: Page)] = []
-        victims.reserveCapacity(dirty.count - target)
-        for (number, page) in zip(dirty.numbers, dirty.pages)
-        where number != 0 && number < freshFloor && page.u8(4) != PageType.branch.rawValue {
-            victims.append((number, page))
-            if victims.count == dirty.count - target { break }
-        }
-        guard !victims.isEmpty else { return }
-        try spillToLog(victims)
-    }
-
-    /// Writes up to `excess` fresh pages into the main file: the
-    /// highest-numbered ones. The lowest-numbered stay in memory for good,
-    /// so a load that visits every leaf again and again (each application
-    /// of the put buffer walks them in key order) misses only the pages
-    /// that do not fit, instead of losing each one just before it is needed
-    /// again; and the victims, neighbours in the file, go out in long
-    /// writes.
-    private func spillFresh(_ excess: Int) throws {
-        // Numbers only: a spill runs every few thousand pages, and copying
-        // page references (a retain and release each) costs more.
-        var candidates: [UInt32] = []
-        candidates.reserveCapacity(dirty.count)
-        for (number, page) in zip(dirty.numbers, dirty.pages)
-        where number >= freshFloor && page.u8(4) != PageType.branch.rawValue {
-            candidates.append(number)
-        }
-        guard !candidates.isEmpty, excess > 0 else { return }
-        candidates.sort()
-        let victims = candidates.suffix(min(candidates.count, excess)).compactMap { number in
-            dirty[number].map { (number: number, page: $0) }
-        }
-        for (number, page) in victims { page.sealChecksum(pageNumber: number) }
-        try db.writeFreshPages(victims)
-        for (number, _) in victims { dirty.remove(number) }
-        freshSpilled += victims.count
-        db.stateLock.withLock { db.counters.spilledPages += victims.count }
-    }
-
-    /// Appends pages that existed before this transaction to the log as
-    /// frames that are not a commit, after the pending commits of this
-    /// handle and this transaction's earlier spilled frames. No reader
-    /// sees them (they are not published), recovery keeps them only when
-    /// the transaction's commit frame follows, and a rollback leaves them
-    /// to be overwritten. The log restarts first when it can (as a commit
-    /// would): it cannot restart once this transaction's frames are in it.
-    private func spillToLog(_ victims: [(number: UInt32, page: Page)]) throws {
-        var tail = spillTail
-        if tail == nil {
-            tail = db.pendingCommits.tail
-            if tail == nil { try db.restartLogIfPossible() }
-        }
-        for (number, page) in victims { page.sealChecksum(pageNumber: number) }
-        let newTail = try db.wal.appendSpilled(victims, after: tail)
-        if spillTail == nil { spillStart = newTail.frames - victims.count }
-        var frame = newTail.frames - victims.count
-        for (number, _) in victims {
-            spilledFrames[number] = frame
-            spilledOrder.append(number)
-            dirty.remove(number)
-            frame += 1
-        }
-        spillTail = newTail
-        db.stateLock.withLock { db.counters.spilledPages += victims.count }
-    }
-
-    // MARK: Commit
-
-    /// Makes every change durable (per the store's ``Durability``) and
-    /// visible to transactions that begin afterwards. On error nothing is
-    /// visible and the store stays at the previous commit; the transaction
-    /// is over either way. A transaction that failed part-way through a
-    /// change (see the type's documentation) is rolled back and throws
-    /// ``StorageError/transactionFailed(_:)``.
-    public func commit() throws {
-        if ended { throw StorageError.transactionEnded }
-        applyBufferedChangesForCommit()
-        // Set once the commit is pending: the gate is released then, and
-        // the writer lock belongs to the group (see `PendingCommits`).
-        var handedOver = false
-        defer {
-            if !handedOver {
-                ended = true
-                dirty.removeAll()
-                db.endWrite()
-            }
-        }
-        if let failure { throw StorageError.transactionFailed(failure) }
-        guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
-        try writeCatalogAndFreelist()
-        let sealed = try sealPages()
-        let appended = try appendToLog(sealed)
-        guard db.options.durability == .full else {
-            publishAndCheckpoint(appended)
-            return
-        }
-        let ticket = try queueForSharedSync(appended)
-        handedOver = true
-        try awaitSharedSync(ticket)
-        committedStamp = db.stamp(generation: appended.generation, frames: appended.tail.frames)
-        if appended.checkpointDue { db.checkpointAfterCommit(recent: appended.recent, whatever: sealed.wroteMain) }
-    }
-
-    /// The commit's first step: changes still buffered are applied; one
-    /// that fails becomes the transaction's failure, thrown by the commit.
-    private func applyBufferedChangesForCommit() {
-        guard failure == nil && bufferedChanges != 0 else { return }
-        do { try applyBufferedChanges() } catch { if failure == nil { failure = "\(error)" } }
-    }
-
-    /// Records each changed tree's root and count in the catalog, and the
-    /// free pages in the freelist trunks.
-    private func writeCatalogAndFreelist() throws {
-        for (root, name) in changedTrees.sorted(by: { $0.key < $1.key }) {
-            try BTreeWriter(tx: self).putRaw(
-                Array(name.utf8), catalogValue(root: root, count: counts[root] ?? 0), root: FileHeader.catalogRoot)
-        }
-        try persistFreelist()
-    }
-
-    /// The pages a commit logs, sealed, in page order.
-    private struct SealedPages {
-        var pages: [(number: UInt32, page: Page)]
-        /// True when the transaction spilled: its fresh pages went to the
-        /// main file (written and synced by ``sealPages()``).
-        let wroteMain: Bool
-    }
-
-    /// Writes the header into page 0 when it changed, seals every dirty
-    /// page's checksum, and writes and syncs the fresh pages of a
-    /// transaction that spilled to the main file before any log frame
-    /// can reach them.
-    private func sealPages() throws -> SealedPages {
-        let wroteMain = freshSpilled > 0
-        // Page 0 is logged only when the header changed: a small commit then
-        // costs one frame per changed tree page plus the catalog page. A
-        // transaction that spilled always logs it: its commit frames then
-        // never come out empty.
-        if header != snapshot.header || freshFloor != .max {
-            header.commitCounter &+= 1
-            header.write(to: try writable(0))
-        }
-        var pages: [(number: UInt32, page: Page)] = []
-        pages.reserveCapacity(dirty.count)
-        for (number, page) in zip(dirty.numbers, dirty.pages) { pages.append((number, page)) }
-        pages.sort { $0.number < $1.number }
-        for (number, page) in pages { page.sealChecksum(pageNumber: number) }
-        if wroteMain {
-            // Its fresh pages go where the spilled ones went, and are
-            // durable before the commit that reaches them is written.
-            let split = pages.partition { $0.number >= freshFloor }
-            let fresh = pages[split...].sorted { $0.number < $1.number }
-            pages.removeSubrange(split...)
-            pages.sort { $0.number < $1.number }
-            try db.writeFreshPages(fresh)
-            try db.syncFreshPages()
-        }
-        return SealedPages(pages: pages, wroteMain: wroteMain)
-    }
-
-    /// A commit appended to the log, not yet durable or published.
-    private struct AppendedCommit {
-        let sealed: SealedPages
-        let tail: WAL.LogTail
-        /// The first frame readers take this commit's pages from (its
-        /// spilled frames' first when it spilled).
-        let first: Int
-        let generation: UInt32
-        let recent: WAL.RecentCommit
-        let checkpointDue: Bool
-    }
-
-    /// Appends the sealed pages to the log as one commit, after the
-    /// pending commits of this handle and this transaction's spilled
-    /// frames (the log restarts first when nothing is pending), and
-    /// remembers the freelist and catalog it leaves.
-    private func appendToLog(_ sealed: SealedPages) throws -> AppendedCommit {
-        let pages = sealed.pages
-        let pendingTail = spillTail ?? db.pendingCommits.tail
-        if pendingTail == nil { try db.restartLogIfPossible() }
-        let tail = try db.wal.appendCommit(pages, pageCount: header.pageCount, after: pendingTail)
-        let pagesFirst = tail.frames - pages.count
-        let first = spillTail == nil ? pagesFirst : spillStart
-        let generation = db.stateLock.withLock { db.wal.state.generation }
-        let position = SharedIndex.State.position(generation: generation, frames: tail.frames)
-        db.rememberFreelist(freelist, position: position)
-        if let catalogBase {
-            db.advanceCatalogCache(from: catalogBase, to: position, changed: changedTrees, counts: counts)
-        }
-        let recent = WAL.RecentCommit(firstFrame: pagesFirst, generation: generation, pages: pages)
-        // A commit that wrote pages into the main file was a large one
-        // whatever its frame count: it checkpoints, so readers find the
-        // whole store in the main file again (they then read it through
-        // the mapping without looking in the log; point reads after a
-        // spilled 1M load took 1.9 µs instead of 1.0 without this).
-        let checkpointDue = tail.frames >= db.options.checkpointThresholdFrames || sealed.wroteMain
-        return AppendedCommit(
-            sealed: sealed, tail: tail, first: first, generation: generation, recent: recent,
-            checkpointDue: checkpointDue)
-    }
-
-    /// Durability below `full`: nothing to wait for, so the commit is
-    /// published now, under the gate, and checkpoints when due.
-    private func publishAndCheckpoint(_ commit: AppendedCommit) {
-        db.publish(
-            pages: commit.sealed.pages, firstFrame: commit.first, spilled: spilledOrder, tail: commit.tail,
-            header: header, mainChanged: commit.sealed.wroteMain)
-        committedStamp = db.stamp(generation: commit.generation, frames: commit.tail.frames)
-        if commit.checkpointDue {
-            // The commit is published already; a failed checkpoint is
-            // retried after a later commit (or poisons the handle if an
-            // fsync failed).
-            try? db.checkpointLocked(recent: commit.recent)
-        }
-    }
-
-    /// Queues the commit for the group's next sync; returns its ticket.
-    private func queueForSharedSync(_ commit: AppendedCommit) throws -> UInt64 {
-        try db.pendingCommits.enqueue(
-            PendingCommits.Entry(
-                ticket: 0, pages: commit.sealed.pages, first: commit.first, tail: commit.tail, header: header,
-                freelist: freelist, mainChanged: commit.sealed.wroteMain, spilled: spilledOrder))
-    }
-
-    /// Group commit, once the commit is queued (`ticket`): the transaction
-    /// is over, the next writer comes in, and this thread waits for a sync
-    /// that covers the commit (its own or another's), which publishes it.
-    private func awaitSharedSync(_ ticket: UInt64) throws {
-        ended = true
-        dirty.removeAll()
-        if spillTail == nil {
-            db.gate.release()
-            try db.awaitDurable(ticket)
-        } else {
-            // Published before the next writer of this handle begins: its
-            // continuation reads pending commits' pages from memory, and
-            // this commit's spilled ones are only in the log.
-            defer { db.gate.release() }
-            try db.awaitDurable(ticket)
-        }
-    }
-
-    /// Discards every change and ends the transaction.
-    public func rollback() {
-        guard !ended else { return }
-        ended = true
-        changeBuffers.removeAll()
-        bufferedChanges = 0
-        dirty.removeAll()
-        db.endWrite()
-    }
-
-    /// Rewrites the freelist trunks after cutting free pages off the end.
-    private func persistFreelist() throws {
-        guard freelist.changed else { return }
-        header.pageCount = freelist.releaseTail(pageCount: header.pageCount)
-        for number in dirty.numbers where number >= header.pageCount { dirty.remove(number) }
-        let trunks = freelist.layout(pageSize: db.pageSize)
-        for (i, trunk) in trunks.enumerated() {
-            let page = Page.zeroed(db.pageSize)
-            page.setU8(4, PageType.freelistTrunk.rawValue)
-            page.setU32(8, i + 1 < trunks.count ? trunks[i + 1].trunk : 0)
-            page.setU32(12, UInt32(trunk.entries.count))
-            var offset = Layout.trunkHeaderSize
-            for p in trunk.entries {
-                page.setU32(offset, p)
-                offset += 4
-            }
-            dirty[trunk.trunk] = page
-        }
-        header.freelistHead = trunks.first?.trunk ?? 0
-        header.freeCount = UInt32(freelist.count)
     }
 }
