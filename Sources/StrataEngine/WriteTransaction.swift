@@ -159,7 +159,7 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Page `number` read back from where this transaction spilled it (a
     /// new copy, its own), or nil when it did not spill it.
-    @inline(__always) private func spilledImage(_ number: UInt32) throws -> Page? {
+    @inline(__always) func spilledImage(_ number: UInt32) throws -> Page? {
         if number >= freshFloor { return try db.readSpilledPage(number) }
         if !spilledFrames.isEmpty, let frame = spilledFrames[number] { return try db.readSpilledFrame(frame, page: number) }
         return nil
@@ -167,46 +167,9 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Page `number` as the commits before this transaction left it: a
     /// pending commit's image (see ``PendingCommits``), else the snapshot's.
-    @inline(__always) private func committedPage(_ number: UInt32) throws -> Page {
+    @inline(__always) func committedPage(_ number: UInt32) throws -> Page {
         if !pendingPages.isEmpty, let page = pendingPages[number] { return page }
         return try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)
-    }
-
-    // MARK: Pages
-
-    /// A private copy of page `number` that this transaction may change.
-    func writable(_ number: UInt32) throws -> Page {
-        if let page = dirty[number] { return page }
-        // A spilled page read back is this transaction's own copy already.
-        let copy = try spilledImage(number) ?? Page.copy(of: try committedPage(number))
-        dirty[number] = copy
-        return copy
-    }
-
-    /// A new zeroed page: the lowest free page, or one past the end.
-    func allocate() throws -> (UInt32, Page) {
-        let number: UInt32
-        if let free = freelist.allocate() {
-            number = free
-        } else {
-            guard header.pageCount < UInt32.max - 1 else {
-                throw StorageError.diskFull(path: db.path + " (the store reached 2^32 pages)")
-            }
-            number = header.pageCount
-            header.pageCount += 1
-        }
-        let page = Page.zeroed(db.pageSize)
-        dirty[number] = page
-        shape &+= 1
-        return (number, page)
-    }
-
-    /// Returns a page to the freelist. Its content no longer matters, so it
-    /// is not written at commit.
-    func free(_ number: UInt32) {
-        shape &+= 1
-        dirty.remove(number)
-        freelist.free(number)
     }
 
     override public func count(_ tree: Tree) throws -> Int {
