@@ -66,6 +66,24 @@ final class ObjectFuzzRegressionTests: XCTestCase {
         XCTAssertGreaterThan(refused, 0, "no truncated seed was refused")
     }
 
+    /// The checked-in seeds are what `fuzz-make-seeds` makes today: the
+    /// object-store seeds name trees by their index in the base store, so
+    /// a base store that gains a tree moves them onto other trees (14 had
+    /// drifted), and building them trapped once `h.meta` left the base.
+    func testTheCorporaAreTheHarnessesSeeds() throws {
+        let corpora: [(target: String, seeds: [(String, [UInt8])])] = [
+            ("object-store", ObjectFuzzHarness.seeds.map { ($0.name, $0.input) }),
+            ("decoders", DecoderFuzzHarness.seeds().map { ($0.name, $0.bytes) }),
+        ]
+        for (target, seeds) in corpora {
+            for (name, bytes) in seeds {
+                let path = "\(Self.fuzzDirectory)/corpus/\(target)/\(name)"
+                let stored = try XCTUnwrap(FileManager.default.contents(atPath: path), "\(path) is missing")
+                XCTAssertEqual([UInt8](stored), bytes, "\(path) is out of date: run `swift run fuzz-make-seeds` in Fuzz/")
+            }
+        }
+    }
+
     /// Regular files in `directory`, sorted; none when it does not exist.
     func files(in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
