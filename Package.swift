@@ -147,3 +147,16 @@ if let wanted = Context.environment["STRATA_TEST_TARGETS"] {
         return !targets.allSatisfy(kept.contains)
     }
 }
+
+// `STRATA_OPTIMIZE` (comma-separated target names) compiles those targets
+// with `-O` in a debug build: CI's test run, whose time goes mostly to the
+// engine's randomized, crash and spill suites, takes the engine and its
+// test support this way (assertions stay: the engine has no `assert`,
+// only `precondition` and thrown errors, which `-O` keeps). Unset, every
+// target builds as the configuration says.
+if let optimized = Context.environment["STRATA_OPTIMIZE"] {
+    let names = Set(optimized.split(separator: ",").map(String.init))
+    for target in package.targets where names.contains(target.name) {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-O"])]
+    }
+}

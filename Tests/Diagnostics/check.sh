@@ -2,7 +2,8 @@
 # Compiles each Tests/Diagnostics/*.swift.txt in the FidelityTests target and
 # checks that the build fails with the diagnostic the file's first line
 # names (`// expect: <message>`): bad model code must give a compile-time
-# error that says what to write.
+# error that says what to write. Arguments go to `swift build` (CI passes
+# the flags of its main build, whose products the check reuses).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 status=0
@@ -15,7 +16,7 @@ for source in Tests/Diagnostics/*.swift.txt; do
   fi
   target="Tests/FidelityTests/Diagnostics_$(basename "$source" .txt)"
   cp "$source" "$target"
-  log=$(swift build --target FidelityTests 2>&1)
+  log=$(swift build --target FidelityTests "$@" 2>&1)
   rm -f "$target"
   if ! grep -qF "$expected" <<<"$log"; then
     echo "$source: the build did not fail with the expected diagnostic"
