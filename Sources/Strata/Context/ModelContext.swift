@@ -59,9 +59,8 @@ public final class ModelContext: _RelatedModelLoader {
     var isMainContext = false {
         didSet { for part in parts { part.isMainContext = isMainContext } }
     }
-    /// Writes of sync's own trees that commit with this context's next
-    /// save, in its transaction, after every model is written.
-    package var beforeCommit: ((WriteTransaction) throws -> Void)?
+    /// The participant of the save under way (``save(with:)``).
+    var participant: (any SaveParticipant)?
     /// With several configurations, one context per part of the container
     /// (``ModelContainer/parts``), to which this context routes each call;
     /// empty otherwise.

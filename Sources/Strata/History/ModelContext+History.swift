@@ -59,9 +59,9 @@ extension ModelContext {
                 try HistoryLog.read(tx, schema: container.schema, store: store.identifier), descriptor)
             guard !doomed.isEmpty else { return }
             var newest = try HistoryLog.deletedThrough(tx)
-            // A synced store keeps the saves sync has not pushed yet: they
-            // are its outbox.
-            let kept = try SyncReplica.unpushedAfter(tx)
+            // Transactions a holder still needs stay (a synced store's
+            // saves that are not pushed yet: sync's outbox).
+            let kept = try HistoryLog.deletableThrough(tx)
             for transaction in doomed {
                 guard let value = (transaction as? DefaultHistoryTransaction)?.token.tokenValue, value <= kept else { continue }
                 try tx.delete(RowKey.encode(value), in: tree)

@@ -63,6 +63,28 @@ extension ModelContext {
         postDidSave(finish(save))
     }
 
+    /// Saves as ``save()`` does, with `participant` writing its own trees
+    /// in the save's transaction (see ``SaveParticipant``). With nothing to
+    /// save, the participant writes in a transaction of its own. Throws
+    /// for a container of several stores, whose saves are several
+    /// transactions.
+    package func save(with participant: any SaveParticipant) throws {
+        guard parts.isEmpty else {
+            throw SwiftDataError(
+                .loadIssueModelContainer, "a save participant joins the saves of a container with one store only")
+        }
+        guard hasChanges else {
+            try store.write { tx in
+                try participant.saveWillCommit(
+                    SaveParticipation(transaction: tx, inserted: [], updated: [], deleted: [], historyToken: nil))
+            }
+            return
+        }
+        self.participant = participant
+        defer { self.participant = nil }
+        try save()
+    }
+
     /// A save written to its open write transaction, not yet committed.
     struct PreparedSave {
         let tx: WriteTransaction
@@ -195,7 +217,13 @@ extension ModelContext {
                 store.wroteHistory(token)
             }
             if let mark { try SaveMark.write(mark.number, stores: mark.stores, in: tx) }
-            if let beforeCommit { try beforeCommit(tx) }
+            if let participant {
+                try participant.saveWillCommit(
+                    SaveParticipation(
+                        transaction: tx, inserted: inserted.map(\.persistentModelID),
+                        updated: changed.values.map(\.persistentModelID),
+                        deleted: deleted.values.map(\.persistentModelID), historyToken: prepared.historyToken))
+            }
             try store.checkSave(tx)
             prepared.savedChanges = save.changes
             prepared.sideEffects = save.sideEffects
@@ -359,7 +387,6 @@ extension ModelContext {
         inserted = []
         changed = [:]
         deleted = [:]
-        beforeCommit = nil
         clearMarkedRows()
         if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }
         // The other contexts merge what this save wrote; every context,

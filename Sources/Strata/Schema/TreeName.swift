@@ -12,6 +12,8 @@ enum TreeName {
     static let historyTransactions = "h.transactions"
     /// History's counters (last token, deleted-through token).
     static let historyMeta = "h.meta"
+    /// History's holds: holder → the token after which it keeps history.
+    static let historyHolds = "h.holds"
 
     /// The records of entity `entity`: row id → record.
     static func records(_ entity: String) -> String { "e." + entity }

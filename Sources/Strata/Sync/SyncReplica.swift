@@ -107,16 +107,6 @@ package final class SyncReplica {
         return state
     }
 
-    /// The last history token `deleteHistory` may delete: every save after
-    /// it is waiting to be pushed (`Int64.max` for a store that never
-    /// synced).
-    static func unpushedAfter(_ tx: ReadTransaction) throws -> Int64 {
-        guard let meta = try tx.treeIfPresent(metaTree), try tx.get(Array("zone".utf8), in: meta) != nil else {
-            return .max
-        }
-        return try number("pushed", tx)
-    }
-
     /// Joins `zone`: the first time, records the zone and makes the device's
     /// identifier; later, checks the store belongs to that zone.
     package func join(zone: String) throws -> State {
@@ -127,13 +117,17 @@ package final class SyncReplica {
                 guard name == zone else {
                     throw Refusal("the store syncs with zone \"\(name)\", not \"\(zone)\"")
                 }
+                // A store that joined before history had holds.
+                if try HistoryLog.heldAfter(Self.author, in: tx) == nil {
+                    try HistoryLog.hold(Self.author, after: try Self.number("pushed", tx), in: tx)
+                }
             } else {
                 try tx.put(Array("zone".utf8), Array(zone.utf8), in: meta)
                 try tx.put(Array("device".utf8), SyncID.make().bytes, in: meta)
                 // Saves made before the store joined are not pushed as
                 // saves (an initial upload of existing models is separate).
                 let last = try HistoryLog.lastToken(tx)
-                try tx.put(Array("pushed".utf8), RowKey.encode(last), in: meta)
+                try Self.setPushed(last, tx)
                 try tx.put(Array("prepared".utf8), RowKey.encode(last), in: meta)
                 try tx.put(Array("schema".utf8), Array(SyncSchema(schema).hash.utf8), in: meta)
                 try Self.prepareUpload(tx, schema: schema)
@@ -191,6 +185,13 @@ package final class SyncReplica {
     private static func number(_ key: String, _ tx: ReadTransaction) throws -> Int64 {
         guard let meta = try tx.treeIfPresent(metaTree), let bytes = try tx.get(Array(key.utf8), in: meta) else { return 0 }
         return try RowKey.decode(bytes)
+    }
+
+    /// Records that every save through `token` is pushed, and holds the
+    /// history after it (the saves still to push) from `deleteHistory`.
+    private static func setPushed(_ token: Int64, _ tx: WriteTransaction) throws {
+        try setNumber("pushed", token, tx)
+        try HistoryLog.hold(author, after: token, in: tx)
     }
 
     private static func setNumber(_ key: String, _ value: Int64, _ tx: WriteTransaction) throws {
@@ -642,7 +643,7 @@ package final class SyncReplica {
     package func forgetPushed(token: Int64) throws {
         try store.write { tx in
             if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
-            try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+            try Self.setPushed(max(token, try Self.number("pushed", tx)), tx)
         }
     }
 
@@ -651,7 +652,7 @@ package final class SyncReplica {
     package func acknowledge(token: Int64, seq: Int64) throws {
         guard let device = try state().device, let payload = try outboxEntry(token) else {
             try store.write { tx in
-                try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+                try Self.setPushed(max(token, try Self.number("pushed", tx)), tx)
                 try Self.setNumber("position", seq, tx)
             }
             return
@@ -898,11 +899,11 @@ package final class SyncReplica {
             try links.write(tx)
             if let token = ownToken {
                 if let outbox = try tx.treeIfPresent(Self.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
-                try Self.setNumber("pushed", max(token, try Self.number("pushed", tx)), tx)
+                try Self.setPushed(max(token, try Self.number("pushed", tx)), tx)
             }
             if nothingPending, !own {
                 let last = try HistoryLog.lastToken(tx)
-                try Self.setNumber("pushed", last, tx)
+                try Self.setPushed(last, tx)
                 try Self.setNumber("prepared", last, tx)
             }
             if !kept.changes.isEmpty {
@@ -913,18 +914,22 @@ package final class SyncReplica {
             }
             if !replay { try Self.setNumber("position", seq, tx) }
         }
-        if context.hasChanges {
-            context.beforeCommit = writeSyncState
-            try context.save()
-        } else {
-            try store.write { tx in try writeSyncState(tx) }
-        }
+        try context.save(with: StateWrite(writeSyncState))
         applied.inserted = inserted.filter { !$0.1.isDeleted }.map { $0.1.persistentModelID }
         return applied
 
         func entity(of model: any PersistentModel) -> Schema.Entity {
             schema.entity(forType: type(of: model))!
         }
+    }
+
+    /// The sync state of an applied change, written by the save that
+    /// applies it (a ``SaveParticipant``).
+    private final class StateWrite: SaveParticipant {
+        let treePrefix = "sync."
+        let write: (WriteTransaction) throws -> Void
+        init(_ write: @escaping (WriteTransaction) throws -> Void) { self.write = write }
+        func saveWillCommit(_ save: SaveParticipation) throws { try write(save.transaction) }
     }
 
     /// `change`'s fields that `entity` has, and those it lacks that another
