@@ -186,7 +186,7 @@ struct Migrator {
         let context = ModelContext(container)
         try body(context)
         if context.hasChanges { try context.save() }
-        if let failure = store.pinnedFailure { throw failure }
+        if let failure = store.migrationFailure { throw failure }
     }
 }
 

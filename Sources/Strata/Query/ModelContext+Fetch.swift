@@ -208,7 +208,7 @@ extension ModelContext {
         // A migration stage reads through its open write transaction: no
         // snapshot to hold, so its batched fetch is a plain one. So is a
         // fetch over a hierarchy (several entities' trees, merged).
-        guard store.pinned == nil, try !entity(for: T.self).hasSubentities else {
+        guard store.target.ownsFile, try !entity(for: T.self).hasSubentities else {
             return FetchResultsCollection(models: try fetch(stored))
         }
         let entity = try entity(for: T.self)

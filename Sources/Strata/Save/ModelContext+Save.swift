@@ -42,7 +42,7 @@ extension ModelContext {
             // and this thread holds the write transaction.
             guard let rows = try checkSave(merging: false) else {
                 undoMoves(moved)
-                if store.pinned == nil { tx.rollback() }
+                store.abandonSave(tx, after: nil)
                 return
             }
             // Models the relationships reached were inserted by the checks.

@@ -49,7 +49,7 @@ extension Store {
     /// nothing committed. The thread ends when the last observer goes or
     /// the store closes.
     func watchOtherProcesses() {
-        guard pinned == nil,
+        guard target.ownsFile,
             otherProcesses.watching.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
         let thread = Thread { [weak self] in
@@ -146,7 +146,7 @@ extension Store {
     /// A save of this store committed and left the store at `stamp`,
     /// having merged every other save before it.
     func sawCommit(_ stamp: UInt64) {
-        guard pinned == nil else { return }
+        guard target.ownsFile else { return }
         otherProcesses.seen.withLock { $0.stamp = stamp }
     }
 
@@ -159,7 +159,7 @@ extension Store {
     /// handlers) may call back into a context on the same thread; that
     /// call does not catch up again.
     func catchUpWithOtherProcesses() throws {
-        guard pinned == nil else { return }
+        guard target.ownsFile else { return }
         guard otherProcesses.seen.withLock({ $0.stamp }) != (try database.commitStamp()) else { return }
         let marker = Thread.current.threadDictionary
         guard marker[Self.catchingUpKey] == nil else { return }

@@ -43,13 +43,9 @@ final class Store: @unchecked Sendable {
     /// The tree of the entity named `entityName` (a model class's name).
     static func treeName(entityName: String) -> String { TreeName.records(entityName) }
 
-    /// The migration transaction this store reads and writes through, when
-    /// it is a migration stage's view of the store (see ``read(_:)``).
-    let pinned: WriteTransaction?
-    /// Set when a save through the pinned transaction failed part way: the
-    /// migration then fails as a whole, even if the stage's code caught the
-    /// error, since the transaction holds the failed save's partial writes.
-    private(set) var pinnedFailure: (any Error)?
+    /// Where reads and saves go: the file's own transactions, or a
+    /// migration's open one (see ``SaveTarget``).
+    let target: any SaveTarget
 
     init(
         configuration: ModelConfiguration, schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
@@ -58,7 +54,6 @@ final class Store: @unchecked Sendable {
         self.schema = schema
         self.allowsSave = configuration.allowsSave
         self.recordsHistory = configuration.recordsHistory
-        self.pinned = nil
         var options = DatabaseOptions()
         options.durability = configuration.durability
         options.busyTimeout = configuration.busyTimeout
@@ -79,6 +74,7 @@ final class Store: @unchecked Sendable {
             database = try Database.open(path: path, options: options)
             fallbackIdentifier = path
         }
+        target = DatabaseTarget(database)
         do {
             let migrator = Migrator(
                 database: database, schema: schema, plan: migrationPlan, writable: !options.readOnly, progress: progress)
@@ -127,7 +123,7 @@ final class Store: @unchecked Sendable {
     /// migration's open write transaction.
     init(migrating database: Database, in tx: WriteTransaction, schema: Schema, identifier: String) throws {
         self.database = database
-        self.pinned = tx
+        self.target = MigrationTarget(tx)
         self.schema = schema
         self.allowsSave = true
         self.recordsHistory = false
@@ -135,40 +131,35 @@ final class Store: @unchecked Sendable {
         nextRows = Locked(try Self.lastRows(tx, schema: schema))
     }
 
-    /// Runs `body` in a read transaction — or in the pinned migration
-    /// transaction, whose uncommitted writes a stage's fetches must see.
+    /// Runs `body` in a read transaction of the store's target.
     @inline(__always) func read<R>(_ body: (ReadTransaction) throws -> R) throws -> R {
-        if let pinned { return try body(pinned) }
-        return try database.read(body)
+        try target.read(body)
     }
 
-    /// Runs `body` in a write transaction that commits when it returns, or
-    /// inside the pinned migration transaction (committed with the whole
-    /// migration). A failure inside the pinned transaction is remembered
-    /// (``pinnedFailure``).
+    /// Runs `body` in a write transaction of the store's target that
+    /// commits when it returns.
     func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
-        guard let pinned else {
-            return try database.write { tx in
-                let result = try body(tx)
-                try refuseUnallocatedRows(tx)
-                return result
-            }
-        }
+        let tx = try target.begin()
         do {
-            let result = try body(pinned)
-            try refuseUnallocatedRows(pinned)
+            let result = try body(tx)
+            try refuseUnallocatedRows(tx)
+            try target.commit(tx)
             return result
         } catch {
-            pinnedFailure = pinnedFailure ?? error
+            target.abandon(tx, after: error)
             throw error
         }
     }
 
-    /// Starts a save's write transaction (the pinned one in a migration
-    /// stage). The save then calls ``checkSave(_:)`` and
-    /// ``commitSave(_:)``, or ``abandonSave(_:after:)``.
+    /// The first failed write of a migration stage's store: the migration
+    /// fails as a whole (see ``MigrationTarget``).
+    var migrationFailure: (any Error)? { (target as? MigrationTarget)?.failure }
+
+    /// Starts a save's write transaction. The save then calls
+    /// ``checkSave(_:)`` and ``commitSave(_:)``, or
+    /// ``abandonSave(_:after:)``.
     func beginSave() throws -> WriteTransaction {
-        try pinned ?? database.beginWrite()
+        try target.begin()
     }
 
     /// Throws what would make the save's writes wrong to commit.
@@ -176,21 +167,15 @@ final class Store: @unchecked Sendable {
         try refuseUnallocatedRows(tx)
     }
 
-    /// Commits a save's transaction (in a migration stage, the migration
-    /// commits it).
+    /// Commits a save's transaction.
     func commitSave(_ tx: WriteTransaction) throws {
-        guard pinned == nil else { return }
-        try tx.commit()
+        try target.commit(tx)
     }
 
-    /// Rolls back a save's transaction; in a migration stage, remembers
-    /// `error` so the migration fails as a whole.
-    func abandonSave(_ tx: WriteTransaction, after error: any Error) {
-        guard pinned == nil else {
-            pinnedFailure = pinnedFailure ?? error
-            return
-        }
-        tx.rollback()
+    /// Ends a save's transaction that will not commit: `error` made it
+    /// fail, or (nil) it had nothing to write.
+    func abandonSave(_ tx: WriteTransaction, after error: (any Error)?) {
+        target.abandon(tx, after: error)
     }
 
     /// Throws when the transaction wrote a record for row 0: a model
@@ -266,14 +251,14 @@ final class Store: @unchecked Sendable {
     /// Closes the store now, also for other containers that share it (a
     /// container on the file opened later opens it again).
     func close() {
-        // A migration stage's store (pinned) is never shared, and is made
-        // while the shared stores' lock is held.
-        if pinned == nil { SharedStores.forget(self) }
+        // A migration stage's store is never shared, and is made while the
+        // shared stores' lock is held.
+        if target.ownsFile { SharedStores.forget(self) }
         closeDatabase()
     }
 
     func closeDatabase() {
-        if pinned == nil { try? database.close() }
+        if target.ownsFile { try? database.close() }
     }
 }
 
