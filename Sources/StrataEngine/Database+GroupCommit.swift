@@ -20,8 +20,9 @@
 ///   ignored by recovery unless whole, and overwritten by the next writer.
 /// - Restarts and checkpoints run only when nothing is pending.
 ///
-/// Every field is guarded by `condition`. Lock order: the writer gate,
-/// then `condition`, then the database's state lock.
+/// Every field is guarded by `condition`: lock 6 of the order stated in
+/// Lock.swift (after the writer gate and the shared writer lock, before the
+/// database's state lock).
 final class PendingCommits: @unchecked Sendable {
     /// One commit appended to the log and waiting for its sync.
     struct Entry {

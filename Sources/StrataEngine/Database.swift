@@ -45,7 +45,8 @@ public final class Database: @unchecked Sendable {
     let pager: Pager
     var main: any StorageFile { pager.main }
     /// One write transaction of this handle at a time (the shared index's
-    /// writer lock makes handles take turns).
+    /// writer lock makes handles take turns). Lock 3 of the order stated in
+    /// Lock.swift.
     let gate = WriterGate()
     /// Commits appended to the log and waiting for a shared sync.
     let pendingCommits = PendingCommits()
@@ -53,7 +54,8 @@ public final class Database: @unchecked Sendable {
     /// Guards every field below it but `committedFreelist` and
     /// `freelistPosition` (the writer's), and the fields of `wal` and
     /// `pager` (see their types): every access to them holds it, except in
-    /// `open` before the handle is shared.
+    /// `open` before the handle is shared. Lock 7 of the order stated in
+    /// Lock.swift.
     let stateLock: Lock
     /// Catalog entries (root page, entry count) as of position
     /// `catalogPosition`, shared by every transaction that starts from that
@@ -66,7 +68,8 @@ public final class Database: @unchecked Sendable {
     /// trees without a search. Replaced when a transaction of a newer
     /// position looks a tree up. Guarded by `catalogLock` (its own lock:
     /// every save takes it several times, and `stateLock` is held by a
-    /// group commit's leader while it publishes).
+    /// group commit's leader while it publishes). A leaf: lock 8 of the
+    /// order stated in Lock.swift.
     private let catalogLock = Lock()
     @exclusivity(unchecked) private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
     @exclusivity(unchecked) private var catalogPosition = UInt64.max
@@ -195,7 +198,8 @@ public final class Database: @unchecked Sendable {
         defer { if !ok { main.close() } }
         let exclusive = options.locking == .exclusive
         // An exclusive handle holds an exclusive `flock` on the main file,
-        // every shared one a shared `flock`: the two modes exclude each other.
+        // every shared one a shared `flock`: the two modes exclude each other
+        // (lock 1 of the order stated in Lock.swift).
         if !(exclusive && options.readOnly) {
             guard try main.tryLock(exclusive: exclusive) else { throw StorageError.locked(path: path) }
         }
@@ -469,29 +473,5 @@ public final class Database: @unchecked Sendable {
         if !stateLock.withLock({ isClosed }) {
             try? close()
         }
-    }
-
-    // MARK: - Mapped memory
-
-    /// Drops the pages of the main file's mapping from this process's
-    /// resident memory (`madvise(MADV_DONTNEED)`); nothing else changes.
-    ///
-    /// Mapped pages that reads touched stay resident until the kernel needs
-    /// the memory, and they count in the process's RSS — more than were
-    /// read, since a fault maps the neighbouring pages too. A pass over much
-    /// of a large store (an enumeration, a full scan) can call this as it
-    /// goes to keep the process small: pages still in use fault back in
-    /// from the OS page cache. Enumerating a million objects kept a
-    /// 140 MiB file resident without it. A no-op when the store is not
-    /// mapped.
-    public func discardMappedPages() {
-        let region = stateLock.withLock { pager.mapped?.region }
-        region?.discardResidentPages()
-    }
-
-    /// 64 MiB; tests lower it to make a small store outgrow its mapping.
-    package static var minimumMappingLength: Int {
-        get { Pager.minimumMappingLength }
-        set { Pager.minimumMappingLength = newValue }
     }
 }

@@ -4,6 +4,40 @@
     import Darwin
 #endif
 
+// MARK: - The locks of a store, outermost first
+//
+// A thread that holds one of these takes only locks below it, never one
+// above it; the file locks (1, 2, 4, 5) are taken without waiting, or with
+// a deadline (`busyTimeout`), so no order of theirs can deadlock for ever.
+//
+// 1. `flock` on the main file (`Database.open`, released by `close`):
+//    shared for every handle in `.shared` locking mode, exclusive in
+//    `.exclusive`; the two modes exclude each other. Never waited for.
+// 2. The shared index's open lock (`SharedIndex.openLock`, a byte-range
+//    lock of the `-shm` file, held by the descriptor): exclusive while the
+//    first handle to open rebuilds the index from the log, shared after;
+//    tried exclusive at `close` by the last handle, which checkpoints.
+// 3. The writer gate (`WriterGate`, one per handle): one write
+//    transaction of this handle at a time. `beginWrite`, `checkpoint`,
+//    repairs and `close` take it.
+// 4. The shared index's writer lock (`SharedIndex.writerLock`, a
+//    byte-range lock): one writer among every handle of every process.
+//    Taken with the gate held, up to `busyTimeout`; a group of pending
+//    commits keeps it until the last is published (`PendingCommits`).
+// 5. A reader slot's lock (`SharedIndex.slotLock`): held for the handle's
+//    life; other handles only try it, to tell a dead handle's mark.
+// 6. `PendingCommits.condition`: the commits waiting for a shared sync.
+//    Never held across I/O: the leader releases it to sync.
+// 7. The database's state lock (`Database.stateLock`, shared with its
+//    `WAL` and `Pager`): the published state, the cache, counters. Short
+//    sections; held for I/O only where its holder documents it.
+// 8. The catalog cache's lock (`Database.catalogLock`): a leaf.
+//
+// In the object layer (Strata), a file's opening lock (held while its
+// store opens and migrates) and a store's catching-up lock (held while it
+// reads other processes' saves) come before every lock above; `Locked`
+// values are leaves: their sections only read or set the value.
+
 /// A plain mutex. Critical sections in the engine are short and never do I/O
 /// except where documented. Visible to the package's other modules (its
 /// test support uses it too), not to users.
@@ -74,7 +108,7 @@ final class Condition: @unchecked Sendable {
 }
 
 /// The writer gate: one write transaction at a time; others block until it
-/// ends.
+/// ends (lock 3 of the order above).
 final class WriterGate: @unchecked Sendable {
     private let condition = Condition()
     private var held = false  // guarded by condition

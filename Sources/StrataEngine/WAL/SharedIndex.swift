@@ -102,9 +102,15 @@ final class SharedIndex: @unchecked Sendable {
     static let headerBytes = 4096
     static let slotCount = 64
     static let slotsOffset = 256
+    /// The byte-range locks, past any byte the file holds (their order
+    /// with the other locks is stated in Lock.swift).
     static let lockBase: Int64 = 1 << 40
+    /// One writer among every handle of every process (lock 4).
     static let writerLock = lockBase
+    /// Exclusive while a handle rebuilds the index at open, shared after
+    /// (lock 2).
     static let openLock = lockBase + 1
+    /// Reader slot `i`'s owner (lock 5).
     static func slotLock(_ i: Int) -> Int64 { lockBase + 8 + Int64(i) }
     /// Address space each handle reserves for the file: room for 64 Mi
     /// frames (256 GiB of log at 4 KiB pages).
