@@ -90,3 +90,67 @@ extension WAL {
 struct FsyncFailure: Error {
     var underlying: any Error
 }
+
+extension WAL {
+    /// What a checkpoint will copy: for each page, its latest frame below
+    /// `target` frames, when that frame is not backfilled yet.
+    struct CheckpointPlan {
+        var target: Int
+        var copies: [(page: UInt32, frame: Int)]
+        var generation: UInt32
+        var pageCount: UInt32
+        var full: Bool
+    }
+
+    /// Plans a checkpoint as far as the readers of every handle allow, or
+    /// nil when there is nothing to copy. Reader rule: a frame may
+    /// overwrite the main file only when every live reader's position is
+    /// at or after it — a reader of an older position that finds no frame
+    /// of a page reads it from the main file and must find its old image
+    /// there.
+    func planCheckpoint() throws -> CheckpointPlan? {
+        guard announceIfCurrent() else { return nil }
+        let oldest = try shared.oldestMark()
+        return lock.withLock {
+            let position = min(oldest ?? state.position, state.position)
+            guard UInt32(truncatingIfNeeded: position >> 32) == state.generation else { return nil }
+            let target = Int(position & 0xffff_ffff)
+            guard target > state.backfilled else { return nil }
+            var copies: [(UInt32, Int)] = []
+            for (page, frames) in index {
+                var i = frames.count - 1
+                while i >= 0 && frames[i] >= target { i -= 1 }
+                if i >= 0 && frames[i] >= state.backfilled { copies.append((page, frames[i])) }
+            }
+            return CheckpointPlan(
+                target: target, copies: copies, generation: state.generation, pageCount: state.pageCount,
+                full: target == state.frames)
+        }
+    }
+
+    /// Bumps the sequence word before reading the reader marks (see
+    /// ``SharedIndex``), and returns true, when this handle holds the
+    /// latest published state; else returns false and does nothing. The
+    /// caller holds the writer lock, so no one publishes meanwhile.
+    ///
+    /// A checkpoint or restart works from this handle's state: planned from
+    /// one another handle has moved past, it would copy older page images
+    /// over newer ones in the main file and publish the older state. Every
+    /// caller adopts the index after taking the writer lock; this check
+    /// keeps a path that forgets from doing harm.
+    func announceIfCurrent() -> Bool {
+        lock.withLock {
+            guard sequenceSeen == shared.sequence() else { return false }
+            sequenceSeen = shared.announce()
+            return true
+        }
+    }
+
+    /// Publishes that frames below `target` are in the (synced) main file.
+    func checkpointed(to target: Int) {
+        var current = lock.withLock { state }
+        current.backfilled = target
+        current.checkpoints &+= 1
+        lock.withLock { adoptOwn(current, sequence: shared.publish(current)) }
+    }
+}
