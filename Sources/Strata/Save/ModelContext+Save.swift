@@ -237,7 +237,7 @@ extension ModelContext {
 
     /// Commits a prepared save's transaction.
     func commit(_ save: PreparedSave) throws {
-        try store.commitSave(save.tx)
+        try store.target.commit(save.tx)
     }
 
     /// Drops a prepared save that will not commit: the store is unchanged

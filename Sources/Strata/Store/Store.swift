@@ -156,7 +156,7 @@ final class Store: @unchecked Sendable {
     var migrationFailure: (any Error)? { (target as? MigrationTarget)?.failure }
 
     /// Starts a save's write transaction. The save then calls
-    /// ``checkSave(_:)`` and ``commitSave(_:)``, or
+    /// ``checkSave(_:)`` and commits through ``target``, or calls
     /// ``abandonSave(_:after:)``.
     func beginSave() throws -> WriteTransaction {
         try target.begin()
@@ -165,11 +165,6 @@ final class Store: @unchecked Sendable {
     /// Throws what would make the save's writes wrong to commit.
     func checkSave(_ tx: WriteTransaction) throws {
         try refuseUnallocatedRows(tx)
-    }
-
-    /// Commits a save's transaction.
-    func commitSave(_ tx: WriteTransaction) throws {
-        try target.commit(tx)
     }
 
     /// Ends a save's transaction that will not commit: `error` made it
