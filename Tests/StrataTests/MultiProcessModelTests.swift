@@ -8,8 +8,9 @@ import XCTest
 /// cascading deletes — while a third fetches: the unique constraint and
 /// the delete rule hold across processes, every save of each is in the
 /// history in commit order, and the fetching process sees the others'
-/// saves, including changes to models it holds.
-final class MultiProcessModelTests: XCTestCase {
+/// saves, including changes to models it holds. Every store is checked
+/// again at tear-down (``StoreTestCase``).
+final class MultiProcessModelTests: StoreTestCase {
     func workerExecutable() throws -> String { try executableBesideTests("strata-model-worker") }
 
     func run(_ executable: String, _ arguments: [String], errors: String) throws -> Process {
@@ -26,26 +27,26 @@ final class MultiProcessModelTests: XCTestCase {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    /// Two containers on one shop file in `directory`, each with its own
-    /// open store (as two processes have: a file system given explicitly
-    /// keeps a container from sharing another's store).
-    func twoStoresOfOneFile(in directory: TemporaryDirectory) throws -> [ModelContainer] {
-        let url = URL(fileURLWithPath: directory.file("shop.store"))
-        return try (0..<2).map { _ in
-            try ModelContainer(
-                for: Customer.self, Order.self, configurations: ModelConfiguration(url: url, fileSystem: POSIXFileSystem()))
+    /// Two containers on shop file `name` in the test's directory, each
+    /// with its own open store (as two processes have: a file system given
+    /// explicitly keeps a container from sharing another's store).
+    func twoStoresOfOneFile(named name: String = "shop.store") throws -> [ModelContainer] {
+        try (0..<2).map { _ in
+            try track(
+                ModelContainer(
+                    for: Customer.self, Order.self,
+                    configurations: ModelConfiguration(url: storeURL(name), fileSystem: POSIXFileSystem())))
         }
     }
 
     func testTwoProcessesSaveAThirdFetches() throws {
         let executable = try workerExecutable()
-        let directory = TemporaryDirectory(prefix: "strata-model-crowd")
-        defer { directory.remove() }
         let store = directory.file("shop.store")
         let saves = 60
         // The store exists before the read-only fetcher opens it.
-        _ = try ModelContainer(
-            for: Customer.self, Order.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store)))
+        _ = try track(
+            ModelContainer(
+                for: Customer.self, Order.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store))))
         let fetcher = try run(
             executable, ["fetch", store, "9", "0", directory.file("fetch.out")], errors: directory.file("fetch.err"))
         var writers: [Process] = []
@@ -67,8 +68,9 @@ final class MultiProcessModelTests: XCTestCase {
         XCTAssertEqual(
             fetcher.terminationStatus, 0, (try? String(contentsOfFile: directory.file("fetch.err"), encoding: .utf8)) ?? "")
 
-        let container = try ModelContainer(
-            for: Customer.self, Order.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store)))
+        let container = try track(
+            ModelContainer(
+                for: Customer.self, Order.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: store))))
         let context = ModelContext(container)
         XCTAssertEqual(try container.checkIntegrity(), [])
         let customers = try context.fetch(FetchDescriptor<Customer>(sortBy: [SortDescriptor(\.email)]))
@@ -105,9 +107,7 @@ final class MultiProcessModelTests: XCTestCase {
     /// deleting, leaving an order pointing at a deleted customer.
     func testInterleavedSavesOfTwoStoresOnOneFileKeepTheStoreWhole() throws {
         for seed: UInt64 in [4, 11, 23, 37] {
-            let directory = TemporaryDirectory(prefix: "strata-two-stores")
-            defer { directory.remove() }
-            let containers = try twoStoresOfOneFile(in: directory)
+            let containers = try twoStoresOfOneFile(named: "shop-\(seed).store")
             var random = SeededRandom(seed: seed)
             var pending: [ModelContext?] = [nil, nil]
             var counters = [0, 0]
@@ -139,9 +139,7 @@ final class MultiProcessModelTests: XCTestCase {
     /// (in its `willSave` notification) and before it began writing. The
     /// order moves to a free row and both orders are kept.
     func testAModelTheSaveReachesMovesOffARowTheOtherStoreSaved() throws {
-        let directory = TemporaryDirectory(prefix: "strata-reached")
-        defer { directory.remove() }
-        let containers = try twoStoresOfOneFile(in: directory)
+        let containers = try twoStoresOfOneFile()
         let mine = ModelContext(containers[0])
         // Used by the observer, which runs on this thread, inside save().
         nonisolated(unsafe) let theirs = ModelContext(containers[1])
@@ -172,12 +170,10 @@ final class MultiProcessModelTests: XCTestCase {
     /// process's write transaction throws `StorageError.busy`, writes
     /// nothing and keeps the context's changes; saved again later, they go.
     func testASaveBlockedPastTheBusyTimeoutThrowsBusyAndKeepsItsChanges() throws {
-        let directory = TemporaryDirectory(prefix: "strata-busy")
-        defer { directory.remove() }
         let path = directory.file("shop.store")
         var configuration = ModelConfiguration(url: URL(fileURLWithPath: path))
         configuration.busyTimeout = .milliseconds(200)
-        let container = try ModelContainer(for: Customer.self, Order.self, configurations: configuration)
+        let container = try track(ModelContainer(for: Customer.self, Order.self, configurations: configuration))
         let context = ModelContext(container)
         context.insert(Customer(email: "a@example.com", name: "A"))
         // Another handle of the store (as another process would) holds a
@@ -200,9 +196,7 @@ final class MultiProcessModelTests: XCTestCase {
     /// the stored row as its own model, never the unsaved insert; the
     /// insert gets another row and both are saved.
     func testAnUnsavedInsertWhoseRowAnotherStoreSavedStaysApart() throws {
-        let directory = TemporaryDirectory(prefix: "strata-rows")
-        defer { directory.remove() }
-        let containers = try twoStoresOfOneFile(in: directory)
+        let containers = try twoStoresOfOneFile()
         let mine = ModelContext(containers[0])
         let pending = Customer(email: "mine@example.com", name: "unsaved")
         mine.insert(pending)
