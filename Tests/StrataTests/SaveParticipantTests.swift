@@ -12,7 +12,6 @@ final class SaveParticipantTests: StoreTestCase {
     /// Writes one key per save in its tree `test.participant`, and keeps
     /// what it was shown.
     final class Recorder: SaveParticipant {
-        let treePrefix = "test."
         var shown: [SaveParticipation] = []
         var failure: Error?
 

@@ -11,9 +11,10 @@ import StrataEngine
 /// and the commit. Reads in that transaction see the store as the save
 /// leaves it.
 ///
-/// What it may write: trees of its own, whose names begin with its
-/// ``treePrefix`` and with none of the store's prefixes (`e.`, `i.`, `u.`,
-/// `r.`, `j.`, `h.`, `strata.`). The store's rows, indexes, catalog and
+/// What it may write: trees of its own, whose names begin with a prefix of
+/// its own (sync's is `sync.`) and with none of the store's (`e.`, `i.`,
+/// `u.`, `r.`, `j.`, `h.`, `strata.`). Nothing enforces this: the
+/// participant is the package's own code. The store's rows, indexes, catalog and
 /// history are the save's: a write there would escape the save's checks
 /// and the other contexts' merge.
 ///
@@ -23,9 +24,6 @@ import StrataEngine
 /// A participant joins one save (``ModelContext/save(with:)``); history it
 /// needs kept beyond that save is held with ``HistoryLog/hold(_:after:in:)``.
 package protocol SaveParticipant: AnyObject {
-    /// The prefix of every tree the participant writes (`"sync."`).
-    var treePrefix: String { get }
-
     /// Writes the participant's trees for `save`, in `save.transaction`.
     func saveWillCommit(_ save: SaveParticipation) throws
 }

@@ -926,7 +926,6 @@ package final class SyncReplica {
     /// The sync state of an applied change, written by the save that
     /// applies it (a ``SaveParticipant``).
     private final class StateWrite: SaveParticipant {
-        let treePrefix = "sync."
         let write: (WriteTransaction) throws -> Void
         init(_ write: @escaping (WriteTransaction) throws -> Void) { self.write = write }
         func saveWillCommit(_ save: SaveParticipation) throws { try write(save.transaction) }
