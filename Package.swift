@@ -72,9 +72,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Sync"])),
             ]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine"]),
-        // The object-store fuzz harness and its models (Fuzz/, and the
-        // replay in StrataTests).
-        .target(name: "StrataObjectTesting", dependencies: ["Strata", "StrataEngine", "StrataTesting"]),
+        // The object-store fuzz harness and its models, and the decoders'
+        // harness (sync payloads included) (Fuzz/, and the replay in
+        // StrataTests).
+        .target(name: "StrataObjectTesting", dependencies: ["Strata", "StrataEngine", "StrataSync", "StrataTesting"]),
         .executableTarget(name: "strata-crash-writer", dependencies: ["StrataEngine"], path: "Sources/CrashWriter"),
         // One member of the multi-process stress test's crowd.
         .executableTarget(name: "strata-stress-worker", dependencies: ["StrataEngine"], path: "Sources/StressWorker"),
@@ -88,7 +89,10 @@ let package = Package(
         // would clash with `Strata` on case-insensitive file systems).
         .executableTarget(
             name: "StrataCLI",
-            dependencies: ["Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Strata", "StrataEngine", "StrataSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/strata"),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataTesting", "CStrataCRC32C"]),
         .testTarget(
@@ -116,7 +120,8 @@ let package = Package(
         .testTarget(
             name: "FidelityMainActorSwift5Tests", dependencies: ["Strata", "StrataTesting", "FidelitySupport"],
             swiftSettings: [.swiftLanguageMode(.v5)] + xcode26AppSettings),
-        .testTarget(name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataTesting", "StrataCLI"]),
+        .testTarget(
+            name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataSync", "StrataTesting", "StrataCLI"]),
         .testTarget(
             name: "StrataSyncTests", dependencies: ["Strata", "StrataSync", "StrataTesting", "strata-sync-device"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataEngine
+import StrataSync
 
 /// The fuzz harness of the byte decoders that read untrusted input through
 /// the one bounded reader (`ByteReader`) and varint codec (`Varint`): the

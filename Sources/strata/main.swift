@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Strata
 import StrataEngine
+import StrataSync
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataEngine
+import StrataSync
 import StrataTesting
 import XCTest
 

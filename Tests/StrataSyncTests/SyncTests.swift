@@ -169,6 +169,33 @@
             try ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
         }
 
+        /// Sync holds the saves it has not pushed; a store that joined a zone
+        /// before holds existed gets its hold when sync opens it again.
+        func testSyncHoldsItsUnpushedSavesAndAStoreFromBeforeHoldsGetsItsHold() throws {
+            let url = URL(fileURLWithPath: directory.file("holds.store"))
+            let container = track(try ModelContainer(for: Schema([Note.self]), configurations: ModelConfiguration(url: url)))
+            let context = ModelContext(container)
+            context.insert(Note(title: "before joining"))
+            try context.save()
+            let replica = try SyncReplica(container: container)
+            _ = try replica.join(zone: "z")
+            XCTAssertEqual(try container.store.read { tx in try HistoryLog.heldAfter(SyncReplica.author, in: tx) }, 1)
+            context.insert(Note(title: "waiting"))
+            try context.save()
+            try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            XCTAssertEqual(try historyTokens(of: container), [2], "the unpushed save stays")
+
+            try container.store.write { tx in try HistoryLog.release(SyncReplica.author, in: tx) }
+            _ = try SyncReplica(container: container).join(zone: "z")
+            XCTAssertEqual(try container.store.read { tx in try HistoryLog.heldAfter(SyncReplica.author, in: tx) }, 1)
+            try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            XCTAssertEqual(try historyTokens(of: container), [2])
+        }
+
+        func historyTokens(of container: ModelContainer) throws -> [Int64] {
+            try ModelContext(container).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).map(\.token.tokenValue)
+        }
+
         func dump(_ container: ModelContainer) throws -> [String] {
             try notes(container).map { "\($0.title)|\($0.body)|\($0.stars)|\($0.due?.timeIntervalSince1970 ?? -1)" }
         }

@@ -156,26 +156,4 @@ final class SaveParticipantTests: StoreTestCase {
         try container.erase()
         XCTAssertEqual(try container.store.read { tx in try HistoryLog.deletableThrough(tx) }, .max)
     }
-
-    /// Sync holds the saves it has not pushed; a store that joined a zone
-    /// before holds existed gets its hold when sync opens it again.
-    func testSyncHoldsItsUnpushedSavesAndAStoreFromBeforeHoldsGetsItsHold() throws {
-        let container = try makeContainer()
-        let context = ModelContext(container)
-        context.insert(Memo(title: "before joining", body: "", priority: 0))
-        try context.save()
-        let replica = try SyncReplica(container: container)
-        _ = try replica.join(zone: "z")
-        XCTAssertEqual(try container.store.read { tx in try HistoryLog.heldAfter(SyncReplica.author, in: tx) }, 1)
-        context.insert(Memo(title: "waiting", body: "", priority: 1))
-        try context.save()
-        try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
-        XCTAssertEqual(try historyTokens(container), [2], "the unpushed save stays")
-
-        try container.store.write { tx in try HistoryLog.release(SyncReplica.author, in: tx) }
-        _ = try SyncReplica(container: container).join(zone: "z")
-        XCTAssertEqual(try container.store.read { tx in try HistoryLog.heldAfter(SyncReplica.author, in: tx) }, 1)
-        try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>())
-        XCTAssertEqual(try historyTokens(container), [2])
-    }
 }

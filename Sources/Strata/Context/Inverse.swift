@@ -10,11 +10,11 @@
 ///    SwiftData does). A relationship of a type to itself is never its own
 ///    inverse.
 /// Anything else has no inverse: only its own side changes.
-enum InverseGraph {
-    struct Side: @unchecked Sendable {
-        let type: any PersistentModel.Type
-        let field: Int
-        let isToOne: Bool
+package enum InverseGraph {
+    package struct Side: @unchecked Sendable {
+        package let type: any PersistentModel.Type
+        package let field: Int
+        package let isToOne: Bool
     }
 
     /// Immutable once built (key paths and metatypes), so shared freely.
@@ -37,7 +37,7 @@ enum InverseGraph {
     /// The inverse of relationship `field` of `type`. Runs on every
     /// relationship assignment: a known type's answer is read under the
     /// lock, without copying its whole `TypeInfo` out.
-    static func inverse(of type: any PersistentModel.Type, field: Int) -> Side? {
+    package static func inverse(of type: any PersistentModel.Type, field: Int) -> Side? {
         let known: Side?? = cache.withLock { $0[ObjectIdentifier(type)].map { $0.inverses[field] } }
         if let known { return known }
         return info(type).inverses[field]

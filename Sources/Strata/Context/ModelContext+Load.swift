@@ -129,7 +129,7 @@ extension ModelContext {
     /// The registered or stored model of `type` in `row`: the target of a
     /// non-optional to-one relationship, loaded with the model that
     /// requires it.
-    func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
+    package func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
         guard let declared = container.schema.entity(forType: type) else {
             throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema (\(schemaNames))")
         }

@@ -38,7 +38,7 @@ public struct _RecordWriter {
     /// writing the record.
     var failures: [Int: SwiftDataError] = [:]
 
-    init() {
+    package init() {
         bytes = [RecordFormat.version]
         bytes.reserveCapacity(64)
     }
@@ -206,12 +206,12 @@ public struct _RecordWriter {
     }
 }
 
-@usableFromInline enum RecordFormat {
+@usableFromInline package enum RecordFormat {
     static let version: UInt8 = 1
     static let varint: UInt8 = 0
     static let fixed64: UInt8 = 1
     static let lengthDelimited: UInt8 = 2
-    @usableFromInline static let null: UInt8 = 3
+    @usableFromInline package static let null: UInt8 = 3
     static let fixed32: UInt8 = 5
 }
 
@@ -252,7 +252,7 @@ public struct _RecordReader {
     /// Inlined, and taking `entity` borrowed: a scan makes a reader for
     /// every row, and an owned argument cost a retain and a release each.
     @inline(__always)
-    init(borrowing bytes: UnsafeRawBufferPointer, entity: __shared Schema.Entity, row: Int64) throws {
+    package init(borrowing bytes: UnsafeRawBufferPointer, entity: __shared Schema.Entity, row: Int64) throws {
         self.bytes = bytes
         self.entity = entity
         self.row = row
@@ -264,7 +264,7 @@ public struct _RecordReader {
     }
 
     /// Runs `body` with a reader over `bytes`.
-    static func withReader<R>(
+    package static func withReader<R>(
         _ bytes: [UInt8], entity: Schema.Entity, row: Int64, loader: (any _RelatedModelLoader)? = nil,
         _ body: (inout _RecordReader) throws -> R
     ) throws -> R {
@@ -282,9 +282,9 @@ public struct _RecordReader {
 
     /// One field's wire type and payload bounds.
     public struct Slot: Sendable {
-        @usableFromInline var wire: UInt8
+        @usableFromInline package var wire: UInt8
         @usableFromInline var start: Int
-        @usableFromInline var end: Int
+        @usableFromInline package var end: Int
     }
 
     @inline(__always) mutating func varint(at index: inout Int, limit: Int, field: Int?) throws -> UInt64 {
@@ -392,7 +392,7 @@ public struct _RecordReader {
     /// value begins (after its tag: a length-delimited value's length
     /// prefix included), so that a migration can copy fields under new
     /// numbers without decoding them.
-    mutating func fields() throws -> [(field: Int, slot: Slot, valueStart: Int)] {
+    package mutating func fields() throws -> [(field: Int, slot: Slot, valueStart: Int)] {
         var result: [(field: Int, slot: Slot, valueStart: Int)] = []
         // At most one per property in a well-formed record: one allocation.
         result.reserveCapacity(entity.properties.count)
@@ -548,7 +548,8 @@ public struct _RecordReader {
 
     /// The wire type and encoded value (as ``fields()`` gives them) of
     /// `field`'s declared default, when it has one.
-    static func defaultEncoding(of field: Int, entity: Schema.Entity, row: Int64) throws -> (wire: UInt8, value: [UInt8])? {
+    package static func defaultEncoding(of field: Int, entity: Schema.Entity, row: Int64) throws -> (wire: UInt8, value: [UInt8])?
+    {
         guard let record = entity.defaultRecords[field] else { return nil }
         return try firstField(of: record, entity: entity, row: row)
     }
@@ -658,7 +659,7 @@ public struct _RecordReader {
     }
 
     /// The row id a to-one field holds, or nil when it is absent or nil.
-    mutating func toOneRow(field: Int) throws -> Int64? {
+    package mutating func toOneRow(field: Int) throws -> Int64? {
         guard let slot = try find(field), slot.wire != RecordFormat.null else { return nil }
         let row = try payloadVarint(slot, field: field)
         guard row > 0, row <= UInt64(Int64.max) else { throw corrupt(field: field, "row id \(row) out of range") }
@@ -785,7 +786,7 @@ extension _RecordWriter {
     /// Appends a field copied from another record: `field`'s tag with
     /// `wire`, then the encoded value as it was (`value`: from just after
     /// the old tag to the end of the payload).
-    mutating func appendCopy(field: Int, wire: UInt8, value: UnsafeRawBufferPointer) {
+    package mutating func appendCopy(field: Int, wire: UInt8, value: UnsafeRawBufferPointer) {
         tag(field, wire)
         bytes.append(contentsOf: value)
     }
@@ -793,7 +794,7 @@ extension _RecordWriter {
 
 /// Loads the target of a non-optional to-one relationship while a model is
 /// being made (``_RecordReader/decode(_:field:state:)``).
-protocol _RelatedModelLoader: AnyObject {
+package protocol _RelatedModelLoader: AnyObject {
     /// The model of `type` stored in `row`, or nil when no such row is
     /// stored. Throws when its record cannot be read, or when required
     /// relationships nest too deeply (a cycle of them).
@@ -813,7 +814,7 @@ final class RecordModelLoader: _RelatedModelLoader {
         self.record = record
     }
 
-    func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
+    package func loadRequired(_ type: any PersistentModel.Type, row: Int64) throws -> (any PersistentModel)? {
         guard let entity = schema.entity(forType: type) else {
             throw SwiftDataError(.unknownModelType, "\(type) is not in the schema")
         }

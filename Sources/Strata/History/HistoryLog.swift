@@ -23,7 +23,7 @@ import StrataEngine
 ///
 /// Tokens come from the counter, not from the tree's last transaction,
 /// so a token is never reused after history is deleted.
-enum HistoryLog {
+package enum HistoryLog {
     static let transactions = TreeName.historyTransactions
     static let meta = TreeName.historyMeta
     static let lastKey = Array("last".utf8)
@@ -85,7 +85,7 @@ enum HistoryLog {
     }
 
     /// The token of the last transaction written (0 when none was).
-    static func lastToken(_ tx: ReadTransaction) throws -> Int64 {
+    package static func lastToken(_ tx: ReadTransaction) throws -> Int64 {
         try lastToken(tx, transactions: tx.treeIfPresent(transactions))
     }
 
@@ -100,7 +100,7 @@ enum HistoryLog {
     /// The stored transactions after token `after` through `through`,
     /// decoded without model types, in token order; those in `skipping`
     /// are left out undecoded.
-    static func readRaw(
+    package static func readRaw(
         _ tx: ReadTransaction, after: Int64, through: Int64, skipping: Set<Int64> = []
     ) throws -> [RawTransaction] {
         guard let tree = try tx.treeIfPresent(transactions) else { return [] }
@@ -140,26 +140,25 @@ enum HistoryLog {
         return result
     }
 
-    /// Decodes one transaction; its bytes are untrusted.
     /// One stored transaction, decoded without model types.
-    struct RawTransaction {
-        struct Change {
-            var kind: HistoryRecorder.Kind
-            var entity: String
-            var row: Int64
+    package struct RawTransaction {
+        package struct Change {
+            package var kind: HistoryRecorder.Kind
+            package var entity: String
+            package var row: Int64
             /// An update's changed attributes.
-            var attributes: [String]
+            package var attributes: [String]
             /// A delete's preserved values (a record whose field numbers
             /// index ``names``), and the names.
             var tombstone: [UInt8]
             var names: [String]
         }
 
-        var token: Int64
-        var author: String?
+        package var token: Int64
+        package var author: String?
         var timestamp: Date
         var process: String
-        var changes: [Change]
+        package var changes: [Change]
     }
 
     /// Decodes one transaction's bytes, which are untrusted.

@@ -4,8 +4,8 @@ import StrataEngine
 /// What one save changed, gathered by ``SaveTransaction`` and written by
 /// ``HistoryLog/append(_:author:tx:)`` in the save's own write transaction
 /// (so history and data commit together or not at all).
-struct HistoryRecorder {
-    enum Kind: UInt8 {
+package struct HistoryRecorder {
+    package enum Kind: UInt8 {
         case insert = 0
         case update = 1
         case delete = 2

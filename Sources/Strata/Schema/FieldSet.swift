@@ -17,7 +17,7 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         for field in 0..<max(count, 0) { insert(field) }
     }
 
-    init(_ fields: some Sequence<Int>) {
+    package init(_ fields: some Sequence<Int>) {
         for field in fields { insert(field) }
     }
 
@@ -65,7 +65,7 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The fields, ascending.
-    var fields: [Int] {
+    package var fields: [Int] {
         var result: [Int] = []
         for bit in 0..<64 where low & (1 << UInt64(bit)) != 0 { result.append(bit) }
         for (word, bits) in high.enumerated() where bits != 0 {

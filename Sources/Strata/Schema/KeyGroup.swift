@@ -13,7 +13,7 @@ import StrataEngine
 /// Both are maintained by `save()` in the same write transaction as the
 /// records. A unique constraint is also an index (its tree is ordered by
 /// the values), so the query layer can seek in either.
-struct KeyGroup: CustomStringConvertible {
+package struct KeyGroup: CustomStringConvertible {
     enum Kind: String {
         case unique, index
 
@@ -24,14 +24,14 @@ struct KeyGroup: CustomStringConvertible {
     let kind: Kind
     let entityName: String
     let properties: [Schema.Property]
-    let treeName: String
+    package let treeName: String
 
-    var description: String { "\(kind.rawValue) (\(properties.map(\.name).joined(separator: ", ")))" }
+    package var description: String { "\(kind.rawValue) (\(properties.map(\.name).joined(separator: ", ")))" }
 
     /// The values of `model` for this group, in order. A to-one
     /// relationship's value is its target's row (an integer), or null; a
     /// to-one not loaded yet gives the row its record names.
-    func values(of model: any PersistentModel) -> [KeyEncoding.Element] {
+    package func values(of model: any PersistentModel) -> [KeyEncoding.Element] {
         properties.map { property in
             let element = model._strataKeyElement(field: property.field) ?? .null
             if element == .null, property is Schema.Relationship,
@@ -44,7 +44,7 @@ struct KeyGroup: CustomStringConvertible {
     }
 
     /// The unique tree's key, or the index tree's key for `row`.
-    func key(_ values: [KeyEncoding.Element], row: Int64) -> [UInt8] {
+    package func key(_ values: [KeyEncoding.Element], row: Int64) -> [UInt8] {
         var key = KeyEncoding.encode(values)
         if kind == .index { Self.appendRow(row, to: &key) }
         return key
@@ -119,7 +119,7 @@ struct KeyGroup: CustomStringConvertible {
 
     /// The row a unique tree's value holds; throws
     /// ``SwiftDataError/corruptRecord`` for a value of no row.
-    static func row(inUniqueValue value: [UInt8]) throws -> Int64 {
+    package static func row(inUniqueValue value: [UInt8]) throws -> Int64 {
         guard let row = value.withUnsafeBytes({ row(inUniqueValue: $0) }) else {
             throw SwiftDataError(.corruptRecord, "a unique entry's row of \(value.count) bytes")
         }

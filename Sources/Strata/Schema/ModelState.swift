@@ -69,7 +69,7 @@ public final class _ModelState {
 
     @exclusivity(unchecked) var status = Status.detached
     /// The row number once inserted or loaded; 0 before.
-    @exclusivity(unchecked) @usableFromInline var rowID: Int64 = 0
+    @exclusivity(unchecked) @usableFromInline package var rowID: Int64 = 0
     @exclusivity(unchecked) var temporaryRow: Int64 = 0
     @usableFromInline @exclusivity(unchecked) var link: _ContextLink?
     /// The store of a deleted model's row, kept when the model leaves its

@@ -147,7 +147,7 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable, Ide
     /// The row number; negative for a temporary identifier.
     let rowID: Int64
 
-    init(storeIdentifier: String? = nil, entityName: String, rowID: Int64) {
+    package init(storeIdentifier: String? = nil, entityName: String, rowID: Int64) {
         self.storeIdentifier = storeIdentifier
         self.entityName = entityName
         self.rowID = rowID

@@ -14,7 +14,7 @@
 ///
 /// Keys are two ``KeyEncoding`` integer elements (``PairKey``), so a prefix
 /// of one element selects every pair of one row.
-enum RelationshipStorage: Equatable, CustomStringConvertible {
+package enum RelationshipStorage: Equatable, CustomStringConvertible {
     case toOne(index: String)
     case viaInverse(index: String)
     case join(tree: String, mirror: String)
@@ -39,7 +39,7 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case .toOne(let index): return "to-one indexed by \(index)"
         case .viaInverse(let index): return "read from \(index)"
@@ -99,7 +99,7 @@ enum RelationshipStorage: Equatable, CustomStringConvertible {
 /// and 8 bytes big-endian with the sign bit flipped (18 bytes; the fixed
 /// integer form ``KeyEncoding`` used before its integers became compact),
 /// ordered by the first, then the second.
-enum PairKey {
+package enum PairKey {
     /// The key of the pair (`first`, `second`), written directly (delete
     /// rules build one per reverse-index entry they remove).
     static func encode(_ first: Int64, _ second: Int64) -> [UInt8] {
@@ -138,7 +138,7 @@ enum PairKey {
     /// The second rows of the pairs in `tree` whose first row is `row`,
     /// read in place with one cursor. A damaged key ends the run (the
     /// integrity check reports it).
-    static func rows(in tree: Tree, of row: Int64, tx: ReadTransaction) throws -> [Int64] {
+    package static func rows(in tree: Tree, of row: Int64, tx: ReadTransaction) throws -> [Int64] {
         var rows: [Int64] = []
         let cursor = try tx.cursor(tree)
         var more = try cursor.seek(prefix(row))

@@ -5,7 +5,7 @@ extension Schema {
     public final class Entity: Hashable, @unchecked Sendable, CustomStringConvertible {
         /// The model class's name; also the entity's name in the store.
         public let name: String
-        let type: any PersistentModel.Type
+        package let type: any PersistentModel.Type
         /// The entity's position in its schema's ``Schema/entities``.
         @exclusivity(unchecked) var ordinal = 0
         /// Every persisted property, attributes and relationships, in
@@ -307,10 +307,10 @@ extension Schema {
         let inverseSides: [Int: InverseGraph.Side]
 
         /// The tree of the entity's records (`e.<name>`).
-        let recordTree: String
+        package let recordTree: String
 
         /// The trees of `.externalStorage` attributes, by field.
-        let externalTrees: [Int: String]
+        package let externalTrees: [Int: String]
 
         /// Whether the property of `field` keeps its value in the record:
         /// an attribute not in external storage, or a to-one.
@@ -326,14 +326,14 @@ extension Schema {
         /// attribute, or makes an optional one non-optional, records the
         /// default in the catalog instead of rewriting every record (see
         /// `LightweightMigration`).
-        let defaultRecords: [Int: [UInt8]]
+        package let defaultRecords: [Int: [UInt8]]
 
         /// Fields of `.preserveValueOnDeletion` attributes (their values go
         /// into history tombstones).
         let preservedFields: Set<Int>
 
         /// Where each relationship lives, by field.
-        @exclusivity(unchecked) private(set) var relationshipStorage: [Int: RelationshipStorage]
+        @exclusivity(unchecked) package private(set) var relationshipStorage: [Int: RelationshipStorage]
         /// The trees of this entity's relationships (reverse indexes, joins).
         /// An inherited relationship's trees are its superentity's, listed
         /// there only.
@@ -344,7 +344,7 @@ extension Schema {
         /// The entity's unique constraints, then its indexes, each with
         /// its tree.
         let keyGroups: [KeyGroup]
-        var uniqueGroups: [KeyGroup] { keyGroups.filter { $0.kind == .unique } }
+        package var uniqueGroups: [KeyGroup] { keyGroups.filter { $0.kind == .unique } }
         /// What is wrong with the declaration (an index on an unknown or
         /// unkeyable property, a hierarchy whose classes disagree); the
         /// container refuses such a schema.

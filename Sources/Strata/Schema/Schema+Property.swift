@@ -137,7 +137,7 @@ extension Schema {
         /// Strata infers the inverse as SwiftData does.
         public let inverseKeyPath: AnyKeyPath?
         /// The related model type.
-        var destinationType: (any PersistentModel.Type)?
+        package var destinationType: (any PersistentModel.Type)?
         /// The related entity's name.
         public var destination: String { destinationType.map { "\($0)" } ?? "" }
         /// True for `T` and `T?`, false for `[T]`.

@@ -122,7 +122,7 @@ public final class Schema: @unchecked Sendable {
     /// The entity of a model type, if this schema holds it.
     public func entity<T: PersistentModel>(for type: T.Type) -> Entity? { entitiesByType[ObjectIdentifier(type)] }
 
-    func entity(forType type: any PersistentModel.Type) -> Entity? { entitiesByType[ObjectIdentifier(type)] }
+    package func entity(forType type: any PersistentModel.Type) -> Entity? { entitiesByType[ObjectIdentifier(type)] }
 
     /// The entity named `name` (the model class's name), if any.
     public func entity(named name: String) -> Entity? { entitiesByName[name] }

@@ -25,13 +25,13 @@ public final class ModelContainer: @unchecked Sendable {
     public let orderedConfigurations: [ModelConfiguration]
     /// The migration plan the container was opened with, if any.
     public let migrationPlan: (any SchemaMigrationPlan.Type)?
-    let store: Store
+    package let store: Store
     /// Carries each context's saves to the other contexts of every
     /// container on the store.
     var mergeHub: MergeHub { store.mergeHub }
     /// Whether this container's contexts may save (a read-only container
     /// may share a store another container writes).
-    let allowsSave: Bool
+    package let allowsSave: Bool
     /// The key of the process-wide open store this container shares, or
     /// nil when it owns its store alone.
     private let sharedKey: String?
@@ -40,7 +40,7 @@ public final class ModelContainer: @unchecked Sendable {
     /// holds (see ModelContainer+Stores.swift); empty otherwise. ``store``
     /// is then the first part's, and this container's own contexts route
     /// each call to a part's context.
-    let parts: [ModelContainer]
+    package let parts: [ModelContainer]
     /// The index in ``parts`` of each entity, by its ordinal in ``schema``.
     let partOfEntity: [Int]
     private let mainContextLock = NSLock()

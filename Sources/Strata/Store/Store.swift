@@ -20,13 +20,13 @@ import Synchronization
 /// last key outside that range (a damaged tree) fails the open with
 /// ``SwiftDataError/corruptRecord``, and an entity whose last row is
 /// `Int64.max` gets no more rows (see ``allocateRow(_:)``).
-final class Store: @unchecked Sendable {
+package final class Store: @unchecked Sendable {
     let database: Database
-    let identifier: String
-    let allowsSave: Bool
+    package let identifier: String
+    package let allowsSave: Bool
     /// Whether saves record history (``ModelConfiguration/recordsHistory``;
     /// a migration stage's saves record none).
-    let recordsHistory: Bool
+    package let recordsHistory: Bool
     let schema: Schema
     /// Carries each context's saves to the store's other contexts.
     let mergeHub = MergeHub()
@@ -132,13 +132,13 @@ final class Store: @unchecked Sendable {
     }
 
     /// Runs `body` in a read transaction of the store's target.
-    @inline(__always) func read<R>(_ body: (ReadTransaction) throws -> R) throws -> R {
+    @inline(__always) package func read<R>(_ body: (ReadTransaction) throws -> R) throws -> R {
         try target.read(body)
     }
 
     /// Runs `body` in a write transaction of the store's target that
     /// commits when it returns.
-    func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
+    package func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
         let tx = try target.begin()
         do {
             let result = try body(tx)
@@ -258,8 +258,8 @@ final class Store: @unchecked Sendable {
 }
 
 /// Row keys: the row id as 8 big-endian bytes, so key order is row order.
-enum RowKey {
-    static func encode(_ row: Int64) -> [UInt8] {
+package enum RowKey {
+    package static func encode(_ row: Int64) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: 8) { buffer, count in
             UnsafeMutableRawBufferPointer(buffer).storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self)
             count = 8
@@ -271,7 +271,7 @@ enum RowKey {
         batch.append(count: 8) { $0.storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self) }
     }
 
-    static func decode(_ key: [UInt8]) throws -> Int64 {
+    package static func decode(_ key: [UInt8]) throws -> Int64 {
         guard key.count == 8 else { throw SwiftDataError(.corruptRecord, "a row key of \(key.count) bytes") }
         var value: UInt64 = 0
         for byte in key { value = value << 8 | UInt64(byte) }

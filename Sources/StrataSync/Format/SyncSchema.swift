@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 
 /// What sync needs to know of a schema to tell whether two devices can share
 /// a zone: each entity's synced attributes (name, declared type, whether a

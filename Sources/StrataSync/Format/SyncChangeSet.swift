@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 import StrataEngine
 
 /// One save's changes as sync sends them to other devices: models named by

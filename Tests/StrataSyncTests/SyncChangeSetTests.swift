@@ -1,7 +1,8 @@
 import Foundation
+import Strata
 import XCTest
 
-@testable import Strata
+@testable import StrataSync
 
 /// The change-set payload that StrataSync reads from a server: untrusted
 /// bytes, refused with a reason, never trusted to fit.

@@ -1,0 +1,279 @@
+import Foundation
+import Strata
+import StrataEngine
+
+extension SyncReplica {
+    /// One server change on its way into the store: its changes are taken
+    /// one by one into a context (models made, merged, updated, doomed),
+    /// then linked, then the zone's cascades run, and one save writes it
+    /// all with the sync state (``writeState(_:)``).
+    struct ChangeApplication {
+        typealias Field = SyncChangeSet.Field
+
+        let replica: SyncReplica
+        /// The change's server sequence number.
+        let seq: Int64
+        /// This device's save token when the change is its own.
+        let ownToken: Int64?
+        /// The kept part of a change applied before: the position stays,
+        /// and what is still unknown stays kept.
+        let replay: Bool
+        let context: ModelContext
+        /// What local saves not acknowledged yet changed (none for an own
+        /// change), and what of it is in the outbox already.
+        let masks: Masks
+        let fixedMasks: Masks
+        /// No local save waited when the change began: the history its save
+        /// writes is the zone's, so the pushed and prepared marks move past
+        /// it, and the next apply does not read it again.
+        let nothingPending: Bool
+
+        /// The parts of the change this schema lacks, kept for a later one.
+        var kept = SyncChangeSet()
+        var applied = Applied()
+        /// The models the change made, in its order, and by identifier
+        /// (with the stored models identifiers merged into).
+        var inserted: [(SyncID, any PersistentModel)] = []
+        var insertedByID: [SyncID: any PersistentModel] = [:]
+        /// The models the change deletes, directly or by the zone's cascades.
+        var doomed: [SyncID: (entity: Schema.Entity, row: Int64?)] = [:]
+        /// Identifiers merged into a stored model on a unique constraint.
+        var merged: [(SyncID, Schema.Entity, Int64)] = []
+        var mergedRows: [SyncID: Int64] = [:]
+        var links = Links()
+        /// Relationships are set once every model of the change exists.
+        var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [Field])] = []
+
+        var own: Bool { ownToken != nil }
+        var schema: Schema { replica.schema }
+        var store: Store { replica.store }
+
+        init(replica: SyncReplica, seq: Int64, own ownToken: Int64?, replay: Bool) throws {
+            self.replica = replica
+            self.seq = seq
+            self.ownToken = ownToken
+            self.replay = replay
+            context = ModelContext(replica.container)
+            context.author = SyncReplica.author
+            (masks, fixedMasks) = ownToken != nil ? ([:], [:]) : try replica.pendingMasks()
+            nothingPending =
+                try !replay
+                && replica.store.read { tx in
+                    let pushed = try SyncReplica.number("pushed", tx)
+                    let last = try HistoryLog.lastToken(tx)
+                    let prepared = try SyncReplica.number("prepared", tx)
+                    return pushed == last && prepared == last
+                }
+        }
+
+        /// What the applied change did; models it made and then deleted
+        /// are not among the inserted.
+        var result: Applied {
+            var result = applied
+            result.inserted = inserted.filter { !$0.1.isDeleted }.map { $0.1.persistentModelID }
+            return result
+        }
+
+        /// Takes one change of the set: a delete dooms its model; an insert
+        /// or update records its cascading to-ones and, unless the change is
+        /// this device's own, updates, merges or makes its model.
+        mutating func take(_ change: SyncChangeSet.Change) throws {
+            var change = change
+            guard let entity = schema.entity(named: change.entity) else {
+                // A kept part was checked when it was kept.
+                guard replay || replica.zoneSchemas.contains(where: { $0.entities[change.entity] != nil }) else {
+                    throw DamagedChange(seq: seq, reason: "entity \(change.entity) is in no schema of the zone")
+                }
+                kept.changes.append(change)
+                return
+            }
+            if change.kind != .delete {
+                let (known, unknown) = try replica.split(change, entity, seq: seq, checked: replay)
+                change.fields = known
+                if !unknown.isEmpty {
+                    kept.changes.append(
+                        SyncChangeSet.Change(kind: .update, entity: change.entity, id: change.id, fields: unknown))
+                }
+            }
+            let place = try store.read { tx in try SyncReplica.place(of: change.id, tx) }
+            if replay && change.kind == .update && place == nil { return }
+            switch change.kind {
+            case .delete:
+                if case .row(let row) = place {
+                    doom(change.id, entity, row)
+                } else if place == nil || own {
+                    doom(change.id, entity, nil)
+                }
+            case .insert, .update:
+                if place == .deleted { return }  // a delete wins over every change after it
+                // The zone's value of each cascading to-one, masked or not.
+                for field in change.fields where field.wire == SyncChangeSet.toOne {
+                    guard let property = entity.properties.first(where: { $0.name == field.name }),
+                        SyncReplica.cascades(property, entity, schema)
+                    else { continue }
+                    links.set(change.id, field.name, to: field.value.count == 16 ? SyncID(bytes: field.value) : nil)
+                }
+                if own { return }
+                switch place {
+                case .deleted: return
+                case .row(let row): try update(row: row, change, entity)
+                case nil: try insert(change, entity)
+                }
+            }
+        }
+
+        /// `fields` without the attributes that local saves not pushed yet
+        /// changed on `row`: those keep their values (every attribute, when
+        /// such a save inserted the model).
+        func unmasked(_ fields: [Field], _ entity: Schema.Entity, row: Int64?) -> [Field] {
+            guard let row, let mask = masks[entity.name]?[row] else { return fields }
+            return mask.map { names in fields.filter { !names.contains($0.name) } } ?? []
+        }
+
+        /// A change to the model this store holds at `row`.
+        private mutating func update(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
+            let model = context.model(for: replica.identifier(entity, row))
+            guard !(model is MissingModel), !model.isDeleted else { return }
+            let fields = unmasked(change.fields, entity, row: row)
+            if try replica.assign(fields, to: model, entity: entity, seq: seq) { applied.updated.append(model.persistentModelID) }
+            link(model, entity, fields)
+        }
+
+        /// A change to a model this store does not hold: one this change
+        /// made or merged already, one that merges into a stored model on a
+        /// unique constraint, or a new one.
+        private mutating func insert(_ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
+            if let model = insertedByID[change.id] {
+                // A merged model's unpushed attributes keep their values.
+                let fields = unmasked(change.fields, entity, row: mergedRows[change.id])
+                _ = try replica.assign(fields, to: model, entity: entity, seq: seq)
+                link(model, entity, fields)
+                return
+            }
+            let model = try replica.make(entity, change.fields, seq: seq)
+            // A model that matches one here on a unique constraint merges
+            // into it (SwiftData's upsert), as an update: the zone's first
+            // identifier keeps the row, this one points at it too, and
+            // attributes of local saves not pushed yet keep their values, as
+            // for any update.
+            if let row = try replica.existingRow(matching: model, entity),
+                case let existing = context.model(for: replica.identifier(entity, row)),
+                !(existing is MissingModel), !existing.isDeleted
+            {
+                merged.append((change.id, entity, row))
+                // Later references in this change set find it.
+                insertedByID[change.id] = existing
+                mergedRows[change.id] = row
+                let fields = unmasked(change.fields, entity, row: row)
+                if try replica.assign(fields, to: existing, entity: entity, seq: seq) {
+                    applied.updated.append(existing.persistentModelID)
+                }
+                link(existing, entity, fields)
+                return
+            }
+            context.insert(model)
+            inserted.append((change.id, model))
+            insertedByID[change.id] = model
+            link(model, entity, change.fields)
+        }
+
+        private mutating func link(_ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [Field]) {
+            let references = fields.filter { $0.wire == SyncChangeSet.toOne || $0.wire == SyncChangeSet.toMany }
+            if !references.isEmpty { pendingLinks.append((model, entity, references)) }
+        }
+
+        private mutating func doom(_ id: SyncID, _ entity: Schema.Entity, _ row: Int64?) {
+            if doomed[id] == nil { doomed[id] = (entity, row) }
+        }
+
+        /// Points the relationships of every model the change touched.
+        func linkAll() throws {
+            for (model, entity, fields) in pendingLinks where !model.isDeleted {
+                try replica.setRelationships(
+                    fields, of: model, entity: entity, context: context, inserted: insertedByID,
+                    masks: (masks, fixedMasks), seq: seq)
+            }
+        }
+
+        /// The zone's cascades, from what this change deletes and from the
+        /// to-ones it points at models deleted before; then every doomed
+        /// model is deleted in the context.
+        mutating func cascade() throws {
+            var work = Array(doomed.keys)
+            for (source, fields) in links.changed {
+                for case let target? in fields.values
+                where try store.read({ tx in try SyncReplica.place(of: target, tx) }) == .deleted {
+                    if try doomSource(source) { work.append(source) }
+                }
+            }
+            var seen = Set<SyncID>()
+            while let target = work.popLast() {
+                guard seen.insert(target).inserted else { continue }
+                for source in try links.sources(of: target, in: store) where try doomSource(source) { work.append(source) }
+            }
+            for (id, (entity, row)) in doomed {
+                let model: (any PersistentModel)? =
+                    row.map { context.model(for: replica.identifier(entity, $0)) } ?? insertedByID[id]
+                guard let model, !(model is MissingModel), !model.isDeleted else { continue }
+                context.delete(model)
+                if row != nil { applied.deleted.append(model.persistentModelID) }
+            }
+        }
+
+        /// Dooms the model `source` names, a model this store holds or this
+        /// change made; false when it is doomed already, deleted or unknown.
+        private mutating func doomSource(_ source: SyncID) throws -> Bool {
+            guard doomed[source] == nil else { return false }
+            switch try store.read({ tx in try SyncReplica.place(of: source, tx) }) {
+            case .row(let row)?:
+                guard let (name, _) = try store.read({ tx in try SyncReplica.entry(of: source, tx) }),
+                    let entity = schema.entity(named: name)
+                else { return false }
+                doom(source, entity, row)
+            case nil:
+                guard let model = insertedByID[source], let entity = schema.entity(forType: type(of: model)) else {
+                    return false
+                }
+                doom(source, entity, nil)
+            case .deleted?:
+                return false
+            }
+            return true
+        }
+
+        /// The sync state of the change, written in the transaction of the
+        /// save that applies it: identifiers of the models made and merged,
+        /// deletes, links, the outbox entry an own change acknowledges, the
+        /// kept parts and the position.
+        func writeState(_ tx: WriteTransaction) throws {
+            for (id, model) in inserted where !model.isDeleted && doomed[id] == nil {
+                guard let entity = schema.entity(forType: type(of: model)) else { continue }
+                try SyncReplica.map(id, entity: entity.name, row: model._strataState.rowID, tx)
+            }
+            for (id, entity, row) in merged where doomed[id] == nil {
+                try SyncReplica.map(id, entity: entity.name, row: row, tx)
+            }
+            for (id, (entity, row)) in doomed {
+                try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)
+                try links.forget(id, tx)
+            }
+            try links.write(tx)
+            if let token = ownToken {
+                if let outbox = try tx.treeIfPresent(SyncReplica.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
+                try SyncReplica.setPushed(max(token, try SyncReplica.number("pushed", tx)), tx)
+            }
+            if nothingPending, !own {
+                let last = try HistoryLog.lastToken(tx)
+                try SyncReplica.setPushed(last, tx)
+                try SyncReplica.setNumber("prepared", last, tx)
+            }
+            if !kept.changes.isEmpty {
+                let tree = try tx.treeIfPresent(SyncReplica.keptTree) ?? tx.createTree(SyncReplica.keptTree)
+                try tx.put(RowKey.encode(seq), kept.encode(), in: tree)
+            } else if replay, let tree = try tx.treeIfPresent(SyncReplica.keptTree) {
+                try tx.delete(RowKey.encode(seq), in: tree)
+            }
+            if !replay { try SyncReplica.setNumber("position", seq, tx) }
+        }
+    }
+}
