@@ -1,5 +1,5 @@
-/// The writer's side of the log: checkpoints, restarts, publishing a
-/// commit, and stopping writes after a failed fsync.
+/// The writer's side of the log: checkpoints and restarts (publishing a
+/// commit and stopping writes after a failed fsync are ``GroupCommit``'s).
 extension Database {
     /// Copies committed pages from the log into the main file, as far as
     /// active readers of every handle allow. Runs automatically; call it to
@@ -18,7 +18,7 @@ extension Database {
 
     /// The checkpoint proper; the caller holds the writer lock.
     func checkpointLocked(recent: WAL.RecentCommit? = nil) throws {
-        if let poisoned = stateLock.withLock({ poisoned }) { throw StorageError.readOnly(poisoned) }
+        if let poisoned = stateLock.withLock({ groupCommit.poisoned }) { throw StorageError.readOnly(poisoned) }
         do {
             let full = try wal.checkpoint(
                 into: pager, sync: options.durability != .none, syncLogFirst: options.durability == .normal, recent: recent)
@@ -29,16 +29,9 @@ extension Database {
                 }
             }
         } catch let failure as FsyncFailure {
-            poison("an fsync failed during a checkpoint: \(failure.underlying)")
+            groupCommit.poison("an fsync failed during a checkpoint: \(failure.underlying)")
             throw failure.underlying
         }
-    }
-
-    /// After an fsync failure nothing the OS says about durability can be
-    /// trusted: the handle stops writing. Reopening runs recovery.
-    func poison(_ why: String) {
-        stateLock.withLock { if poisoned == nil { poisoned = why } }
-        forgetCatalogCache()
     }
 
     /// Restarts the log when it is empty, or every frame is in the main
@@ -53,29 +46,8 @@ extension Database {
                 }
             }
         } catch let failure as FsyncFailure {
-            poison("an fsync of the WAL header failed: \(failure.underlying)")
+            groupCommit.poison("an fsync of the WAL header failed: \(failure.underlying)")
             throw failure.underlying
-        }
-    }
-
-    /// Makes a written (and, as the durability level requires, synced)
-    /// commit visible to every handle: publishes its frames in the shared
-    /// index and caches its pages. `mainChanged`: the commit also wrote
-    /// pages into the main file (it spilled). `firstFrame` is the commit's
-    /// first frame: its spilled frames (`spilled`, page numbers), then
-    /// `pages`.
-    func publish(
-        pages: [(number: UInt32, page: Page)], firstFrame: Int, spilled: [UInt32], tail: WAL.LogTail,
-        header: FileHeader, mainChanged: Bool
-    ) {
-        _ = wal.publish(
-            pages, first: firstFrame, spilled: spilled, chain: tail.chain, header: header, mainChanged: mainChanged
-        ) { state in
-            let firstPage = firstFrame + spilled.count
-            for (i, entry) in pages.enumerated() {
-                pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstPage + i), entry.page)
-            }
-            counters.commits += 1
         }
     }
 
@@ -86,5 +58,36 @@ extension Database {
         published.changed = false
         committedFreelist = published
         freelistPosition = position
+    }
+
+    /// Takes the gate and waits until no commit of this handle is pending:
+    /// for checkpoints, repairs and close, which need the log as published.
+    func acquireGateWhenIdle() {
+        gate.acquire()
+        groupCommit.waitUntilIdle()
+    }
+
+    /// The automatic checkpoint after a commit that brought the log to the
+    /// threshold: it waits for the gate and for the pending commits (both
+    /// usually free), then runs as ``checkpoint()`` does when the writer
+    /// lock is free. Failures are left for a later commit to retry (a
+    /// failed fsync poisons the handle). `whatever`: checkpoint even when
+    /// the log is below the threshold (the commit wrote the main file).
+    func checkpointAfterCommit(recent: WAL.RecentCommit, whatever: Bool = false) {
+        acquireGateWhenIdle()
+        defer { gate.release() }
+        beforeAutomaticCheckpoint?()
+        // Another process's writer holds the lock: one of its commits, or
+        // a later one here, checkpoints instead.
+        guard (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true else { return }
+        defer { wal.shared.unlock(SharedIndex.writerLock) }
+        // The lock was free since this handle's commit was published: other
+        // handles may have committed, checkpointed and restarted the log
+        // meanwhile. A checkpoint planned from the state this handle last
+        // saw would copy older page images over newer ones in the main
+        // file and publish that stale state.
+        do { try repairHoldingWriterLock() } catch { return }
+        guard whatever || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
+        try? checkpointLocked(recent: recent)
     }
 }

@@ -172,6 +172,8 @@ extension Database {
     public var statistics: Statistics {
         stateLock.withLock {
             var s = counters
+            s.commits = groupCommit.commits
+            s.logSyncs = groupCommit.logSyncs
             s.walFrames = wal.state.frames
             s.mappedBytes = pager.mapped?.region.length ?? 0
             s.pageCount = Int(wal.state.pageCount)

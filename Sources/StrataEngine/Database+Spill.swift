@@ -83,7 +83,7 @@ extension Database {
         do {
             try pager.main.sync()
         } catch {
-            poison("an fsync of the main file failed: \(error)")
+            groupCommit.poison("an fsync of the main file failed: \(error)")
             throw error
         }
     }

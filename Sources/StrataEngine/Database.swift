@@ -48,8 +48,6 @@ public final class Database: @unchecked Sendable {
     /// writer lock makes handles take turns). Lock 3 of the order stated in
     /// Lock.swift.
     let gate = WriterGate()
-    /// Commits appended to the log and waiting for a shared sync.
-    let pendingCommits = PendingCommits()
 
     /// Guards every field below it but `committedFreelist` and
     /// `freelistPosition` (the writer's), and the fields of `wal` and
@@ -57,75 +55,17 @@ public final class Database: @unchecked Sendable {
     /// `open` before the handle is shared. Lock 7 of the order stated in
     /// Lock.swift.
     let stateLock: Lock
-    /// Catalog entries (root page, entry count) as of position
-    /// `catalogPosition`, shared by every transaction that starts from that
-    /// state: a fetch opens a read transaction and looks up the same few
-    /// trees each time, and a catalog search costs a page load and two
-    /// allocations. Readers fill it; a write transaction that created,
-    /// dropped or renamed no tree fills it too and, when it commits, moves
-    /// it to the commit's position with its new entry counts, so the next
-    /// writer (and the readers once the commit is published) find its
-    /// trees without a search. Replaced when a transaction of a newer
-    /// position looks a tree up. Guarded by `catalogLock` (its own lock:
-    /// every save takes it several times, and `stateLock` is held by a
-    /// group commit's leader while it publishes). A leaf: lock 8 of the
-    /// order stated in Lock.swift.
-    private let catalogLock = Lock()
-    @exclusivity(unchecked) private var catalogCache: [String: (root: UInt32, count: Int)] = [:]
-    @exclusivity(unchecked) private var catalogPosition = UInt64.max
-    /// Set by ``forgetCatalogCache()``: nothing is remembered from then on.
-    @exclusivity(unchecked) private var catalogCacheOff = false
-
-    /// The catalog entry of `name` as of position `position`, if a
-    /// transaction of that position looked it up already; root 0 when it
-    /// found no such tree.
-    func cachedCatalogEntry(_ name: String, position: UInt64) -> (root: UInt32, count: Int)? {
-        catalogLock.withLock { catalogPosition == position ? catalogCache[name] : nil }
-    }
-
-    /// Remembers the catalog entry of `name` as of position `position`
-    /// (root 0: there is no such tree).
-    func rememberCatalogEntry(_ name: String, position: UInt64, root: UInt32, count: Int) {
-        catalogLock.withLock {
-            guard !catalogCacheOff else { return }
-            if catalogPosition != position {
-                guard position > catalogPosition || catalogPosition == .max else { return }
-                catalogPosition = position
-                catalogCache.removeAll(keepingCapacity: true)
-            }
-            catalogCache[name] = (root, count)
-        }
-    }
-
-    /// A commit made at `to` from the state at `from` without creating,
-    /// dropping or renaming a tree: the entries remembered for `from` hold
-    /// at `to` too, with the entry counts of the trees it changed
-    /// (`changed`: root → name, `counts`: root → new count).
-    func advanceCatalogCache(from: UInt64, to: UInt64, changed: [UInt32: String], counts: [UInt32: Int]) {
-        catalogLock.withLock {
-            guard !catalogCacheOff, catalogPosition == from, to > from else { return }
-            catalogPosition = to
-            for (root, name) in changed { catalogCache[name] = (root, counts[root] ?? 0) }
-        }
-    }
-
-    /// Forgets every remembered entry and remembers none from then on, for
-    /// a handle whose sync failed: positions past the published state (its
-    /// failed commits) may be reused by other processes' commits.
-    func forgetCatalogCache() {
-        catalogLock.withLock {
-            catalogCacheOff = true
-            catalogPosition = .max
-            catalogCache.removeAll()
-        }
-    }
+    /// The catalog entries transactions looked up, shared by those of the
+    /// same position (see ``CatalogCache``).
+    let catalog: CatalogCache
+    /// Commits appended to the log and waiting for a shared sync, their
+    /// publishing, and the handle's poisoning (see ``GroupCommit``).
+    let groupCommit: GroupCommit
 
     @exclusivity(unchecked) var isClosed = false
     /// Set by `close()`: transactions still open throw
     /// ``StorageError/closed`` from then on (their reader marks are gone).
     let closedForReads = Atomic<Bool>(false)
-    /// Set when an fsync failed: the handle refuses writes from then on.
-    @exclusivity(unchecked) var poisoned: String?
 
     /// Counters for tools and tests.
     @exclusivity(unchecked) var counters = Statistics()
@@ -170,6 +110,9 @@ public final class Database: @unchecked Sendable {
         self.fileSystem = fileSystem
         self.wal = wal
         self.pager = pager
+        let catalog = CatalogCache()
+        self.catalog = catalog
+        groupCommit = GroupCommit(wal: wal, pager: pager, catalog: catalog)
         pageSize = pager.pageSize
         self.exclusiveLock = exclusiveLock
     }
@@ -340,18 +283,18 @@ public final class Database: @unchecked Sendable {
     public func beginWrite() throws -> WriteTransaction {
         if options.readOnly { throw StorageError.readOnly("opened read-only") }
         gate.acquire()
-        let held = pendingCommits.writerBegins()
+        let held = groupCommit.writerBegins()
         do {
             try stateLock.withLock {
                 if isClosed { throw StorageError.closed }
-                if let poisoned { throw StorageError.readOnly(poisoned) }
+                if let poisoned = groupCommit.poisoned { throw StorageError.readOnly(poisoned) }
             }
             // While commits of this handle are pending, it holds the writer
             // lock already and the index is as it published it.
             if !held {
                 try wal.shared.lock(
                     SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
-                pendingCommits.lockTaken()
+                groupCommit.lockTaken()
                 try repairHoldingWriterLock()
             }
             // The pending commits' pages, header and free pages are this
@@ -359,7 +302,7 @@ public final class Database: @unchecked Sendable {
             // leader may publish them meanwhile, and the snapshot then
             // holds the same images; taken after, a commit published in
             // between would be in neither.
-            let continuation = pendingCommits.continuation()
+            let continuation = groupCommit.continuation()
             var (snapshot, serial, generation): (Snapshot, UInt64, UInt32) = stateLock.withLock {
                 transactionSerial &+= 1
                 return (committed, transactionSerial, wal.state.generation)
@@ -388,7 +331,7 @@ public final class Database: @unchecked Sendable {
     /// writer lock (unless commits of this handle are pending) and the
     /// gate.
     func endWrite() {
-        pendingCommits.writerLeaves { wal.shared.unlock(SharedIndex.writerLock) }
+        groupCommit.writerLeaves()
         gate.release()
     }
 
@@ -430,7 +373,9 @@ public final class Database: @unchecked Sendable {
         let alreadyClosed = stateLock.withLock { isClosed }
         if alreadyClosed { return }
         var failure: Error?
-        if stateLock.withLock({ poisoned == nil }), (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true {
+        if stateLock.withLock({ groupCommit.poisoned == nil }),
+            (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true
+        {
             do {
                 try repairHoldingWriterLock()
                 try checkpointLocked()

@@ -23,15 +23,16 @@
 // 4. The shared index's writer lock (`SharedIndex.writerLock`, a
 //    byte-range lock): one writer among every handle of every process.
 //    Taken with the gate held, up to `busyTimeout`; a group of pending
-//    commits keeps it until the last is published (`PendingCommits`).
+//    commits keeps it until the last is published (`GroupCommit`).
 // 5. A reader slot's lock (`SharedIndex.slotLock`): held for the handle's
 //    life; other handles only try it, to tell a dead handle's mark.
-// 6. `PendingCommits.condition`: the commits waiting for a shared sync.
+// 6. `GroupCommit.condition`: the commits waiting for a shared sync.
 //    Never held across I/O: the leader releases it to sync.
 // 7. The database's state lock (`Database.stateLock`, shared with its
-//    `WAL` and `Pager`): the published state, the cache, counters. Short
-//    sections; held for I/O only where its holder documents it.
-// 8. The catalog cache's lock (`Database.catalogLock`): a leaf.
+//    `WAL`, `Pager` and `GroupCommit`): the published state, the cache,
+//    counters, the poisoned flag. Short sections; held for I/O only where
+//    its holder documents it.
+// 8. The catalog cache's lock (`CatalogCache.lock`): a leaf.
 //
 // In the object layer (Strata), a file's opening lock (held while its
 // store opens and migrates) and a store's catching-up lock (held while it

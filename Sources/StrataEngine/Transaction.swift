@@ -214,7 +214,7 @@ public class ReadTransaction {
     public func treeIfPresent(_ name: String) throws -> Tree? {
         try checkOpen()
         let position = catalogPosition
-        if let position, let (root, count) = db.cachedCatalogEntry(name, position: position) {
+        if let position, let (root, count) = db.catalog.entry(name, position: position) {
             // Root 0 (the file header, never a tree's): no such tree.
             if root == 0 { return nil }
             if counts[root] == nil { counts[root] = count }
@@ -223,17 +223,17 @@ public class ReadTransaction {
         let key = Array(name.utf8)
         guard key.count <= Database.maxKeyLength else { return nil }
         guard let value = try value(for: key, root: FileHeader.catalogRoot) else {
-            if let position { db.rememberCatalogEntry(name, position: position, root: 0, count: 0) }
+            if let position { db.catalog.remember(name, position: position, root: 0, count: 0) }
             return nil
         }
         let (root, count) = try decodeCatalogValue(value, name: name)
         if counts[root] == nil { counts[root] = count }
-        if let position { db.rememberCatalogEntry(name, position: position, root: root, count: count) }
+        if let position { db.catalog.remember(name, position: position, root: root, count: count) }
         return handle(name, root: root)
     }
 
     /// The position whose catalog this transaction's catalog is, for the
-    /// shared catalog cache (``Database/cachedCatalogEntry(_:position:)``);
+    /// shared catalog cache (``CatalogCache/entry(_:position:)``);
     /// nil once a write transaction created, dropped or renamed a tree.
     var catalogPosition: UInt64? { snapshot.position }
 

@@ -11,7 +11,7 @@ extension WriteTransaction {
         if ended { throw StorageError.transactionEnded }
         applyBufferedChangesForCommit()
         // Set once the commit is pending: the gate is released then, and
-        // the writer lock belongs to the group (see `PendingCommits`).
+        // the writer lock belongs to the group (see `GroupCommit`).
         var handedOver = false
         defer {
             if !handedOver {
@@ -111,7 +111,7 @@ extension WriteTransaction {
     /// remembers the freelist and catalog it leaves.
     func appendToLog(_ sealed: SealedPages) throws -> AppendedCommit {
         let pages = sealed.pages
-        let pendingTail = spillTail ?? db.pendingCommits.tail
+        let pendingTail = spillTail ?? db.groupCommit.tail
         if pendingTail == nil { try db.restartLogIfPossible() }
         let tail = try db.wal.appendCommit(pages, pageCount: header.pageCount, after: pendingTail)
         let pagesFirst = tail.frames - pages.count
@@ -120,7 +120,7 @@ extension WriteTransaction {
         let position = SharedIndex.State.position(generation: generation, frames: tail.frames)
         db.rememberFreelist(freelist, position: position)
         if let catalogBase {
-            db.advanceCatalogCache(from: catalogBase, to: position, changed: changedTrees, counts: counts)
+            db.catalog.advance(from: catalogBase, to: position, changed: changedTrees, counts: counts)
         }
         let recent = WAL.RecentCommit(firstFrame: pagesFirst, generation: generation, pages: pages)
         // A commit that wrote pages into the main file was a large one
@@ -137,7 +137,7 @@ extension WriteTransaction {
     /// Durability below `full`: nothing to wait for, so the commit is
     /// published now, under the gate, and checkpoints when due.
     func publishAndCheckpoint(_ commit: AppendedCommit) {
-        db.publish(
+        db.groupCommit.publish(
             pages: commit.sealed.pages, firstFrame: commit.first, spilled: spilledOrder, tail: commit.tail,
             header: header, mainChanged: commit.sealed.wroteMain)
         committedStamp = db.stamp(generation: commit.generation, frames: commit.tail.frames)
@@ -151,8 +151,8 @@ extension WriteTransaction {
 
     /// Queues the commit for the group's next sync; returns its ticket.
     func queueForSharedSync(_ commit: AppendedCommit) throws -> UInt64 {
-        try db.pendingCommits.enqueue(
-            PendingCommits.Entry(
+        try db.groupCommit.enqueue(
+            GroupCommit.Entry(
                 ticket: 0, pages: commit.sealed.pages, first: commit.first, tail: commit.tail, header: header,
                 freelist: freelist, mainChanged: commit.sealed.wroteMain, spilled: spilledOrder))
     }
@@ -165,13 +165,13 @@ extension WriteTransaction {
         dirty.removeAll()
         if spillTail == nil {
             db.gate.release()
-            try db.awaitDurable(ticket)
+            try db.groupCommit.awaitPublished(ticket)
         } else {
             // Published before the next writer of this handle begins: its
             // continuation reads pending commits' pages from memory, and
             // this commit's spilled ones are only in the log.
             defer { db.gate.release() }
-            try db.awaitDurable(ticket)
+            try db.groupCommit.awaitPublished(ticket)
         }
     }
 

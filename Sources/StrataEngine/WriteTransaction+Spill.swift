@@ -66,7 +66,7 @@ extension WriteTransaction {
     func spillToLog(_ victims: [(number: UInt32, page: Page)]) throws {
         var tail = spillTail
         if tail == nil {
-            tail = db.pendingCommits.tail
+            tail = db.groupCommit.tail
             if tail == nil { try db.restartLogIfPossible() }
         }
         for (number, page) in victims { page.sealChecksum(pageNumber: number) }

@@ -166,7 +166,7 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// Page `number` as the commits before this transaction left it: a
-    /// pending commit's image (see ``PendingCommits``), else the snapshot's.
+    /// pending commit's image (see ``GroupCommit``), else the snapshot's.
     @inline(__always) func committedPage(_ number: UInt32) throws -> Page {
         if !pendingPages.isEmpty, let page = pendingPages[number] { return page }
         return try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)

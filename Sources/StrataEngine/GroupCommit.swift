@@ -20,10 +20,17 @@
 ///   ignored by recovery unless whole, and overwritten by the next writer.
 /// - Restarts and checkpoints run only when nothing is pending.
 ///
-/// Every field is guarded by `condition`: lock 6 of the order stated in
-/// Lock.swift (after the writer gate and the shared writer lock, before the
-/// database's state lock).
-final class PendingCommits: @unchecked Sendable {
+/// The type owns the whole of it: the queue, the leader's sync of the log,
+/// publishing (every commit is published here, the group's and those of
+/// durability below `full`) and poisoning the handle after a failed fsync;
+/// it calls the log, the page cache and the catalog cache directly.
+///
+/// The queue's fields are guarded by `condition`: lock 6 of the order
+/// stated in Lock.swift (after the writer gate and the shared writer lock,
+/// before the database's state lock). `poisoned`, `commits` and `logSyncs`
+/// are guarded by the state lock (lock 7), as the log's and the pager's
+/// fields are.
+final class GroupCommit: @unchecked Sendable {
     /// One commit appended to the log and waiting for its sync.
     struct Entry {
         var ticket: UInt64
@@ -39,6 +46,27 @@ final class PendingCommits: @unchecked Sendable {
         /// published before its writer releases the gate, so no
         /// continuation ever needs them.
         var spilled: [UInt32]
+    }
+
+    private let wal: WAL
+    private let pager: Pager
+    private let catalog: CatalogCache
+    /// The database's state lock (lock 7), the log's and the pager's.
+    private let stateLock: Lock
+
+    /// Set when an fsync failed: the handle refuses writes from then on.
+    /// Guarded by the state lock.
+    @exclusivity(unchecked) var poisoned: String?
+    /// Commits published and syncs of the log made by the group's leaders
+    /// (the handle's ``Statistics``). Guarded by the state lock.
+    @exclusivity(unchecked) var commits = 0
+    @exclusivity(unchecked) var logSyncs = 0
+
+    init(wal: WAL, pager: Pager, catalog: CatalogCache) {
+        self.wal = wal
+        self.pager = pager
+        self.catalog = catalog
+        stateLock = wal.lock
     }
 
     private let condition = Condition()
@@ -93,10 +121,10 @@ final class PendingCommits: @unchecked Sendable {
     /// The writer left without appending (a rollback, an empty or failed
     /// commit): the writer lock is released unless commits are pending.
     /// The caller holds the gate.
-    func writerLeaves(unlock: () -> Void) {
+    func writerLeaves() {
         condition.withLock {
             writerInside = false
-            releaseIfIdle(unlock)
+            releaseIfIdle()
         }
     }
 
@@ -116,9 +144,11 @@ final class PendingCommits: @unchecked Sendable {
         }
     }
 
-    private func releaseIfIdle(_ unlock: () -> Void) {
+    /// Releases the shared index's writer lock once the group is done
+    /// with it (the caller holds `condition`).
+    private func releaseIfIdle() {
         if lockHeld && entries.isEmpty && !writerInside && !syncing {
-            unlock()
+            wal.shared.unlock(SharedIndex.writerLock)
             lockHeld = false
         }
     }
@@ -132,14 +162,11 @@ final class PendingCommits: @unchecked Sendable {
     }
 
     /// Returns once `ticket` is published; throws the sync's error when it
-    /// failed. The caller leads a sync when none runs: `sync` syncs the
-    /// log, `publish` publishes a batch (in order, under the writer lock
-    /// the group holds), `unlock` releases that lock, `poison` stops the
-    /// handle after a failed sync.
-    func awaitPublished(
-        _ ticket: UInt64, sync: () throws -> Void, publish: ([Entry]) -> Void, unlock: () -> Void,
-        poison: (any Error) -> Void
-    ) throws {
+    /// failed, for this commit and every other one waiting on that sync.
+    /// The caller leads a sync when none runs: it syncs the log, then
+    /// publishes the batch it covered, in order, under the writer lock the
+    /// group holds; a failed sync poisons the handle instead.
+    func awaitPublished(_ ticket: UInt64) throws {
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -154,11 +181,15 @@ final class PendingCommits: @unchecked Sendable {
             let batch = entries
             condition.unlock()
             var syncError: (any Error)?
-            do { try sync() } catch { syncError = error }
+            do { try syncLog() } catch { syncError = error }
             if let syncError {
-                poison(syncError)
+                poison("an fsync of the WAL failed: \(syncError)")
             } else {
-                publish(batch)
+                for entry in batch {
+                    publish(
+                        pages: entry.pages, firstFrame: entry.first, spilled: entry.spilled, tail: entry.tail,
+                        header: entry.header, mainChanged: entry.mainChanged)
+                }
             }
             condition.lock()
             if let syncError {
@@ -171,63 +202,45 @@ final class PendingCommits: @unchecked Sendable {
                 publishedThrough = batch.last?.ticket ?? publishedThrough
             }
             syncing = false
-            releaseIfIdle(unlock)
+            releaseIfIdle()
             condition.broadcast()
         }
     }
-}
 
-extension Database {
-    /// Waits until this handle's commits appended before now are durable
-    /// and published (see ``PendingCommits``) and returns; throws the
-    /// sync's error when it failed, for this commit and every other one
-    /// waiting on that sync.
-    func awaitDurable(_ ticket: UInt64) throws {
-        try pendingCommits.awaitPublished(
-            ticket,
-            sync: {
-                try stateLock.withLock { wal.file }.sync()
-                stateLock.withLock { counters.logSyncs += 1 }
-            },
-            publish: { batch in
-                for entry in batch {
-                    publish(
-                        pages: entry.pages, firstFrame: entry.first, spilled: entry.spilled, tail: entry.tail,
-                        header: entry.header, mainChanged: entry.mainChanged)
-                }
-            },
-            unlock: { wal.shared.unlock(SharedIndex.writerLock) },
-            poison: { error in poison("an fsync of the WAL failed: \(error)") })
+    /// The leader's sync of the log (`fdatasync`, through the file).
+    private func syncLog() throws {
+        try stateLock.withLock { wal.file }.sync()
+        stateLock.withLock { logSyncs += 1 }
     }
 
-    /// Takes the gate and waits until no commit of this handle is pending:
-    /// for checkpoints, repairs and close, which need the log as published.
-    func acquireGateWhenIdle() {
-        gate.acquire()
-        pendingCommits.waitUntilIdle()
+    /// Makes a written (and, as the durability level requires, synced)
+    /// commit visible to every handle: publishes its frames in the shared
+    /// index and caches its pages. `mainChanged`: the commit also wrote
+    /// pages into the main file (it spilled). `firstFrame` is the commit's
+    /// first frame: its spilled frames (`spilled`, page numbers), then
+    /// `pages`. Called by the group's leader, and by a commit of
+    /// durability below `full` under the gate.
+    func publish(
+        pages: [(number: UInt32, page: Page)], firstFrame: Int, spilled: [UInt32], tail: WAL.LogTail,
+        header: FileHeader, mainChanged: Bool
+    ) {
+        _ = wal.publish(
+            pages, first: firstFrame, spilled: spilled, chain: tail.chain, header: header, mainChanged: mainChanged
+        ) { state in
+            let firstPage = firstFrame + spilled.count
+            for (i, entry) in pages.enumerated() {
+                pager.cache.put(PageCache.frameKey(generation: state.generation, frame: firstPage + i), entry.page)
+            }
+            commits += 1
+        }
     }
 
-    /// The automatic checkpoint after a commit that brought the log to the
-    /// threshold: it waits for the gate and for the pending commits (both
-    /// usually free), then runs as ``checkpoint()`` does when the writer
-    /// lock is free. Failures are left for a later commit to retry (a
-    /// failed fsync poisons the handle). `whatever`: checkpoint even when
-    /// the log is below the threshold (the commit wrote the main file).
-    func checkpointAfterCommit(recent: WAL.RecentCommit, whatever: Bool = false) {
-        acquireGateWhenIdle()
-        defer { gate.release() }
-        beforeAutomaticCheckpoint?()
-        // Another process's writer holds the lock: one of its commits, or
-        // a later one here, checkpoints instead.
-        guard (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true else { return }
-        defer { wal.shared.unlock(SharedIndex.writerLock) }
-        // The lock was free since this handle's commit was published: other
-        // handles may have committed, checkpointed and restarted the log
-        // meanwhile. A checkpoint planned from the state this handle last
-        // saw would copy older page images over newer ones in the main
-        // file and publish that stale state.
-        do { try repairHoldingWriterLock() } catch { return }
-        guard whatever || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
-        try? checkpointLocked(recent: recent)
+    /// After an fsync failure nothing the OS says about durability can be
+    /// trusted: the handle stops writing (reopening runs recovery), and
+    /// the catalog cache remembers nothing more (positions past the
+    /// published state may be reused by other processes' commits).
+    func poison(_ why: String) {
+        stateLock.withLock { if poisoned == nil { poisoned = why } }
+        catalog.forget()
     }
 }
