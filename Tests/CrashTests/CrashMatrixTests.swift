@@ -7,7 +7,7 @@ import XCTest
 /// dropped and kept unsynced writes, then recovery and verification.
 ///
 /// `STRATA_CRASH_SEEDS` sets the seeds tried per crash point (default 3).
-final class CrashMatrixTests: XCTestCase {
+final class CrashMatrixTests: CrashTestCase {
     let path = "/crash/store.strata"
 
     /// The workload: commit `c` changes a handful of keys (inserts,
@@ -136,6 +136,7 @@ final class CrashMatrixTests: XCTestCase {
                     try db.write { tx in try tx.put(Array("after".utf8), [1], in: try tx.createTree("t")) }
                     XCTAssertTrue(try db.check().isHealthy, label)
                     try db.close()
+                    leave(path, fileSystem: image)
                     runs += 1
                 }
             }
@@ -280,6 +281,7 @@ final class CrashMatrixTests: XCTestCase {
                 try db.write { tx in try tx.put(Array("after".utf8), [1], in: try tx.createTree("g")) }
                 XCTAssertTrue(try db.check().isHealthy, label)
                 try db.close()
+                leave(path, fileSystem: image)
                 runs += 1
             }
         }

@@ -5,7 +5,7 @@ import XCTest
 /// An injected EIO or ENOSPC at every write and every sync of a commit
 /// sequence: the commit that meets it throws, a failed sync closes the
 /// handle to writes, and reopening yields the last good commit.
-final class IOErrorTests: XCTestCase {
+final class IOErrorTests: CrashTestCase {
     let path = "/io/store.strata"
 
     func commit(_ db: Database, _ n: Int) throws {
@@ -89,7 +89,8 @@ final class IOErrorTests: XCTestCase {
                 // Power loss now: the durable image must hold the last
                 // acknowledged commit (or the failed one, if its frames and
                 // sync made it) and be healthy.
-                let reopened = try Database.open(path: path, options: options, fileSystem: fs.afterPowerLoss())
+                let image = fs.afterPowerLoss()
+                let reopened = try Database.open(path: path, options: options, fileSystem: image)
                 let report = try reopened.check()
                 XCTAssertTrue(report.isHealthy, "\(label):\n\(report)")
                 let recovered = try last(reopened)
@@ -97,6 +98,7 @@ final class IOErrorTests: XCTestCase {
                     recovered == acknowledged || recovered == acknowledged + 1,
                     "\(label): recovered \(recovered), acknowledged \(acknowledged)")
                 try reopened.close()
+                leave(path, fileSystem: image)
                 cases += 1
             }
         }

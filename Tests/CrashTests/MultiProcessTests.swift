@@ -10,7 +10,7 @@ import XCTest
 /// `check()` is clean.
 ///
 /// `STRATA_STRESS_SECONDS` sets how long the crowd runs (default 20).
-final class MultiProcessTests: XCTestCase {
+final class MultiProcessTests: CrashTestCase {
     static func workerExecutable() throws -> String { try executableBesideTests("strata-stress-worker") }
 
     /// One member of the crowd.
@@ -60,9 +60,9 @@ final class MultiProcessTests: XCTestCase {
 
     func testWritersReadersAndCheckpointersOfManyProcessesSurviveKills() throws {
         let executable = try Self.workerExecutable()
-        let directory = TemporaryDirectory(prefix: "strata-crowd")
-        defer { directory.remove() }
+        let directory = temporaryDirectory(prefix: "strata-crowd")
         let store = directory.file("store.strata")
+        leave(store)
         let seconds = Double(ProcessInfo.processInfo.environment["STRATA_STRESS_SECONDS"] ?? "") ?? 20
         let seed = SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "multi-process stress")
         var random = SeededRandom(seed: seed)

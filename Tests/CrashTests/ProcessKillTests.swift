@@ -8,7 +8,7 @@ import XCTest
 /// nothing partial, and pass `check()`.
 ///
 /// `STRATA_KILLS` sets the number of kills (default 24).
-final class ProcessKillTests: XCTestCase {
+final class ProcessKillTests: CrashTestCase {
     func writerExecutable() throws -> String { try executableBesideTests("strata-crash-writer") }
 
     func value(_ n: Int) -> [UInt8] {
@@ -17,9 +17,9 @@ final class ProcessKillTests: XCTestCase {
 
     func testKilledWriterLosesNoAcknowledgedCommit() throws {
         let writer = try writerExecutable()
-        let directory = TemporaryDirectory(prefix: "strata-kill")
-        defer { directory.remove() }
+        let directory = temporaryDirectory(prefix: "strata-kill")
         let store = directory.file("store.strata")
+        leave(store)
         let kills = Int(ProcessInfo.processInfo.environment["STRATA_KILLS"] ?? "") ?? 24
         let seed = SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "process kill")
         var random = SeededRandom(seed: seed)

@@ -11,7 +11,7 @@ import XCTest
 /// commit; a rolled-back spill leaves nothing behind.
 ///
 /// `STRATA_CRASH_SEEDS` sets the seeds tried per crash point (default 3).
-final class SpillCrashTests: XCTestCase {
+final class SpillCrashTests: CrashTestCase {
     let path = "/crash/spill.strata"
 
     /// A 16-page budget: the big commits spill; small commits do not.
@@ -161,6 +161,7 @@ final class SpillCrashTests: XCTestCase {
         }
         XCTAssertTrue(try db.check().isHealthy, label)
         try db.close()
+        leave(path, fileSystem: image)
     }
 
     func testCrashAtEverySyncPointWithSpills() throws {
