@@ -223,6 +223,18 @@ package enum StoreInspector {
                 problems.append("\(index): \(count) entries, expected \(expected.count) (\(expected.what))")
             }
         }
+        problems += try unmatched(pointers, inverses: inverses, stored: stored, tx: tx, limit: limit - problems.count)
+        progress(done, total)
+        return Array(problems.prefix(limit))
+    }
+
+    /// The one-to-one pointers (read from the records) whose target does
+    /// not point back, as problems, at most `limit`.
+    private static func unmatched(
+        _ pointers: [(entity: String, row: Int64, field: Int, target: Int64)], inverses: [Pointer: Pointer],
+        stored: StoredSchema, tx: ReadTransaction, limit: Int
+    ) throws -> [String] {
+        var problems: [String] = []
         for pointer in pointers where problems.count < limit {
             guard let inverse = inverses[Pointer(pointer.entity, pointer.field)],
                 let tree = try tx.treeIfPresent(Store.treeName(entityName: inverse.entity)),
@@ -244,8 +256,7 @@ package enum StoreInspector {
                 continue
             }
         }
-        progress(done, total)
-        return Array(problems.prefix(limit))
+        return problems
     }
 
     /// The stored entity `name` and every entity below it, by the stored
