@@ -3,7 +3,7 @@ import StrataEngine
 
 // A save in two halves, so that a container with several stores can check
 // every store's changes before any transaction begins and commit the
-// stores one after the other (ModelContainer+Stores.swift): `checkSave()`
+// stores one after the other (ModelContext+SeveralStores.swift): `checkSave()`
 // (checks, delete rules), `writeSave(...)` (the writes, in an open
 // transaction), then `commit(_:)` and `finish(_:)`, or `abandon(_:after:)`.
 
