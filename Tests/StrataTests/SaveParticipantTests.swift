@@ -114,6 +114,28 @@ final class SaveParticipantTests: StoreTestCase {
         XCTAssertEqual(try historyTokens(container), [], "no save, no history entry")
     }
 
+    /// A save whose only change another context made first (the same
+    /// delete) has nothing left to write once it merges: the participant
+    /// still writes, in a transaction of its own.
+    func testAParticipantWritesWhenTheMergeLeavesNothingToSave() throws {
+        let container = try makeContainer()
+        let memo = Memo(title: "gone", body: "", priority: 1)
+        let setup = ModelContext(container)
+        setup.insert(memo)
+        try setup.save()
+        let id = memo.persistentModelID
+        let context = ModelContext(container)
+        context.delete(context.model(for: id))
+        let other = ModelContext(container)
+        other.delete(other.model(for: id))
+        try other.save()
+        XCTAssertTrue(context.hasChanges)
+        let recorder = Recorder()
+        try context.save(with: recorder)
+        XCTAssertEqual(try count(Memo.self, in: container), 0)
+        XCTAssertEqual(try participantKeys(container), ["save 1"], "the participant's trees are written")
+    }
+
     func testAContainerOfSeveralStoresRefusesAParticipant() throws {
         let first = ModelConfiguration("first", schema: Schema([Memo.self]), url: storeURL("first.store"))
         let second = ModelConfiguration("second", schema: Schema([Voyage.self]), url: storeURL("second.store"))

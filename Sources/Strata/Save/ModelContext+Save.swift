@@ -26,7 +26,7 @@ extension ModelContext {
         if let pendingError { throw pendingError }
         autosaveDue = nil
         try mergeSavedChangesOrThrow()
-        guard hasChanges else { return }
+        guard hasChanges else { return try participantWritesAlone() }
         try refuseIfReadOnly()
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
         // The write transaction begins before the delete rules run: they
@@ -43,7 +43,7 @@ extension ModelContext {
             guard let rows = try checkSave(merging: false) else {
                 undoMoves(moved)
                 store.abandonSave(tx, after: nil)
-                return
+                return try participantWritesAlone()
             }
             // Models the relationships reached were inserted by the checks.
             if insertions != checked { moved += try moveCollidingInserts(in: tx) }
@@ -73,16 +73,20 @@ extension ModelContext {
             throw SwiftDataError(
                 .loadIssueModelContainer, "a save participant joins the saves of a container with one store only")
         }
-        guard hasChanges else {
-            try store.write { tx in
-                try participant.saveWillCommit(
-                    SaveParticipation(transaction: tx, inserted: [], updated: [], deleted: [], historyToken: nil))
-            }
-            return
-        }
         self.participant = participant
         defer { self.participant = nil }
         try save()
+    }
+
+    /// A save that found nothing to write (none pending, or none left once
+    /// other saves merged): its participant, if any, writes in a
+    /// transaction of its own.
+    private func participantWritesAlone() throws {
+        guard let participant else { return }
+        try store.write { tx in
+            try participant.saveWillCommit(
+                SaveParticipation(transaction: tx, inserted: [], updated: [], deleted: [], historyToken: nil))
+        }
     }
 
     /// A save written to its open write transaction, not yet committed.
