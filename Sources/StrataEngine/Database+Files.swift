@@ -150,6 +150,10 @@ public struct Statistics: Sendable, Equatable {
     /// Pages write transactions wrote out before their commit because
     /// they outgrew the budget (see ``DatabaseOptions/cacheSizeBytes``).
     public var spilledPages = 0
+    /// Pages new to the file that large commits wrote straight into the
+    /// main file instead of the log (commits of at least 256 such pages,
+    /// or a quarter of the budget when that is less), spills not counted.
+    public var freshPagesWrittenToMainFile = 0
     /// Spilled pages read back by the transactions that wrote them.
     public var spillReads = 0
     /// Frames in the WAL right now.

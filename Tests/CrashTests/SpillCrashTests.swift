@@ -14,9 +14,14 @@ import XCTest
 final class SpillCrashTests: CrashTestCase {
     let path = "/crash/spill.strata"
 
-    /// A 16-page budget: the big commits spill; small commits do not.
+    /// The budget in pages. 16: the big commits spill; small commits do
+    /// not. 64: the loads do not spill and write their fresh pages into the
+    /// main file at their commit (a quarter of the budget or more); the
+    /// rewrites of commits 5 and 7 spill.
+    var budgetPages = 16
+
     var options: DatabaseOptions {
-        var options = DatabaseOptions(durability: .full, cacheSizeBytes: 16 * 4096)
+        var options = DatabaseOptions(durability: .full, cacheSizeBytes: budgetPages * 4096)
         options.checkpointThresholdFrames = 24
         return options
     }
@@ -116,11 +121,11 @@ final class SpillCrashTests: CrashTestCase {
     /// Runs the workload until it ends or the file system crashes; returns
     /// the states acknowledged and the one in flight.
     func run(_ fs: MemoryFileSystem, progress: Progress = Progress()) -> (
-        acknowledged: [[[UInt8]: [UInt8]]], inFlight: [[UInt8]: [UInt8]]?, spilled: Int
+        acknowledged: [[[UInt8]: [UInt8]]], inFlight: [[UInt8]: [UInt8]]?, statistics: Statistics?
     ) {
         var model: [[UInt8]: [UInt8]] = [:]
         guard let db = try? Database.open(path: path, options: options, fileSystem: fs) else {
-            return (progress.acknowledged, nil, 0)
+            return (progress.acknowledged, nil, nil)
         }
         for c in 0..<Self.commits {
             var next = model
@@ -134,14 +139,14 @@ final class SpillCrashTests: CrashTestCase {
                 progress.rolledBack()
                 continue
             } catch {
-                return (progress.acknowledged, next, db.statistics.spilledPages)
+                return (progress.acknowledged, next, db.statistics)
             }
             model = next
             progress.acknowledge(model)
         }
-        let spilled = db.statistics.spilledPages
+        let statistics = db.statistics
         try? db.close()
-        return (progress.acknowledged, nil, spilled)
+        return (progress.acknowledged, nil, statistics)
     }
 
     /// Opens `image`, checks it, compares its state, and commits once more.
@@ -167,8 +172,25 @@ final class SpillCrashTests: CrashTestCase {
     func testCrashAtEverySyncPointWithSpills() throws {
         let clean = MemoryFileSystem()
         let cleanRun = run(clean)
-        XCTAssertGreaterThan(cleanRun.spilled, 100, "the workload must spill")
+        XCTAssertGreaterThan(cleanRun.statistics?.spilledPages ?? 0, 100, "the workload must spill")
         XCTAssertEqual(cleanRun.acknowledged.count, Self.commits)  // one rolled back
+        try crashAtEverySyncPoint(of: clean)
+    }
+
+    /// Commits that write their fresh pages into the main file (no spill):
+    /// a crash at any sync recovers the last commit or the one in flight.
+    func testCrashAtEverySyncPointWithFreshPagesWrittenAtCommit() throws {
+        budgetPages = 64
+        let clean = MemoryFileSystem()
+        let cleanRun = run(clean)
+        XCTAssertGreaterThan(cleanRun.statistics?.freshPagesWrittenToMainFile ?? 0, 60, "the loads must write fresh pages")
+        XCTAssertEqual(cleanRun.acknowledged.count, Self.commits)
+        try crashAtEverySyncPoint(of: clean)
+    }
+
+    /// Runs the workload again crashing at each sync point `clean`'s run
+    /// reached, and checks each recovery.
+    func crashAtEverySyncPoint(of clean: MemoryFileSystem) throws {
         let syncPoints = clean.syncCount
         let seeds = Int(environmentValue("STRATA_CRASH_SEEDS") ?? "") ?? 3
         var runs = 0
@@ -197,6 +219,16 @@ final class SpillCrashTests: CrashTestCase {
     /// (its spills) the store recovers to the last acknowledged commit
     /// exactly; once it commits, to that or to the commit in flight.
     func testPowerLossAtEveryWrite() throws {
+        try powerLossAtEveryWrite()
+    }
+
+    /// The same with the loads' fresh pages written at their commits.
+    func testPowerLossAtEveryWriteWithFreshPagesWrittenAtCommit() throws {
+        budgetPages = 64
+        try powerLossAtEveryWrite(expectSpills: false)
+    }
+
+    func powerLossAtEveryWrite(expectSpills: Bool = true) throws {
         let fs = MemoryFileSystem()
         let progress = Progress()
         let main = path
@@ -217,7 +249,11 @@ final class SpillCrashTests: CrashTestCase {
             if possible.count == 1 { spillTime += 1 }
             try verify(image.afterProcessCrash(), "power loss at write \(i + 1)") { possible.contains($0) }
         }
-        XCTAssertGreaterThan(spillTime, 20, "writes while transactions ran (spills)")
+        if expectSpills {
+            XCTAssertGreaterThan(spillTime, 20, "writes while transactions ran (spills)")
+        } else {
+            XCTAssertGreaterThan(result.statistics?.freshPagesWrittenToMainFile ?? 0, 60, "fresh pages written at commits")
+        }
         print("spill power-loss images at writes: \(taken.count) verified, \(spillTime) of them while a transaction ran")
     }
 }

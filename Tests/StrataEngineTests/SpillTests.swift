@@ -88,6 +88,34 @@ final class SpillTests: EngineTestCase {
         try reopened.close()
     }
 
+    /// A commit within its budget that adds a quarter of the budget in
+    /// pages new to the file writes them into the main file once, not into
+    /// the log and again at the checkpoint; another handle and a reopened
+    /// store read them, and a later small commit goes through the log.
+    func testALargeCommitWritesItsFreshPagesIntoTheMainFile() throws {
+        let options = DatabaseOptions(cacheSizeBytes: 256 * 4096)
+        let db = try open("fresh.strata", options)
+        let other = try open("fresh.strata", options)
+        var model = try load(db, 0..<20)
+        XCTAssertEqual(db.statistics.freshPagesWrittenToMainFile, 0, "a small commit logs its pages")
+        model.merge(try load(db, 20..<3000)) { $1 }
+        let statistics = db.statistics
+        XCTAssertEqual(statistics.spilledPages, 0, "\(statistics)")
+        // Most of the store's pages went straight to the main file.
+        XCTAssertGreaterThan(statistics.freshPagesWrittenToMainFile * 4, statistics.pageCount * 3, "\(statistics)")
+        XCTAssertEqual(try contents(db), model)
+        XCTAssertEqual(try contents(other), model)
+        XCTAssertTrue(try db.check().isHealthy)
+        model.merge(try load(db, 3000..<3005)) { $1 }
+        XCTAssertEqual(try contents(other), model)
+        try other.close()
+        try db.close()
+        let reopened = try open("fresh.strata", options)
+        XCTAssertEqual(try contents(reopened), model)
+        XCTAssertTrue(try reopened.check().isHealthy)
+        try reopened.close()
+    }
+
     func testASmallTransactionDoesNotSpill() throws {
         let db = try open("small.strata", small)
         try load(db, 0..<20)
