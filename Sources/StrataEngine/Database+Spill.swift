@@ -75,6 +75,26 @@ extension Database {
         try pager.writeRuns(count: pages.count, number: { pages[$0].number }, image: { pages[$0].page })
     }
 
+    /// After a commit's own fresh pages were written into the main file and
+    /// synced (see `WriteTransaction.takeFreshPagesToMainFile()`): keeps
+    /// their images in the page cache and marks them checked in the
+    /// mapping, as a checkpoint does for the pages it copies (this
+    /// transaction built and checked them, and the file holds these bytes).
+    /// Without it the reads after a bulk load checked every page again.
+    /// Harmless if the commit then fails: the numbers lie past its page
+    /// count, and whatever writes them later replaces both (a log frame is
+    /// looked for first, a checkpoint or fresh write resets the entry).
+    func adoptFreshPages(_ pages: [(number: UInt32, page: Page)]) throws {
+        let size = try pager.main.size()
+        stateLock.withLock {
+            pager.mainFileResized(to: size)
+            for (number, page) in pages {
+                pager.cache.put(PageCache.mainKey(number), page)
+                pager.mapped?.markVerified(number)
+            }
+        }
+    }
+
     /// Makes the fresh pages written so far durable before the commit that
     /// makes them reachable is written (unless durability is `none`). A
     /// failed sync poisons the handle, as a failed log sync does.

@@ -90,7 +90,10 @@ extension WriteTransaction {
             pages.sort { $0.number < $1.number }
             try db.writeFreshPages(fresh)
             try db.syncFreshPages()
-            if freshInMemory { db.stateLock.withLock { db.counters.freshPagesWrittenToMainFile += fresh.count } }
+            if freshInMemory {
+                try db.adoptFreshPages(fresh)
+                db.stateLock.withLock { db.counters.freshPagesWrittenToMainFile += fresh.count }
+            }
         }
         return SealedPages(pages: pages, wroteMain: wroteMain)
     }
