@@ -86,13 +86,7 @@ extension Database {
     /// looked for first, a checkpoint or fresh write resets the entry).
     func adoptFreshPages(_ pages: [(number: UInt32, page: Page)]) throws {
         let size = try pager.main.size()
-        stateLock.withLock {
-            pager.mainFileResized(to: size)
-            for (number, page) in pages {
-                pager.cache.put(PageCache.mainKey(number), page)
-                pager.mapped?.markVerified(number)
-            }
-        }
+        stateLock.withLock { pager.adoptWrittenPages(pages.map { ($0.number, $0.page) }, mainFileSize: size) }
     }
 
     /// Makes the fresh pages written so far durable before the commit that

@@ -141,6 +141,19 @@ final class Pager: @unchecked Sendable {
         lock.withLock { mainFileResized(to: size) }
     }
 
+    /// Pages this handle just wrote into the main file (a checkpoint's
+    /// copies, a commit's fresh pages), now `size` bytes long: cached as
+    /// the main file's and marked checked, since the bytes there are the
+    /// ones it built or checked. Measures the mapping first, so that the
+    /// marks reach pages past its old end. The caller holds `lock`.
+    func adoptWrittenPages(_ pages: [(UInt32, Page)], mainFileSize size: Int64) {
+        mainFileResized(to: size)
+        for (number, page) in pages {
+            cache.put(PageCache.mainKey(number), page)
+            mapped?.markVerified(number)
+        }
+    }
+
     /// Records that the main file is `size` bytes now, and maps it anew when
     /// it outgrew the mapping. Pages past the end lose their verified mark
     /// and their cached views (a view past the end would fault). The caller

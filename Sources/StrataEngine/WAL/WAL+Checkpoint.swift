@@ -50,13 +50,7 @@ extension WAL {
             }
             if sync { try syncFile(pager.main) }
             let mainSize = try pager.main.size()
-            lock.withLock {
-                pager.mainFileResized(to: mainSize)
-                for (number, page) in written {
-                    pager.cache.put(PageCache.mainKey(number), page)
-                    pager.mapped?.markVerified(number)
-                }
-            }
+            lock.withLock { pager.adoptWrittenPages(written, mainFileSize: mainSize) }
             checkpointed(to: plan.target)
             return plan.full
         } catch {
