@@ -103,21 +103,20 @@ package enum PairKey {
     /// The key of the pair (`first`, `second`), written directly (delete
     /// rules build one per reverse-index entry they remove).
     static func encode(_ first: Int64, _ second: Int64) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            write(first, second, to: UnsafeMutableRawBufferPointer(buffer))
-            count = size
-        }
+        // A literal filled in place (see `RowKey.encode`).
+        var key: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        key.withUnsafeMutableBytes { write(first, second, to: $0) }
+        return key
     }
 
     /// The first half of every key whose first row is `row`: where a
     /// cursor seeks to read the pairs of `row`.
     static func prefix(_ row: Int64) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: 9) { buffer, count in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            raw[0] = 0x20
+        var key: [UInt8] = [0x20, 0, 0, 0, 0, 0, 0, 0, 0]
+        key.withUnsafeMutableBytes { raw in
             raw.storeBytes(of: (UInt64(bitPattern: row) ^ (1 << 63)).bigEndian, toByteOffset: 1, as: UInt64.self)
-            count = 9
         }
+        return key
     }
 
     /// Appends the pair key of `first` and `second` to `batch`.
