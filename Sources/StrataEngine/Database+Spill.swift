@@ -86,7 +86,7 @@ extension Database {
     /// looked for first, a checkpoint or fresh write resets the entry).
     func adoptFreshPages(_ pages: [(number: UInt32, page: Page)]) throws {
         let size = try pager.main.size()
-        stateLock.withLock { pager.adoptWrittenPages(pages.map { ($0.number, $0.page) }, mainFileSize: size) }
+        stateLock.withLock { pager.adoptWrittenPages(pages, mainFileSize: size) }
     }
 
     /// Makes the fresh pages written so far durable before the commit that

@@ -66,8 +66,8 @@ extension WriteTransaction {
     /// transaction that spilled to the main file before any log frame
     /// can reach them.
     func sealPages() throws -> SealedPages {
-        let freshInMemory = try takeFreshPagesToMainFile()
-        let wroteMain = freshSpilled > 0 || freshInMemory
+        let freshAtCommit = try takeFreshPagesToMainFile()
+        let wroteMain = freshSpilled > 0 || freshAtCommit
         // Page 0 is logged only when the header changed: a small commit then
         // costs one frame per changed tree page plus the catalog page. A
         // transaction that spilled always logs it: its commit frames then
@@ -90,7 +90,7 @@ extension WriteTransaction {
             pages.sort { $0.number < $1.number }
             try db.writeFreshPages(fresh)
             try db.syncFreshPages()
-            if freshInMemory {
+            if freshAtCommit {
                 try db.adoptFreshPages(fresh)
                 db.stateLock.withLock { db.counters.freshPagesWrittenToMainFile += fresh.count }
             }

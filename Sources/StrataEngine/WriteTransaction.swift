@@ -44,9 +44,10 @@ public final class WriteTransaction: ReadTransaction {
     /// newest image by page number; read before the snapshot's.
     @exclusivity(unchecked) var pendingPages: [UInt32: Page] = [:]
     /// The fresh floor once the transaction first spilled (see
-    /// `Database+Spill.swift`): pages at or past it that are not in
-    /// ``dirty`` are in the main file, written there by this transaction.
-    /// `UInt32.max` before any spill.
+    /// `Database+Spill.swift`), or once its commit took its fresh pages
+    /// to the main file (`takeFreshPagesToMainFile()`): pages at or past
+    /// it that are not in ``dirty`` are in the main file, written there by
+    /// this transaction. `UInt32.max` before either.
     @exclusivity(unchecked) var freshFloor = UInt32.max
     /// Private pages this transaction may hold before it spills.
     let spillLimit: Int

@@ -146,7 +146,7 @@ final class Pager: @unchecked Sendable {
     /// the main file's and marked checked, since the bytes there are the
     /// ones it built or checked. Measures the mapping first, so that the
     /// marks reach pages past its old end. The caller holds `lock`.
-    func adoptWrittenPages(_ pages: [(UInt32, Page)], mainFileSize size: Int64) {
+    func adoptWrittenPages(_ pages: [(number: UInt32, page: Page)], mainFileSize size: Int64) {
         mainFileResized(to: size)
         for (number, page) in pages {
             cache.put(PageCache.mainKey(number), page)

@@ -32,7 +32,7 @@ extension WAL {
             // Mapped views of these pages stop counting as checked until the
             // copy has succeeded (a failed write may leave them half new).
             lock.withLock { for (number, _) in plan.copies { pager.mapped?.clearVerified(number) } }
-            var written: [(UInt32, Page)] = []
+            var written: [(number: UInt32, page: Page)] = []
             written.reserveCapacity(plan.copies.count)
             let sorted = plan.copies.sorted { $0.page < $1.page }
             func image(_ i: Int) throws -> Page {
