@@ -6,16 +6,9 @@
     import NIOSSL
     import PostgresNIO
 
-    /// A zone server on PostgreSQL, in schema `strata_sync`:
-    ///
-    /// - `zones(zone, head)`: a zone's last sequence number. A push locks
-    ///   its zone's row, so a zone's changes are numbered without gaps in the
-    ///   order they commit.
-    /// - `changes(zone, seq, device, local_token, schema_hash, payload)`:
-    ///   one row per pushed save, unique per (zone, device, local_token), so
-    ///   that a retried push is recognized.
-    /// - `push(...)`: the push as one function call (one round trip), which
-    ///   also notifies channel `strata_sync` with the zone's name.
+    /// A zone server on PostgreSQL, in schema `strata_sync`, whose layout
+    /// (``ServerLayout``) an operator installs: every request calls one of
+    /// its functions, which check the login role's access to the zone.
     ///
     /// Every statement takes the zone, device and payload as parameters:
     /// none of them reaches SQL text.
@@ -45,6 +38,18 @@
             }
 
             func get() -> PostgresConnection? { lock.withLock { open.flatMap { $0.isClosed ? nil : $0 } } }
+            /// Keeps `connection` unless an open one is there already
+            /// (two requests that found none both connected): returns the
+            /// one to use.
+            func adopt(_ connection: PostgresConnection) -> (use: PostgresConnection, spare: PostgresConnection?) {
+                lock.withLock {
+                    if let open, !open.isClosed { return (open, connection) }
+                    let old = open
+                    open = connection
+                    return (connection, old)
+                }
+            }
+
             func set(_ connection: PostgresConnection?) -> PostgresConnection? {
                 lock.withLock {
                     let old = open
@@ -92,9 +97,12 @@
 
         private func requests() async throws(SyncError) -> PostgresConnection {
             if let open = connection.get() { return open }
-            let made = try await connect()
-            if let old = connection.set(made) { try? await old.close() }
-            return made
+            // Another request may have connected meanwhile: the first
+            // connection stays, and the other is closed (closing the one in
+            // use would leave its request waiting for its time limit).
+            let (use, spare) = connection.adopt(try await connect())
+            if let spare { try? await spare.close() }
+            return use
         }
 
         /// Runs `body` on the request connection; a connection that broke is
@@ -192,6 +200,15 @@
                 if state.hasPrefix("28") {
                     return SyncError(.authentication, "the server at \(server) refused the login: \(message)")
                 }
+                if state == "42501" {
+                    return SyncError(.forbidden, "\(what) at \(server): \(message)")
+                }
+                if state == "3F000" || state == "42883" || state == "42P01" {
+                    return SyncError(
+                        .serverLayout,
+                        "\(what) at \(server): the server has no strata_sync layout of version \(ServerLayout.version) "
+                            + "(\(message)); an operator installs it with `strata sync-server install --url URL`")
+                }
                 if state == "57P01" || state == "57P02" || state == "57P03" {
                     return SyncError(.unreachable, "the server at \(server) is shutting down or starting: \(message)")
                 }
@@ -210,89 +227,84 @@
         }
 
         func prepare() async throws(SyncError) {
-            try await run("creating the strata_sync schema") { [logger] connection in
-                _ = try await connection.withTransaction(logger: logger) { connection in
-                    // Devices starting at once create the tables one at a
-                    // time.
-                    try await connection.query("SELECT pg_advisory_xact_lock(7471203853)", logger: logger)
-                    for statement in Self.schema {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            let version = try await run("checking the server's layout") { [logger] connection in
+                var version: Int32?
+                let stream = try await connection.query("SELECT strata_sync.layout_version()", logger: logger)
+                for try await value in stream.decode(Int32?.self) { version = value }
+                return version
+            }
+            guard let version, version >= ServerLayout.version else {
+                throw SyncError(
+                    .serverLayout,
+                    "the server at \(configuration.serverDescription) has strata_sync layout version \(version.map(String.init) ?? "none"), "
+                        + "this StrataSync needs \(ServerLayout.version): an operator upgrades it with "
+                        + "`strata sync-server install --url URL`")
+            }
+            guard version == ServerLayout.version else {
+                throw SyncError(
+                    .serverLayout,
+                    "the server at \(configuration.serverDescription) has strata_sync layout version \(version), newer than "
+                        + "this StrataSync's \(ServerLayout.version): update the app")
+            }
+        }
+
+        /// Runs `query` and reads its rows to the end: an error a function
+        /// raises comes after the rows' description, so a query whose rows
+        /// are not read would not report it.
+        static func execute(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws {
+            for try await _ in try await connection.query(query, logger: logger) {}
+        }
+
+        /// Creates or upgrades the layout (see ``SyncServer/install()``).
+        func install() async throws(SyncError) -> SyncServer.Installation {
+            try await run("installing the strata_sync layout") { [logger] connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    // Two installs at once run one after the other.
+                    try await Self.execute("SELECT pg_advisory_xact_lock(7471203853)", on: connection, logger: logger)
+                    var found = (layout: false, zones: false)
+                    let probe = try await connection.query(PostgresQuery(unsafeSQL: ServerLayout.probe), logger: logger)
+                    for try await row in probe.decode((Bool, Bool).self) { found = row }
+                    var previous: Int? = found.zones ? 1 : nil
+                    if found.layout {
+                        let installed = try await connection.query(
+                            PostgresQuery(unsafeSQL: ServerLayout.installedVersion), logger: logger)
+                        for try await version in installed.decode(Int32?.self) { previous = version.map(Int.init) ?? previous }
                     }
+                    // Checked before anything is altered.
+                    if let previous, previous > ServerLayout.version {
+                        throw SyncError(
+                            .serverLayout,
+                            "the server's strata_sync layout is version \(previous), newer than this StrataSync's "
+                                + "\(ServerLayout.version): it is not downgraded")
+                    }
+                    var steps: [String] = []
+                    for (what, sql) in ServerLayout.install {
+                        try await Self.execute(PostgresQuery(unsafeSQL: sql), on: connection, logger: logger)
+                        if !what.isEmpty { steps.append(what) }
+                    }
+                    return SyncServer.Installation(previousVersion: previous, version: ServerLayout.version, steps: steps)
                 }
             }
         }
 
-        static let schema = [
-            "CREATE SCHEMA IF NOT EXISTS strata_sync",
-            """
-            CREATE TABLE IF NOT EXISTS strata_sync.zones (
-                zone text PRIMARY KEY,
-                head bigint NOT NULL DEFAULT 0,
-                created_at timestamptz NOT NULL DEFAULT now())
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS strata_sync.changes (
-                zone text NOT NULL REFERENCES strata_sync.zones (zone),
-                seq bigint NOT NULL,
-                device uuid NOT NULL,
-                local_token bigint NOT NULL,
-                schema_hash text NOT NULL,
-                payload bytea NOT NULL,
-                pushed_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (zone, seq),
-                UNIQUE (zone, device, local_token))
-            """,
-            "ALTER TABLE strata_sync.zones ADD COLUMN IF NOT EXISTS trimmed bigint NOT NULL DEFAULT 0",
-            """
-            CREATE TABLE IF NOT EXISTS strata_sync.snapshots (
-                zone text NOT NULL REFERENCES strata_sync.zones (zone),
-                through bigint NOT NULL,
-                part integer NOT NULL,
-                payload bytea NOT NULL,
-                PRIMARY KEY (zone, through, part))
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS strata_sync.schemas (
-                zone text NOT NULL REFERENCES strata_sync.zones (zone),
-                hash text NOT NULL,
-                description text NOT NULL,
-                registered_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (zone, hash))
-            """,
-            """
-            CREATE OR REPLACE FUNCTION strata_sync.push(
-                p_zone text, p_device uuid, p_token bigint, p_expected bigint, p_schema text, p_payload bytea,
-                OUT r_outcome text, OUT r_seq bigint)
-            LANGUAGE plpgsql AS $$
-            DECLARE
-                v_head bigint;
-                v_seq bigint;
-            BEGIN
-                INSERT INTO strata_sync.zones AS z (zone) VALUES (p_zone) ON CONFLICT DO NOTHING;
-                SELECT z.head INTO v_head FROM strata_sync.zones AS z WHERE z.zone = p_zone FOR UPDATE;
-                SELECT c.seq INTO v_seq FROM strata_sync.changes AS c
-                    WHERE c.zone = p_zone AND c.device = p_device AND c.local_token = p_token;
-                IF FOUND THEN
-                    r_outcome := 'duplicate';
-                    r_seq := v_seq;
-                    RETURN;
-                END IF;
-                IF v_head <> p_expected THEN
-                    r_outcome := 'behind';
-                    r_seq := v_head;
-                    RETURN;
-                END IF;
-                v_seq := v_head + 1;
-                INSERT INTO strata_sync.changes AS c (zone, seq, device, local_token, schema_hash, payload)
-                    VALUES (p_zone, v_seq, p_device, p_token, p_schema, p_payload);
-                UPDATE strata_sync.zones AS z SET head = v_seq WHERE z.zone = p_zone;
-                PERFORM pg_notify('strata_sync', p_zone);
-                r_outcome := 'appended';
-                r_seq := v_seq;
-            END
-            $$
-            """,
-        ]
+        /// Shares `zone` with `role` (see ``SyncServer/grant(zone:to:readOnly:)``).
+        func grant(zone: String, role: String, writable: Bool) async throws(SyncError) {
+            try await run("sharing zone \(zone) with \(role)") { [logger] connection in
+                try await Self.execute(
+                    "SELECT strata_sync.grant_access(\(zone), \(role), \(writable))", on: connection, logger: logger)
+            }
+        }
+
+        /// Stops sharing `zone` with `role`; false when it was not.
+        func revoke(zone: String, role: String) async throws(SyncError) -> Bool {
+            try await run("unsharing zone \(zone) with \(role)") { [logger] connection in
+                var removed = false
+                let stream = try await connection.query(
+                    "SELECT strata_sync.revoke_access(\(zone), \(role))", logger: logger)
+                for try await value in stream.decode(Bool.self) { removed = value }
+                return removed
+            }
+        }
 
         func push(zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8])
             async throws(SyncError) -> PushOutcome
@@ -321,27 +333,26 @@
         {
             try await run("recording the schema") { [logger] connection in
                 try await connection.withTransaction(logger: logger) { connection in
-                    // One device at a time: two incompatible schemas
-                    // registering at once cannot both get in.
-                    try await connection.query(
-                        "INSERT INTO strata_sync.zones (zone) VALUES (\(zone)) ON CONFLICT DO NOTHING", logger: logger)
-                    try await connection.query(
-                        "SELECT head FROM strata_sync.zones WHERE zone = \(zone) FOR UPDATE", logger: logger)
+                    // One device at a time (the zone's row stays locked to
+                    // the commit): two incompatible schemas registering at
+                    // once cannot both get in.
                     var descriptions: [String] = []
                     var known = false
+                    var writable = false
                     let stream = try await connection.query(
-                        "SELECT hash, description FROM strata_sync.schemas WHERE zone = \(zone) ORDER BY registered_at",
-                        logger: logger)
-                    for try await (stored, description) in stream.decode((String, String).self) {
+                        "SELECT r_hash, r_description, r_writable FROM strata_sync.lock_schemas(\(zone))", logger: logger)
+                    for try await (stored, description, mayWrite) in stream.decode((String?, String?, Bool).self) {
+                        writable = mayWrite
+                        guard let stored, let description else { continue }
                         if stored == hash { known = true } else { descriptions.append(description) }
                     }
                     try accept(descriptions)
-                    if !known {
-                        try await connection.query(
-                            """
-                            INSERT INTO strata_sync.schemas (zone, hash, description)
-                            VALUES (\(zone), \(hash), \(description))
-                            """, logger: logger)
+                    // A device of a role the zone is shared with read-only
+                    // records nothing.
+                    if !known && writable {
+                        try await Self.execute(
+                            "SELECT strata_sync.add_schema(\(zone), \(hash), \(description))", on: connection,
+                            logger: logger)
                     }
                     return descriptions
                 }
@@ -351,7 +362,7 @@
         func head(zone: String) async throws(SyncError) -> ZoneHead {
             try await run("reading the zone's head") { [logger] connection in
                 let stream = try await connection.query(
-                    "SELECT head, trimmed FROM strata_sync.zones WHERE zone = \(zone)", logger: logger)
+                    "SELECT r_head, r_trimmed FROM strata_sync.head(\(zone))", logger: logger)
                 var head = ZoneHead(head: 0, trimmed: 0)
                 for try await (last, trimmed) in stream.decode((Int64, Int64).self) {
                     head = ZoneHead(head: last, trimmed: trimmed)
@@ -363,42 +374,21 @@
         func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
             try await run("reading the zone's snapshot") { [logger] connection in
                 let stream = try await connection.query(
-                    """
-                    SELECT payload FROM strata_sync.snapshots
-                    WHERE zone = \(zone) AND through = \(through) AND part = \(Int32(clamping: part))
-                    """, logger: logger)
+                    "SELECT strata_sync.snapshot_part(\(zone), \(through), \(Int32(clamping: part)))", logger: logger)
                 var payload: [UInt8]?
-                for try await value in stream.decode(Data.self) { payload = Array(value) }
+                for try await value in stream.decode(Data?.self) { payload = value.map(Array.init) }
                 return payload
             }
         }
 
         func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool {
             try await run("trimming the zone's changes") { [logger] connection in
-                try await connection.withTransaction(logger: logger) { connection in
-                    let stream = try await connection.query(
-                        "SELECT head, trimmed FROM strata_sync.zones WHERE zone = \(zone) FOR UPDATE", logger: logger)
-                    var current: (Int64, Int64)?
-                    for try await row in stream.decode((Int64, Int64).self) { current = row }
-                    guard let (head, trimmed) = current, through <= head, through > trimmed else { return false }
-                    try await connection.query("DELETE FROM strata_sync.snapshots WHERE zone = \(zone)", logger: logger)
-                    for (index, part) in parts.enumerated() {
-                        let data = Data(part)
-                        try await connection.query(
-                            """
-                            INSERT INTO strata_sync.snapshots (zone, through, part, payload)
-                            VALUES (\(zone), \(through), \(Int32(index)), \(data))
-                            """, logger: logger)
-                    }
-                    try await connection.query(
-                        """
-                        UPDATE strata_sync.changes SET payload = '\\x'::bytea
-                        WHERE zone = \(zone) AND seq <= \(through) AND seq > \(trimmed)
-                        """, logger: logger)
-                    try await connection.query(
-                        "UPDATE strata_sync.zones SET trimmed = \(through) WHERE zone = \(zone)", logger: logger)
-                    return true
-                }
+                let buffers = parts.map { ByteBuffer(bytes: $0) }
+                let stream = try await connection.query(
+                    "SELECT strata_sync.trim(\(zone), \(through), \(buffers))", logger: logger)
+                var trimmed = false
+                for try await value in stream.decode(Bool.self) { trimmed = value }
+                return trimmed
             }
         }
 
@@ -407,8 +397,8 @@
                 var changes: [ServerChange] = []
                 let stream = try await connection.query(
                     """
-                    SELECT seq, device, local_token, payload, schema_hash FROM strata_sync.changes
-                    WHERE zone = \(zone) AND seq > \(after) ORDER BY seq LIMIT \(Int64(limit))
+                    SELECT r_seq, r_device, r_token, r_payload, r_schema
+                    FROM strata_sync.pull(\(zone), \(after), \(Int64(limit)))
                     """, logger: logger)
                 for try await (seq, device, token, payload, schema) in stream.decode(
                     (Int64, UUID, Int64, Data, String).self)
@@ -423,11 +413,30 @@
         }
 
         func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
+            // The zone's channel is named after a key only roles that may
+            // read the zone learn; its notifications carry nothing. A zone
+            // not created yet (the engine listens before its first round
+            // registers it) has none: asked again shortly.
+            var channel: String?
+            var delay = Duration.milliseconds(100)
+            while true {
+                channel = try await run("reading the zone's channel") { [logger] connection in
+                    var channel: String?
+                    let stream = try await connection.query("SELECT strata_sync.channel(\(zone))", logger: logger)
+                    for try await value in stream.decode(String?.self) { channel = value }
+                    return channel
+                }
+                if channel != nil { break }
+                try? await Task.sleep(for: delay)
+                if Task.isCancelled { return }
+                delay = min(delay * 2, .seconds(5))
+            }
+            guard let channel else { return }
             let listener = try await connect()
             do {
-                try await listener.listen(on: "strata_sync") { notifications in
+                try await listener.listen(on: channel) { notifications in
                     wake()  // listening: whatever came before is pulled now
-                    for try await notification in notifications where notification.payload == zone { wake() }
+                    for try await _ in notifications { wake() }
                 }
                 try? await listener.close()
             } catch {

@@ -50,6 +50,16 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case unreachable
         /// The server refused the login.
         case authentication
+        /// The login role may not read the zone, or may not write it (a
+        /// push or a trim in a zone shared read-only). Nothing local is
+        /// changed or dropped: saves go on, and sync resumes once the
+        /// zone's owner grants access (`strata sync-server grant`).
+        case forbidden
+        /// The server has no `strata_sync` layout, or one of another
+        /// version than this StrataSync's: an operator installs or upgrades
+        /// it with `strata sync-server install` (or
+        /// ``SyncServer/install()``). Devices never create it.
+        case serverLayout
         /// The server answered with an error.
         case server
         /// A change on the server cannot be applied here: it does not

@@ -34,7 +34,8 @@ enum PushOutcome: Sendable, Equatable {
 
 /// The server side of a zone. Every call is one server transaction.
 protocol ZoneServer: Sendable {
-    /// Creates the server's tables when they are missing.
+    /// Checks that the server holds the layout this StrataSync talks to
+    /// (``SyncError/Code/serverLayout`` when not); creates nothing.
     func prepare() async throws(SyncError)
     /// Appends `payload` as the zone's next change if the zone's last change
     /// is `expected`; a save pushed before (same device and token) is not

@@ -130,13 +130,22 @@ public final class PostgresCluster: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Runs `sql` through `psql` over the socket; returns what it printed
-    /// (unaligned, tuples only).
+    /// Runs `sql` through `psql` over the socket, logged in as `role` (the
+    /// superuser by default) to `database` (``database`` by default);
+    /// returns what it printed (unaligned, tuples only). Each further
+    /// statement of `then` runs after it in the same session (`psql -c`
+    /// once each), and notifications that arrived are printed after each.
     @discardableResult
-    public func psql(_ sql: String) throws -> String {
+    public func psql(_ sql: String, as role: String? = nil, in database: String? = nil, then: [String] = []) throws
+        -> String
+    {
         try runAsOwner(
             "\(bin)/psql",
-            ["-h", directory, "-p", "\(port)", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+            [
+                "-h", directory, "-p", "\(port)", "-U", role ?? user, "-d", database ?? self.database, "-v", "ON_ERROR_STOP=1",
+                "-At",
+            ]
+                + ([sql] + then).flatMap { ["-c", $0] })
     }
 
     /// A `postgres://` URL of the server over TCP (the password apart).

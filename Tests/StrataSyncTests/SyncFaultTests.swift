@@ -35,14 +35,6 @@
             return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
 
-        override func setUp() async throws {
-            try await super.setUp()
-            // The server's tables exist before the devices' first rounds.
-            let setup = PostgresZoneServer(configuration: try configuration(zone: "setup"))
-            try await setup.prepare()
-            await setup.close()
-        }
-
         /// Waits (up to 60 s) until `condition` holds, checking every 10 ms.
         func wait(_ what: String, _ condition: () throws -> Bool) throws {
             let deadline = Date().addingTimeInterval(60)

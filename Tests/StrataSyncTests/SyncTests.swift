@@ -51,8 +51,16 @@
             super.tearDown()
         }
 
+        /// The classes whose server has its layout installed.
+        nonisolated(unsafe) static var installed: Set<ObjectIdentifier> = []
+
         override func setUp() async throws {
             directory = TemporaryDirectory(prefix: "strata-sync")
+            // As an operator does, once per server: devices create nothing.
+            if !Self.installed.contains(ObjectIdentifier(type(of: self))), let cluster = try? server() {
+                _ = try await SyncServer(configuration: try configuration(zone: "install", of: cluster)).install()
+                Self.installed.insert(ObjectIdentifier(type(of: self)))
+            }
         }
 
         override func tearDown() async throws {
@@ -152,10 +160,17 @@
         /// The test server's configuration for `zone`, over its Unix socket.
         /// Requests time out after 20 s: a round that hangs fails the test
         /// instead of holding the run.
-        func configuration(zone: String, poll: Duration = .seconds(60)) throws -> SyncConfiguration {
-            let cluster = try server()
+        func configuration(zone: String, poll: Duration = .seconds(60), user: String? = nil) throws -> SyncConfiguration {
+            try configuration(zone: zone, of: try server(), poll: poll, user: user)
+        }
+
+        /// As ``configuration(zone:poll:user:)``, for `cluster`; `user`
+        /// (default: the superuser) logs in over the socket with no password.
+        func configuration(
+            zone: String, of cluster: PostgresCluster, poll: Duration = .seconds(60), user: String? = nil
+        ) throws -> SyncConfiguration {
             var configuration = try SyncConfiguration(
-                host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: cluster.user,
+                host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: user ?? cluster.user,
                 database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
             configuration.requestTimeout = .seconds(20)
             return configuration

@@ -58,6 +58,8 @@ defer {
     cluster.destroy()
     try? FileManager.default.removeItem(atPath: directory.path)
 }
+// The operator's install, once: devices create nothing on the server.
+_ = try await SyncServer(url: cluster.url, password: cluster.password).install()
 
 func device(_ name: String, zone: String) throws -> (ModelContainer, SyncEngine) {
     let url = URL(fileURLWithPath: directory.file(name + ".store"))
