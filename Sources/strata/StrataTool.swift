@@ -20,7 +20,7 @@ struct StrataTool: ParsableCommand {
         abstract: "Inspect, check and maintain a Strata store file.",
         subcommands: [
             Check.self, Stats.self, Dump.self, SchemaCommand.self, History.self, SyncStatusCommand.self, Compact.self,
-            Backup.self,
+            Backup.self, SyncServerCommand.self,
         ])
 }
 

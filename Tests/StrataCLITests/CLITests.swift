@@ -87,18 +87,7 @@ final class CLITests: XCTestCase {
     /// Runs `executable` with `arguments`; returns its exit status, stdout
     /// and stderr.
     func run(executable: URL, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+        try runProcess(executable, arguments)
     }
 
     /// A store of 500 tickets and 10 holders, with three saves of history.
@@ -376,4 +365,26 @@ final class StopFlag: @unchecked Sendable {
         while result == nil { condition.wait() }
         return result!
     }
+}
+
+/// Runs `executable` with `arguments`, and `environment` over this
+/// process's; returns its exit status, stdout and stderr.
+func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> (
+    status: Int32, out: String, err: String
+) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+    }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    let error = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
 }
