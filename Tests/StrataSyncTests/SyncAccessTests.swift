@@ -34,6 +34,17 @@
             return (track(container), engine)
         }
 
+        /// Alice's phone on `zone`, which it creates with a note titled
+        /// `title`, pushed; and the phone's context.
+        func alicesPhone(zone: String, with title: String) async throws -> (ModelContainer, SyncEngine, ModelContext) {
+            let (phone, sync) = try device("alice-phone", role: "alice", zone: zone)
+            let context = ModelContext(phone)
+            context.insert(Note(title: title))
+            try context.save()
+            try await sync.syncNow()
+            return (phone, sync, context)
+        }
+
         /// The zone's head on the server.
         func head(_ zone: String) throws -> Int {
             let text = try server().psql("SELECT coalesce(max(head), 0) FROM strata_sync.zones WHERE zone = '\(zone)'")
@@ -95,11 +106,7 @@
         }
 
         func testAnotherRolesDeviceIsRefusedKeepsItsSavesAndChangesNothing() async throws {
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-private")
-            let context = ModelContext(phone)
-            context.insert(Note(title: "diary"))
-            try context.save()
-            try await phoneSync.syncNow()
+            let (phone, phoneSync, _) = try await alicesPhone(zone: "alice-private", with: "diary")
             let headBefore = try head("alice-private")
 
             // Bob configures Alice's zone on his device, with a save of his own.
@@ -121,11 +128,7 @@
 
         func testADirectSessionOfARoleWithoutAccessGetsNothingAndChangesNothing() async throws {
             let cluster = try server()
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-sql")
-            let context = ModelContext(phone)
-            context.insert(Note(title: "secret"))
-            try context.save()
-            try await phoneSync.syncNow()
+            _ = try await alicesPhone(zone: "alice-sql", with: "secret")
             let counts =
                 "SELECT (SELECT count(*) FROM strata_sync.changes), (SELECT count(*) FROM strata_sync.zones), "
                 + "(SELECT string_agg(zone || ':' || head, ',' ORDER BY zone) FROM strata_sync.zones)"
@@ -154,11 +157,7 @@
 
         func testNotificationsReachOnlyRolesThatMayReadTheZone() async throws {
             let cluster = try server()
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-live")
-            let context = ModelContext(phone)
-            context.insert(Note(title: "first"))
-            try context.save()
-            try await phoneSync.syncNow()
+            let (_, phoneSync, context) = try await alicesPhone(zone: "alice-live", with: "first")
             let channel = try cluster.psql("SELECT strata_sync.channel('alice-live')", as: "alice")
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             XCTAssertTrue(channel.hasPrefix("strata_sync_") && channel.count > 40, channel)
@@ -186,11 +185,7 @@
         }
 
         func testReadOnlySharePullsButCannotPush() async throws {
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-shared-ro")
-            let context = ModelContext(phone)
-            context.insert(Note(title: "recipe"))
-            try context.save()
-            try await phoneSync.syncNow()
+            _ = try await alicesPhone(zone: "alice-shared-ro", with: "recipe")
             try await operatorServer(as: "alice").grant(zone: "alice-shared-ro", to: "bob", readOnly: true)
 
             let (bobs, bobSync) = try device("bob-phone", role: "bob", zone: "alice-shared-ro")
@@ -212,11 +207,7 @@
         }
 
         func testRevokingStopsTheNextRoundAndAGrantResumesWithNothingLost() async throws {
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-family")
-            let context = ModelContext(phone)
-            context.insert(Note(title: "a1"))
-            try context.save()
-            try await phoneSync.syncNow()
+            let (phone, phoneSync, context) = try await alicesPhone(zone: "alice-family", with: "a1")
             let alice = try operatorServer(as: "alice")
             try await alice.grant(zone: "alice-family", to: "bob")
 
@@ -250,11 +241,7 @@
 
         func testAPushInAnotherRolesDeviceNameIsRefused() async throws {
             let cluster = try server()
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-devices")
-            let context = ModelContext(phone)
-            context.insert(Note(title: "mine"))
-            try context.save()
-            try await phoneSync.syncNow()
+            _ = try await alicesPhone(zone: "alice-devices", with: "mine")
             try await operatorServer(as: "alice").grant(zone: "alice-devices", to: "bob")
             let device = try cluster.psql("SELECT device FROM strata_sync.changes WHERE zone = 'alice-devices' LIMIT 1")
                 .trimmingCharacters(in: .whitespacesAndNewlines)
