@@ -92,27 +92,43 @@ public final class SyncEngine: Observable, Sendable {
         let (stream, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let started: Bool = running.withLock { state in
             guard state == nil else { return false }
+            let poll = configuration.pollInterval
             let loop = Task { [weak self] in
                 var iterator = stream.makeAsyncIterator()
+                var backoff = Backoff(limit: poll)
                 while !Task.isCancelled {
                     guard let self else { return }
                     let error = await self.round()
-                    // After an error, wait before trying again, however
+                    if error?.code == .unreachable {
+                        // The server is gone or the connection broke: try
+                        // again soon (1 s, doubling up to the poll interval)
+                        // whether or not anything wakes the loop, so that a
+                        // device converges within seconds of its return.
+                        try? await Task.sleep(for: backoff.next())
+                        continue
+                    }
+                    backoff.reset()
+                    // After another error, wait before trying again, however
                     // many saves wake the loop.
                     if error != nil { try? await Task.sleep(for: .seconds(1)) }
                     guard await iterator.next() != nil else { return }
                 }
             }
-            let poll = configuration.pollInterval
             let listener = Task { [weak self] in
+                var backoff = Backoff(limit: poll)
                 while !Task.isCancelled {
                     guard let self else { return }
+                    let began = ContinuousClock.now
                     do {
                         try await self.worker.server.listen(zone: self.configuration.zone) { wake.yield() }
                     } catch {
                         // Notifications are a shortcut; polling goes on.
                     }
-                    try? await Task.sleep(for: poll)
+                    // Listening held a while: a new failure starts from 1 s.
+                    if ContinuousClock.now - began > poll { backoff.reset() }
+                    // Listening again (which wakes a round) soon after a
+                    // failure, then less and less often, at most every poll.
+                    try? await Task.sleep(for: backoff.next())
                     wake.yield()
                 }
             }
@@ -244,3 +260,21 @@ public final class SyncEngine: Observable, Sendable {
         func close() async {}
     }
 #endif
+
+/// Delays between attempts after a failure: 1 s, doubling up to `limit`.
+struct Backoff {
+    let limit: Duration
+    private var delay = Duration.seconds(1)
+
+    init(limit: Duration) { self.limit = limit }
+
+    /// The next delay.
+    mutating func next() -> Duration {
+        let now = min(delay, limit)
+        delay = min(delay * 2, limit)
+        return now
+    }
+
+    /// After a success: the next failure waits 1 s again.
+    mutating func reset() { delay = .seconds(1) }
+}

@@ -176,6 +176,39 @@
             XCTAssertEqual(try head(zone), 2)
         }
 
+        func testIdleDevicesConvergeWithinSecondsOfTheServersReturn() async throws {
+            let zone = "zone-\(UUID())"
+            let cluster = try server()
+            // Polling every minute: only reconnecting can bring them back
+            // in time.
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            syncA.start()
+            syncB.start()
+            try wait("both idle") { syncA.status.activity == .idle && syncB.status.activity == .idle }
+            try cluster.stop()
+            let context = ModelContext(a)
+            context.insert(Note(title: "saved while the server was down"))
+            try context.save()
+            try wait("A offline") { syncA.status.activity == .offline }
+            try await Task.sleep(for: .seconds(2))
+            try cluster.start()
+            let back = Date()
+            try wait("B holds A's save") { try titles(b) == ["saved while the server was down"] }
+            XCTAssertLessThan(Date().timeIntervalSince(back), 5, "B converged more than 5 s after the server's return")
+            try wait("A pushed") { syncA.status.pendingChanges == 0 }
+        }
+
+        func testBackoffDoublesFromOneSecondUpToItsLimit() {
+            var backoff = Backoff(limit: .seconds(30))
+            let delays = (0..<7).map { _ in backoff.next() }
+            XCTAssertEqual(delays, [1, 2, 4, 8, 16, 30, 30].map { Duration.seconds($0) })
+            backoff.reset()
+            XCTAssertEqual(backoff.next(), .seconds(1))
+            var short = Backoff(limit: .milliseconds(500))
+            XCTAssertEqual(short.next(), .milliseconds(500))
+        }
+
         func testAServerRestartAndCutConnectionsInTheMiddleOfSync() async throws {
             let zone = "zone-\(UUID())"
             let cluster = try server()
