@@ -25,30 +25,15 @@
             }
         }
 
-        /// A device of `role` on `zone`.
-        func device(_ name: String, role: String, zone: String) throws -> (ModelContainer, SyncEngine) {
-            let url = URL(fileURLWithPath: directory.file(name + ".store"))
-            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-            let engine = try SyncEngine(container: container, configuration: configuration(zone: zone, user: role))
-            engines.append(engine)
-            return (track(container), engine)
-        }
-
         /// Alice's phone on `zone`, which it creates with a note titled
         /// `title`, pushed; and the phone's context.
         func alicesPhone(zone: String, with title: String) async throws -> (ModelContainer, SyncEngine, ModelContext) {
-            let (phone, sync) = try device("alice-phone", role: "alice", zone: zone)
+            let (phone, sync) = try device("alice-phone", zone: zone, user: "alice")
             let context = ModelContext(phone)
             context.insert(Note(title: title))
             try context.save()
             try await sync.syncNow()
             return (phone, sync, context)
-        }
-
-        /// The zone's head on the server.
-        func head(_ zone: String) throws -> Int {
-            let text = try server().psql("SELECT coalesce(max(head), 0) FROM strata_sync.zones WHERE zone = '\(zone)'")
-            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
 
         func titles(_ container: ModelContainer) throws -> [String] {
@@ -94,8 +79,8 @@
             let cluster = try server()
             XCTAssertEqual(try cluster.psql("SELECT has_database_privilege('alice', 'postgres', 'CREATE')"), "f\n")
             XCTAssertEqual(try cluster.psql("SELECT has_schema_privilege('alice', 'strata_sync', 'CREATE')"), "f\n")
-            let (phone, phoneSync) = try device("alice-phone", role: "alice", zone: "alice-notes")
-            let (laptop, laptopSync) = try device("alice-laptop", role: "alice", zone: "alice-notes")
+            let (phone, phoneSync) = try device("alice-phone", zone: "alice-notes", user: "alice")
+            let (laptop, laptopSync) = try device("alice-laptop", zone: "alice-notes", user: "alice")
             let context = ModelContext(phone)
             context.insert(Note(title: "groceries"))
             try context.save()
@@ -110,7 +95,7 @@
             let headBefore = try head("alice-private")
 
             // Bob configures Alice's zone on his device, with a save of his own.
-            let (bobs, bobSync) = try device("bob-phone", role: "bob", zone: "alice-private")
+            let (bobs, bobSync) = try device("bob-phone", zone: "alice-private", user: "bob")
             let bobContext = ModelContext(bobs)
             bobContext.insert(Note(title: "bob's note"))
             try bobContext.save()
@@ -188,7 +173,7 @@
             _ = try await alicesPhone(zone: "alice-shared-ro", with: "recipe")
             try await operatorServer(as: "alice").grant(zone: "alice-shared-ro", to: "bob", readOnly: true)
 
-            let (bobs, bobSync) = try device("bob-phone", role: "bob", zone: "alice-shared-ro")
+            let (bobs, bobSync) = try device("bob-phone", zone: "alice-shared-ro", user: "bob")
             try await bobSync.syncNow()
             XCTAssertEqual(try titles(bobs), ["recipe"])
             let headBefore = try head("alice-shared-ro")
@@ -211,7 +196,7 @@
             let alice = try operatorServer(as: "alice")
             try await alice.grant(zone: "alice-family", to: "bob")
 
-            let (bobs, bobSync) = try device("bob-phone", role: "bob", zone: "alice-family")
+            let (bobs, bobSync) = try device("bob-phone", zone: "alice-family", user: "bob")
             let bobContext = ModelContext(bobs)
             bobContext.insert(Note(title: "b1"))
             try bobContext.save()
@@ -267,7 +252,7 @@
             do {
                 let error = await expectSyncError(.serverLayout) { _ = try await self.operatorServer().install() }
                 XCTAssertTrue(error?.message.contains("not downgraded") ?? false, "\(String(describing: error))")
-                let (_, sync) = try device("newer", role: "alice", zone: "alice-newer")
+                let (_, sync) = try device("newer", zone: "alice-newer", user: "alice")
                 let refused = await expectSyncError(.serverLayout) { try await sync.syncNow() }
                 XCTAssertTrue(refused?.message.contains("update the app") ?? false, "\(String(describing: refused))")
             }
@@ -312,6 +297,51 @@
                 try cluster.psql("SELECT r_seq FROM strata_sync.pull('old', 0, 10)", as: "carol", in: "legacy"), "1\n")
             XCTAssertThrowsError(
                 try cluster.psql("SELECT r_seq FROM strata_sync.pull('old', 0, 10)", as: "bob", in: "legacy"))
+        }
+
+        /// A device of today meeting the layout version 1 devices created
+        /// (before an operator upgrades it) is told to run the install,
+        /// and changes nothing there.
+        func testADeviceMeetingTheOldLayoutIsToldTheCommand() async throws {
+            let cluster = try server()
+            try cluster.psql("DROP DATABASE IF EXISTS oldlayout")
+            try cluster.psql("CREATE DATABASE oldlayout")
+            for statement in Self.versionOne { try cluster.psql(statement, in: "oldlayout") }
+            var configuration = try configuration(zone: "old")
+            configuration.database = "oldlayout"
+            let url = URL(fileURLWithPath: directory.file("old.store"))
+            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            let sync = try SyncEngine(container: container, configuration: configuration)
+            engines.append(sync)
+            track(container)
+            let context = ModelContext(container)
+            context.insert(Note(title: "kept"))
+            try context.save()
+            let error = await expectSyncError(.serverLayout) { try await sync.syncNow() }
+            XCTAssertTrue(error?.message.contains("strata sync-server install") ?? false, "\(String(describing: error))")
+            XCTAssertEqual(try cluster.psql("SELECT count(*) FROM strata_sync.changes", in: "oldlayout"), "1\n")
+            XCTAssertEqual(try titles(container), ["kept"])
+        }
+
+        /// Two requests at once on a new server connection both get their
+        /// answer: the second connection opened must not close the first
+        /// one's under it (which left the first request waiting out its
+        /// time limit).
+        func testConcurrentFirstRequestsShareOneConnection() async throws {
+            _ = try await alicesPhone(zone: "alice-race", with: "one")
+            for _ in 0..<5 {
+                var configuration = try configuration(zone: "alice-race", user: "alice")
+                configuration.requestTimeout = .seconds(5)
+                let server = PostgresZoneServer(configuration: configuration)
+                async let first = server.head(zone: "alice-race")
+                async let second = server.head(zone: "alice-race")
+                async let third = server.pull(zone: "alice-race", after: 0, limit: 10)
+                let heads = try await [first, second]
+                XCTAssertEqual(heads.map(\.head), [1, 1])
+                let pulled = try await third
+                XCTAssertEqual(pulled.count, 1)
+                await server.close()
+            }
         }
 
         /// Version 1's layout, as devices created it, with one change.

@@ -29,12 +29,6 @@
             }.count
         }
 
-        /// The zone's head on the server.
-        func head(_ zone: String) throws -> Int {
-            let text = try server().psql("SELECT coalesce(max(head), 0) FROM strata_sync.zones WHERE zone = '\(zone)'")
-            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-        }
-
         /// Waits (up to 60 s) until `condition` holds, checking every 10 ms.
         func wait(_ what: String, _ condition: () throws -> Bool) throws {
             let deadline = Date().addingTimeInterval(60)

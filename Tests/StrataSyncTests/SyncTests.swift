@@ -57,8 +57,8 @@
         override func setUp() async throws {
             directory = TemporaryDirectory(prefix: "strata-sync")
             // As an operator does, once per server: devices create nothing.
-            if !Self.installed.contains(ObjectIdentifier(type(of: self))), let cluster = try? server() {
-                _ = try await SyncServer(configuration: try configuration(zone: "install", of: cluster)).install()
+            if !Self.installed.contains(ObjectIdentifier(type(of: self))), (try? server()) != nil {
+                _ = try await SyncServer(configuration: try configuration(zone: "install")).install()
                 Self.installed.insert(ObjectIdentifier(type(of: self)))
             }
         }
@@ -144,31 +144,33 @@
             return cluster
         }
 
-        /// A device: a store of its own and a sync engine for `zone`.
-        /// `schema` replaces the class's ``models``.
-        func device(_ name: String, zone: String, poll: Duration = .seconds(60), schema: Schema? = nil) throws -> (
-            ModelContainer, SyncEngine
-        ) {
+        /// A device: a store of its own and a sync engine for `zone`,
+        /// logging in as `user` (default: the superuser). `schema` replaces
+        /// the class's ``models``.
+        func device(
+            _ name: String, zone: String, poll: Duration = .seconds(60), schema: Schema? = nil, user: String? = nil
+        ) throws -> (ModelContainer, SyncEngine) {
             let url = URL(fileURLWithPath: directory.file(name + ".store"))
             let container = try ModelContainer(
                 for: schema ?? Schema(Self.models), configurations: ModelConfiguration(url: url))
-            let engine = try SyncEngine(container: container, configuration: configuration(zone: zone, poll: poll))
+            let engine = try SyncEngine(
+                container: container, configuration: configuration(zone: zone, poll: poll, user: user))
             engines.append(engine)
             return (track(container), engine)
         }
 
-        /// The test server's configuration for `zone`, over its Unix socket.
+        /// The zone's head on the server.
+        func head(_ zone: String) throws -> Int {
+            let text = try server().psql("SELECT coalesce(max(head), 0) FROM strata_sync.zones WHERE zone = '\(zone)'")
+            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+
+        /// The test server's configuration for `zone`, over its Unix socket;
+        /// `user` (default: the superuser) logs in with no password.
         /// Requests time out after 20 s: a round that hangs fails the test
         /// instead of holding the run.
         func configuration(zone: String, poll: Duration = .seconds(60), user: String? = nil) throws -> SyncConfiguration {
-            try configuration(zone: zone, of: try server(), poll: poll, user: user)
-        }
-
-        /// As ``configuration(zone:poll:user:)``, for `cluster`; `user`
-        /// (default: the superuser) logs in over the socket with no password.
-        func configuration(
-            zone: String, of cluster: PostgresCluster, poll: Duration = .seconds(60), user: String? = nil
-        ) throws -> SyncConfiguration {
+            let cluster = try server()
             var configuration = try SyncConfiguration(
                 host: nil, port: cluster.port, socketDirectory: cluster.socketDirectory, user: user ?? cluster.user,
                 database: cluster.database, tls: .disable, zone: zone, pollInterval: poll)
