@@ -397,16 +397,46 @@
                 var changes: [ServerChange] = []
                 let stream = try await connection.query(
                     """
-                    SELECT r_seq, r_device, r_token, r_payload, r_schema
+                    SELECT r_seq, r_device, r_token, r_payload, r_schema, r_set_aside_code, r_set_aside_reason
                     FROM strata_sync.pull(\(zone), \(after), \(Int64(limit)))
                     """, logger: logger)
-                for try await (seq, device, token, payload, schema) in stream.decode(
-                    (Int64, UUID, Int64, Data, String).self)
+                for try await (seq, device, token, payload, schema, code, reason) in stream.decode(
+                    (Int64, UUID, Int64, Data, String, String?, String?).self)
                 {
                     changes.append(
                         ServerChange(
                             seq: seq, device: withUnsafeBytes(of: device.uuid) { Array($0) }, token: token,
-                            payload: Array(payload), schema: schema))
+                            payload: Array(payload), schema: schema, setAside: code.map { ($0, reason ?? "") }))
+                }
+                return changes
+            }
+        }
+
+        func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool {
+            try await run("setting a change aside") { [logger] connection in
+                var recorded = false
+                let stream = try await connection.query(
+                    "SELECT strata_sync.set_aside(\(zone), \(seq), \(code), \(reason))", logger: logger)
+                for try await value in stream.decode(Bool.self) { recorded = value }
+                return recorded
+            }
+        }
+
+        /// The changes set aside in `zone`, or in every zone the login role
+        /// may read (see ``SyncServer/setAsideChanges(zone:)``).
+        func setAsideChanges(zone: String?) async throws(SyncError) -> [SyncServer.SetAsideChange] {
+            try await run("listing the set-aside changes") { [logger] connection in
+                var changes: [SyncServer.SetAsideChange] = []
+                let stream = try await connection.query(
+                    "SELECT r_zone, r_seq, r_device, r_code, r_reason, r_by::text, r_at FROM strata_sync.set_aside_changes(\(zone))",
+                    logger: logger)
+                for try await (zone, seq, device, code, reason, role, at) in stream.decode(
+                    (String, Int64, UUID, String, String?, String?, Date?).self)
+                {
+                    changes.append(
+                        SyncServer.SetAsideChange(
+                            zone: zone, serverSequence: seq, device: device, code: code, reason: reason ?? "",
+                            setAsideBy: role ?? "", date: at))
                 }
                 return changes
             }

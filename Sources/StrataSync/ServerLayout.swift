@@ -19,6 +19,12 @@ import Foundation
 ///   its devices' schemas, reached only through the functions.
 /// - `devices(device, role)`: each device belongs to the role that pushed
 ///   from it first, so no role can push in another role's device's name.
+/// - `changes.set_aside_*`: a change that a device could not read, set
+///   aside by a device whose role may write the zone (`set_aside`): every
+///   device then moves past it unread, and the operator lists it
+///   (`set_aside_changes`). A role that may only read the zone cannot set
+///   a change aside (it could hide other roles' changes from everyone);
+///   its devices move past it on their own.
 ///
 /// A role reading a zone it has no right to gets SQLSTATE 42501
 /// (``SyncError/Code/forbidden``); a zone no one created reads as empty.
@@ -28,8 +34,9 @@ import Foundation
 enum ServerLayout {
     /// The layout this StrataSync installs and talks to. Version 1 was the
     /// layout devices created themselves (no owners, no functions but
-    /// `push`); an install upgrades it.
-    static let version = 2
+    /// `push`); version 2 had no set-aside changes. An install upgrades
+    /// either.
+    static let version = 3
 
     /// What is there: whether the layout's version table and version 1's
     /// tables exist.
@@ -94,6 +101,10 @@ enum ServerLayout {
                 UNIQUE (zone, device, local_token))
             """
         ),
+        ("changes.set_aside_code", "ALTER TABLE strata_sync.changes ADD COLUMN IF NOT EXISTS set_aside_code text"),
+        ("changes.set_aside_reason", "ALTER TABLE strata_sync.changes ADD COLUMN IF NOT EXISTS set_aside_reason text"),
+        ("changes.set_aside_by", "ALTER TABLE strata_sync.changes ADD COLUMN IF NOT EXISTS set_aside_by name"),
+        ("changes.set_aside_at", "ALTER TABLE strata_sync.changes ADD COLUMN IF NOT EXISTS set_aside_at timestamptz"),
         (
             "table snapshots",
             """
@@ -139,6 +150,9 @@ enum ServerLayout {
         ("owner of the schema", "ALTER SCHEMA strata_sync OWNER TO CURRENT_USER"),
         ("owner of the tables", ownTables),
         ("version 1's push", "DROP FUNCTION IF EXISTS strata_sync.push(text, uuid, bigint, bigint, text, bytea)"),
+        // Version 2's `pull` returned no set-aside columns (a function's
+        // result type cannot be replaced, only dropped and created).
+        ("pull's columns", "DROP FUNCTION IF EXISTS strata_sync.pull(text, bigint, bigint)"),
         ("no rights on the tables", "REVOKE ALL ON ALL TABLES IN SCHEMA strata_sync FROM PUBLIC"),
         ("no rights on the schema but its use", "REVOKE ALL ON SCHEMA strata_sync FROM PUBLIC"),
         ("use of the schema", "GRANT USAGE ON SCHEMA strata_sync TO PUBLIC"),
@@ -343,13 +357,56 @@ enum ServerLayout {
             name: "pull", signature: "strata_sync.pull(text, bigint, bigint)", forDevices: true,
             sql: definer(
                 "strata_sync.pull(p_zone text, p_after bigint, p_limit bigint)",
-                returns: "TABLE (r_seq bigint, r_device uuid, r_token bigint, r_payload bytea, r_schema text)",
+                returns: """
+                    TABLE (r_seq bigint, r_device uuid, r_token bigint, r_payload bytea, r_schema text,
+                        r_set_aside_code text, r_set_aside_reason text)
+                    """,
                 body: """
                     BEGIN
                         PERFORM strata_sync.require(p_zone, false, false);
-                        RETURN QUERY SELECT c.seq, c.device, c.local_token, c.payload, c.schema_hash
+                        -- A set-aside change is sent without its payload (a
+                        -- trimmed one, whose payload is gone, as trimmed).
+                        RETURN QUERY SELECT c.seq, c.device, c.local_token,
+                                CASE WHEN c.set_aside_code IS NULL THEN c.payload ELSE '\\x'::bytea END,
+                                c.schema_hash,
+                                CASE WHEN c.payload = '\\x'::bytea THEN NULL ELSE c.set_aside_code END,
+                                CASE WHEN c.payload = '\\x'::bytea THEN NULL ELSE c.set_aside_reason END
                             FROM strata_sync.changes AS c WHERE c.zone = p_zone AND c.seq > p_after
                             ORDER BY c.seq LIMIT p_limit;
+                    END
+                    """)),
+        Function(
+            name: "set_aside", signature: "strata_sync.set_aside(text, bigint, text, text)", forDevices: true,
+            sql: definer(
+                "strata_sync.set_aside(p_zone text, p_seq bigint, p_code text, p_reason text)", returns: "boolean",
+                body: """
+                    BEGIN
+                        PERFORM strata_sync.require(p_zone, true, false);
+                        -- The first device's reason stays.
+                        UPDATE strata_sync.changes AS c SET set_aside_code = p_code, set_aside_reason = p_reason,
+                                set_aside_by = session_user, set_aside_at = now()
+                            WHERE c.zone = p_zone AND c.seq = p_seq AND c.set_aside_code IS NULL;
+                        RETURN FOUND;
+                    END
+                    """)),
+        Function(
+            name: "set_aside_changes", signature: "strata_sync.set_aside_changes(text)", forDevices: true,
+            sql: definer(
+                "strata_sync.set_aside_changes(p_zone text)",
+                returns: """
+                    TABLE (r_zone text, r_seq bigint, r_device uuid, r_code text, r_reason text, r_by name,
+                        r_at timestamptz)
+                    """,
+                body: """
+                    BEGIN
+                        -- One zone the caller may read, or every zone it may.
+                        IF p_zone IS NOT NULL THEN PERFORM strata_sync.require(p_zone, false, false); END IF;
+                        RETURN QUERY SELECT c.zone, c.seq, c.device, c.set_aside_code, c.set_aside_reason,
+                                c.set_aside_by, c.set_aside_at
+                            FROM strata_sync.changes AS c
+                            WHERE c.set_aside_code IS NOT NULL AND (c.zone = p_zone OR p_zone IS NULL)
+                                AND strata_sync.access_level(c.zone) IN ('owner', 'write', 'read')
+                            ORDER BY c.zone, c.seq;
                     END
                     """)),
         Function(

@@ -67,11 +67,7 @@ public final class SyncEngine: Observable, Sendable {
             throw error
         }
         let state = try worker.localState()
-        current.withLock {
-            $0.pendingChanges = state.pendingSaves
-            $0.serverPosition = state.position
-            $0.serverHead = state.position
-        }
+        current.withLock { $0.take(state, head: state.position) }
     }
 
     /// What sync is doing, the local saves not pushed yet, and the last
@@ -187,9 +183,7 @@ public final class SyncEngine: Observable, Sendable {
         try await worker.trim { [weak self] activity, outcome in
             self?.update {
                 if let activity { $0.activity = activity }
-                $0.pendingChanges = outcome.state.pendingSaves
-                $0.serverPosition = outcome.state.position
-                $0.serverHead = max(outcome.head, outcome.state.position)
+                $0.take(outcome.state, head: outcome.head)
             }
         }
     }
@@ -201,18 +195,14 @@ public final class SyncEngine: Observable, Sendable {
             let outcome = try await worker.round { [weak self] activity, outcome in
                 self?.update {
                     if let activity { $0.activity = activity }
-                    $0.pendingChanges = outcome.state.pendingSaves
-                    $0.serverPosition = outcome.state.position
-                    $0.serverHead = max(outcome.head, outcome.state.position)
+                    $0.take(outcome.state, head: outcome.head)
                 }
             }
             update {
                 $0.activity = running.withLock { $0 == nil } ? .stopped : .idle
                 $0.lastError = nil
                 $0.lastSync = Date()
-                $0.pendingChanges = outcome.state.pendingSaves
-                $0.serverPosition = outcome.state.position
-                $0.serverHead = max(outcome.head, outcome.state.position)
+                $0.take(outcome.state, head: outcome.head)
             }
             if !outcome.applied.isEmpty {
                 NotificationCenter.default.post(
@@ -229,10 +219,7 @@ public final class SyncEngine: Observable, Sendable {
             update {
                 $0.activity = error.code == .unreachable ? .offline : (running.withLock { $0 == nil } ? .stopped : .idle)
                 $0.lastError = error
-                if let state {
-                    $0.pendingChanges = state.pendingSaves
-                    $0.serverPosition = state.position
-                }
+                if let state { $0.take(state, head: $0.serverHead) }
             }
             return error
         }
@@ -256,6 +243,7 @@ public final class SyncEngine: Observable, Sendable {
         func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? { throw error }
         func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool { throw error }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
+        func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool { throw error }
         func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) { throw error }
         func close() async {}
     }
@@ -277,4 +265,14 @@ struct Backoff {
 
     /// After a success: the next failure waits 1 s again.
     mutating func reset() { delay = .seconds(1) }
+}
+
+extension SyncStatus {
+    /// Takes the store's sync state, and the zone's head as last seen.
+    mutating func take(_ state: SyncReplica.State, head: Int64) {
+        pendingChanges = state.pendingSaves
+        serverPosition = state.position
+        serverHead = max(head, state.position)
+        setAside = state.setAside
+    }
 }

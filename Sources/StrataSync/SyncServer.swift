@@ -94,6 +94,39 @@ public struct SyncServer: Sendable {
         #endif
     }
 
+    /// A change a device could not read and set aside: every device moves
+    /// past it unapplied (see ``SyncStatus/setAside``).
+    public struct SetAsideChange: Sendable, Equatable {
+        /// The zone it is in.
+        public let zone: String
+        /// Its sequence number in the zone.
+        public let serverSequence: Int64
+        /// The device that pushed it.
+        public let device: UUID
+        /// Why (a ``SyncStatus/SetAsideChange/Reason`` raw value).
+        public let code: String
+        /// What the device that set it aside found wrong.
+        public let reason: String
+        /// The login role of that device.
+        public let setAsideBy: String
+        /// When it was set aside.
+        public let date: Date?
+    }
+
+    /// The changes set aside in `zone`, or (nil) in every zone the login
+    /// role may read, by zone and sequence number. Their payloads stay on
+    /// the server for the operator to examine.
+    ///
+    /// - Throws: ``SyncError`` with code ``SyncError/Code/forbidden`` when
+    ///   the login role may not read `zone`.
+    public func setAsideChanges(zone: String? = nil) async throws(SyncError) -> [SetAsideChange] {
+        #if Sync
+            return try await withServer { (server) async throws(SyncError) in try await server.setAsideChanges(zone: zone) }
+        #else
+            throw Self.withoutTransport
+        #endif
+    }
+
     #if Sync
         /// Runs `body` with a connection of its own, closed afterwards.
         private func withServer<T: Sendable>(

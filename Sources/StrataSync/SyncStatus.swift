@@ -34,6 +34,49 @@ public struct SyncStatus: Sendable, Equatable {
     public var lastError: SyncError?
     /// When the last round that reached the server ended.
     public var lastSync: Date?
+    /// The zone's changes this store moved past without applying them, in
+    /// the zone's order (kept across launches; `strata sync-status` lists
+    /// them too). Sync goes on after each: one unreadable change never
+    /// stops a zone.
+    public var setAside: [SetAsideChange] = []
+
+    /// A change of the zone that this store did not apply, and why.
+    public struct SetAsideChange: Sendable, Equatable, CustomStringConvertible {
+        /// Why a change was set aside.
+        public enum Reason: String, Sendable {
+            /// It does not decode, or it names an entity or an attribute
+            /// that no schema of the zone declares, or holds a value of
+            /// another type. The device that met it first recorded it in
+            /// the zone (when its role may write there), so every device
+            /// skips it and the operator sees it
+            /// (``SyncServer/setAsideChanges(zone:)``,
+            /// `strata sync-server set-aside`).
+            case damaged
+        }
+
+        /// The change's sequence number in the zone.
+        public let serverSequence: Int64
+        /// Why it was set aside.
+        public let reason: Reason
+        /// What was wrong with it.
+        public let message: String
+        /// Whether the change was this store's own save: its models keep
+        /// here what the other devices did not apply.
+        public let isOwnSave: Bool
+
+        /// A set-aside change.
+        public init(serverSequence: Int64, reason: Reason, message: String, isOwnSave: Bool) {
+            self.serverSequence = serverSequence
+            self.reason = reason
+            self.message = message
+            self.isOwnSave = isOwnSave
+        }
+
+        /// The sequence number, the reason and the message.
+        public var description: String {
+            "server change \(serverSequence)\(isOwnSave ? " (this store's save)" : ""), \(reason.rawValue): \(message)"
+        }
+    }
 
     /// A status.
     public init() {}
@@ -62,9 +105,11 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case serverLayout
         /// The server answered with an error.
         case server
-        /// A change on the server cannot be applied here: it does not
-        /// decode, or names what this store's schema does not hold. The
-        /// store is unchanged; sync stops at that change.
+        /// Something the server sent cannot be used: the zone's changes
+        /// are not in order, a snapshot does not decode, a recorded schema
+        /// does not parse. The store is unchanged. (A single change that
+        /// cannot be applied does not stop sync: it is set aside, see
+        /// ``SyncStatus/setAside``.)
         case damagedServerChange
         /// The zone holds changes of a schema this store's schema cannot
         /// share a zone with (an attribute of another type, a required

@@ -149,7 +149,7 @@ actor Worker {
             var position = try localState().position
             let changes = try await server.pull(zone: zone, after: position, limit: Self.pullBatch)
             guard !changes.isEmpty else { return }
-            if changes[0].payload.isEmpty {
+            if changes[0].payload.isEmpty && changes[0].setAside == nil {
                 // Trimmed since the head was read: the snapshot stands for it.
                 zoneHead = try await server.head(zone: zone)
                 guard zoneHead.trimmed > position else {
@@ -157,12 +157,18 @@ actor Worker {
                 }
                 continue
             }
-            for change in changes where !change.payload.isEmpty {
+            for change in changes where !change.payload.isEmpty || change.setAside != nil {
                 guard change.seq == position + 1 else {
                     throw SyncError(.damagedServerChange, "the zone's changes jump from \(position) to \(change.seq)")
                 }
                 guard change.device.count == 16 else {
                     throw SyncError(.damagedServerChange, "server change \(change.seq): a device of \(change.device.count) bytes")
+                }
+                if let (code, reason) = change.setAside {
+                    // Another device found it unreadable: moved past unread.
+                    try setAside(change, .init(rawValue: code) ?? .damaged, reason)
+                    position = change.seq
+                    continue
                 }
                 if !knownSchemas.contains(change.schema) && !refreshedFor.contains(change.schema) {
                     // A schema that registered after this device's round
@@ -180,7 +186,18 @@ actor Worker {
                     outcome.applied.deleted += applied.deleted
                     position = change.seq
                 } catch let damaged as SyncReplica.DamagedChange {
-                    throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
+                    // Set aside in the zone, so that no device tries it
+                    // again; a role that may only read the zone moves past
+                    // it alone.
+                    do {
+                        _ = try await server.setAside(
+                            zone: zone, seq: change.seq, code: SyncStatus.SetAsideChange.Reason.damaged.rawValue,
+                            reason: damaged.reason)
+                    } catch {
+                        guard error.code == .forbidden else { throw error }
+                    }
+                    try setAside(change, .damaged, damaged.reason)
+                    position = change.seq
                 } catch {
                     throw SyncError(.store, "applying server change \(change.seq): \(error)")
                 }
@@ -188,6 +205,21 @@ actor Worker {
             outcome.state = try localState()
             outcome.head = max(outcome.head, position)
             report(.pulling, outcome)
+        }
+    }
+
+    /// Moves this store past `change` unapplied, recording why.
+    private func setAside(_ change: ServerChange, _ reason: SyncStatus.SetAsideChange.Reason, _ message: String)
+        throws(SyncError)
+    {
+        do {
+            try replica.with {
+                try $0.setAside(
+                    seq: change.seq, device: SyncID(bytes: change.device), token: change.token, reason: reason,
+                    message: message)
+            }
+        } catch {
+            throw SyncError(.store, "setting server change \(change.seq) aside: \(error)")
         }
     }
 

@@ -12,6 +12,9 @@ struct ServerChange: Sendable {
     var payload: [UInt8]
     /// The digest of the pushing device's schema (``SyncSchema/hash``).
     var schema: String = ""
+    /// Why a device set the change aside (its payload is not sent then);
+    /// nil for a change to apply.
+    var setAside: (code: String, reason: String)?
 }
 
 /// Where a zone stands.
@@ -65,6 +68,12 @@ protocol ZoneServer: Sendable {
     func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool
     /// The zone's changes after `after`, in order, at most `limit`.
     func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange]
+    /// Records that change `seq` of the zone cannot be read (`code`, a
+    /// ``SyncStatus/SetAsideChange/Reason`` raw value, and `reason`), so
+    /// that every device moves past it; false when it was set aside
+    /// already. ``SyncError/Code/forbidden`` for a role that may not write
+    /// the zone.
+    func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool
     /// Calls `wake` for every notification that the zone changed, until
     /// the task is cancelled or the connection breaks (then it throws).
     func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError)

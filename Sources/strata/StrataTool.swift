@@ -185,7 +185,7 @@ struct History: ParsableCommand {
 
 struct SyncStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sync-status", abstract: "The store's sync zone, server position and local saves not pushed yet.")
+        commandName: "sync-status", abstract: "The store's sync zone and position, saves not pushed yet, changes set aside.")
 
     @Argument(help: "The store file.") var path: String
 
@@ -203,6 +203,7 @@ struct SyncStatusCommand: ParsableCommand {
             print("server position: \(state.position)")
             print("last pushed save: \(state.pushedThrough)")
             print("pending local saves: \(state.pendingSaves)")
+            for change in state.setAside { print("set aside: \(change)") }
         }
     }
 }

@@ -7,8 +7,8 @@ import StrataSync
 struct SyncServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-server",
-        abstract: "Install or upgrade a sync server's layout, and share zones between roles.",
-        subcommands: [Install.self, Grant.self, Revoke.self])
+        abstract: "Install or upgrade a sync server's layout, share zones between roles, list set-aside changes.",
+        subcommands: [Install.self, Grant.self, Revoke.self, SetAside.self])
 
     /// The server to connect to; the password comes from `PGPASSWORD`, as
     /// with `psql`, so that it is in no command line.
@@ -72,6 +72,32 @@ struct SyncServerCommand: ParsableCommand {
                 let server = try connection.server()
                 let removed = try waiting { try await server.revoke(zone: zone, from: role) }
                 print(removed ? "zone \(zone): no longer shared with \(role)" : "zone \(zone) was not shared with \(role)")
+            }
+        }
+    }
+
+    struct SetAside: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-aside",
+            abstract: "List the changes devices could not read and set aside (every device moves past them).")
+
+        @OptionGroup var connection: Connection
+        @Option(help: "One zone (default: every zone the role may read).") var zone: String?
+
+        func run() throws {
+            try running {
+                let server = try connection.server()
+                let changes = try waiting { [zone] in try await server.setAsideChanges(zone: zone) }
+                guard !changes.isEmpty else {
+                    print(zone.map { "zone \($0): no change set aside" } ?? "no change set aside")
+                    return
+                }
+                for change in changes {
+                    let when = change.date.map { " at \($0.formatted(.iso8601))" } ?? ""
+                    print(
+                        "zone \(change.zone), change \(change.serverSequence) (device \(change.device.uuidString.lowercased())): "
+                            + "\(change.code), \(change.reason); set aside by \(change.setAsideBy)\(when)")
+                }
             }
         }
     }

@@ -16,12 +16,12 @@ final class SyncServerCommandTests: XCTestCase {
 
         let first = try strata("install", "--url", cluster.url)
         XCTAssertEqual(first.status, 0, first.err)
-        XCTAssertTrue(first.out.hasPrefix("strata_sync layout: none -> version 2\n"), first.out)
+        XCTAssertTrue(first.out.hasPrefix("strata_sync layout: none -> version 3\n"), first.out)
         XCTAssertTrue(first.out.contains("  table zones\n"), first.out)
-        XCTAssertEqual(try cluster.psql("SELECT version FROM strata_sync.layout"), "2\n")
+        XCTAssertEqual(try cluster.psql("SELECT version FROM strata_sync.layout"), "3\n")
         let second = try strata("install", "--url", cluster.url)
         XCTAssertEqual(second.status, 0, second.err)
-        XCTAssertTrue(second.out.hasPrefix("strata_sync layout: version 2, already installed"), second.out)
+        XCTAssertTrue(second.out.hasPrefix("strata_sync layout: version 3, already installed"), second.out)
 
         let grant = try strata("grant", "--url", cluster.url, "--zone", "team", "--role", "dana", "--read-only")
         XCTAssertEqual(grant.status, 0, grant.err)
@@ -36,6 +36,21 @@ final class SyncServerCommandTests: XCTestCase {
         XCTAssertEqual(revoke.out, "zone team: no longer shared with dana\n", revoke.err)
         let again = try strata("revoke", "--url", cluster.url, "--zone", "team", "--role", "dana")
         XCTAssertEqual(again.out, "zone team was not shared with dana\n", again.err)
+
+        // The changes devices set aside.
+        let none = try strata("set-aside", "--url", cluster.url)
+        XCTAssertEqual(none.out, "no change set aside\n", none.err)
+        try cluster.psql(
+            "INSERT INTO strata_sync.changes (zone, seq, device, local_token, schema_hash, payload, set_aside_code, "
+                + "set_aside_reason, set_aside_by, set_aside_at) VALUES ('team', 1, '00000000-0000-0000-0000-00000000000a', 1, "
+                + "'h', '\\x00'::bytea, 'damaged', 'it does not decode', 'strata', now())")
+        let listed = try strata("set-aside", "--url", cluster.url, "--zone", "team")
+        XCTAssertEqual(listed.status, 0, listed.err)
+        XCTAssertTrue(
+            listed.out.hasPrefix(
+                "zone team, change 1 (device 00000000-0000-0000-0000-00000000000a): damaged, it does not decode; "
+                    + "set aside by strata at "),
+            listed.out)
 
         // Bad input: a role that does not exist, a wrong password.
         let nobody = try strata("grant", "--url", cluster.url, "--zone", "team", "--role", "no_such_role")

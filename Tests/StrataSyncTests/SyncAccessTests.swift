@@ -191,6 +191,42 @@
             }
         }
 
+        /// A role that may only read a zone cannot set a change aside
+        /// there (it could hide other roles' changes from everyone): its
+        /// device moves past an unreadable change alone, and the owner's
+        /// device sets it aside in the zone.
+        func testAReadOnlyDeviceMovesPastAnUnreadableChangeAlone() async throws {
+            let (phone, phoneSync, context) = try await alicesPhone(zone: "alice-garbage", with: "first")
+            try await operatorServer(as: "alice").grant(zone: "alice-garbage", to: "bob", readOnly: true)
+            try pushGarbage("alice-garbage")
+            let (bobs, bobSync) = try device("bob-phone", zone: "alice-garbage", user: "bob")
+            try await bobSync.syncNow()
+            XCTAssertEqual(bobSync.status.setAside.map(\.serverSequence), [2])
+            XCTAssertEqual(
+                try server().psql("SELECT count(*) FROM strata_sync.changes WHERE set_aside_code IS NOT NULL"), "0\n")
+            expectRefused("SELECT strata_sync.set_aside('alice-garbage', 1, 'damaged', 'hidden')", as: "bob")
+
+            context.insert(Note(title: "second"))
+            try context.save()
+            try await phoneSync.syncNow()
+            XCTAssertEqual(phoneSync.status.setAside.map(\.serverSequence), [2])
+            XCTAssertEqual(
+                try server().psql("SELECT seq, set_aside_by FROM strata_sync.changes WHERE set_aside_code IS NOT NULL"),
+                "2|alice\n")
+            try await bobSync.syncNow()
+            XCTAssertEqual(try titles(bobs), ["first", "second"])
+            XCTAssertEqual(try titles(phone), ["first", "second"])
+            // Bob lists the set-aside changes of zones he may read; Carol
+            // sees none of them.
+            let bobSees = try await operatorServer(as: "bob").setAsideChanges()
+            XCTAssertEqual(bobSees.map(\.zone), ["alice-garbage"])
+            let carolSees = try await operatorServer(as: "carol").setAsideChanges()
+            XCTAssertEqual(carolSees, [])
+            _ = await expectSyncError(.forbidden) {
+                _ = try await self.operatorServer(as: "carol").setAsideChanges(zone: "alice-garbage")
+            }
+        }
+
         func testRevokingStopsTheNextRoundAndAGrantResumesWithNothingLost() async throws {
             let (phone, phoneSync, context) = try await alicesPhone(zone: "alice-family", with: "a1")
             let alice = try operatorServer(as: "alice")

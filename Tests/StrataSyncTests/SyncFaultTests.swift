@@ -193,6 +193,56 @@
             try wait("A pushed") { syncA.status.pendingChanges == 0 }
         }
 
+        /// A change no device can read stops no zone: the first device to
+        /// meet it sets it aside in the zone and goes on (pushing its own
+        /// saves after it); every other device moves past it unread; the
+        /// operator and the apps see it.
+        func testAGarbageChangeIsSetAsideAndEveryDeviceGoesOn() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let contextA = ModelContext(a)
+            contextA.insert(Note(title: "before"))
+            try contextA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            try pushGarbage(zone)
+
+            let contextB = ModelContext(b)
+            contextB.insert(Note(title: "saved on B after the garbage"))
+            try contextB.save()
+            try await syncB.syncNow()
+            XCTAssertEqual(syncB.status.pendingChanges, 0)
+            XCTAssertNil(syncB.status.lastError)
+            XCTAssertEqual(syncB.status.setAside.map(\.serverSequence), [2])
+            XCTAssertEqual(syncB.status.setAside.first?.reason, .damaged)
+            XCTAssertEqual(syncB.status.setAside.first?.isOwnSave, false)
+            XCTAssertEqual(try head(zone), 3)
+            let recorded = try server().psql(
+                "SELECT seq, set_aside_code, set_aside_by IS NOT NULL FROM strata_sync.changes "
+                    + "WHERE zone = '\(zone)' AND set_aside_code IS NOT NULL")
+            XCTAssertEqual(recorded, "2|damaged|t\n")
+
+            try await syncA.syncNow()
+            XCTAssertEqual(try titles(a), ["before", "saved on B after the garbage"])
+            XCTAssertEqual(syncA.status.setAside.map(\.serverSequence), [2])
+            XCTAssertEqual(syncA.status.setAside.first?.message, syncB.status.setAside.first?.message)
+
+            // A new device pulls past it; the operator lists it.
+            let (c, syncC) = try device("c", zone: zone)
+            try await syncC.syncNow()
+            XCTAssertEqual(try titles(c), ["before", "saved on B after the garbage"])
+            XCTAssertEqual(syncC.status.setAside.count, 1)
+            let listed = try await SyncServer(configuration: try configuration(zone: zone)).setAsideChanges(zone: zone)
+            XCTAssertEqual(listed.map(\.serverSequence), [2])
+            XCTAssertEqual(listed.first?.code, "damaged")
+            XCTAssertFalse(listed.first?.reason.isEmpty ?? true)
+
+            // Kept across launches: a new engine on B's store reports it.
+            let again = try SyncEngine(container: b, configuration: try configuration(zone: zone))
+            XCTAssertEqual(again.status.setAside.map(\.serverSequence), [2])
+        }
+
         func testBackoffDoublesFromOneSecondUpToItsLimit() {
             var backoff = Backoff(limit: .seconds(30))
             let delays = (0..<7).map { _ in backoff.next() }

@@ -165,6 +165,17 @@
             return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
 
+        /// Puts a change no device can read into `zone`, after its head.
+        func pushGarbage(_ zone: String) throws {
+            try server().psql(
+                """
+                WITH z AS (UPDATE strata_sync.zones SET head = head + 1 WHERE zone = '\(zone)' RETURNING head)
+                INSERT INTO strata_sync.changes (zone, seq, device, local_token, schema_hash, payload)
+                SELECT '\(zone)', z.head, gen_random_uuid(), 1,
+                    (SELECT hash FROM strata_sync.schemas WHERE zone = '\(zone)' LIMIT 1), '\\xdeadbeef'::bytea FROM z
+                """)
+        }
+
         /// The test server's configuration for `zone`, over its Unix socket;
         /// `user` (default: the superuser) logs in with no password.
         /// Requests time out after 20 s: a round that hangs fails the test
@@ -493,7 +504,11 @@
             XCTAssertNil(engine2.status.lastError)
         }
 
-        func testADamagedServerChangeIsRejectedAndChangesNothing() async throws {
+        /// Each kind of damaged change (a value of the wrong type, bytes
+        /// that do not decode, an entity no schema of the zone declares)
+        /// changes no model, is set aside with its reason, and sync goes
+        /// on past it.
+        func testADamagedServerChangeChangesNothingAndIsSetAside() async throws {
             let zone = "zone-\(UUID())"
             let cluster = try server()
             let (a, syncA) = try device("a", zone: zone)
@@ -513,38 +528,34 @@
                         SyncChangeSet.Field(name: "title", wire: 2, value: [3] + Array("bad".utf8)),
                         SyncChangeSet.Field(name: "stars", wire: 2, value: [2] + Array("no".utf8)),
                     ]))
-            let hex = set.encode().map { String(format: "%02x", $0) }.joined()
-            try cluster.psql(
-                """
-                INSERT INTO strata_sync.changes (zone, seq, device, local_token, schema_hash, payload)
-                VALUES ('\(zone)', 2, gen_random_uuid(), 1, 'x', '\\x\(hex)');
-                UPDATE strata_sync.zones SET head = 2 WHERE zone = '\(zone)';
-                """)
-            do {
-                try await syncB.syncNow()
-                XCTFail("a value of the wrong type is refused")
-            } catch {
-                XCTAssertEqual(error.code, .damagedServerChange)
-                XCTAssertTrue(error.message.contains("server change 2"), error.message)
-            }
-            XCTAssertEqual(try dump(b), before)
-            XCTAssertEqual(syncB.status.serverPosition, 1)
-
             // Garbage bytes, and an entity the schema does not hold.
             var unknown = SyncChangeSet()
             unknown.changes.append(SyncChangeSet.Change(kind: .delete, entity: "Invoice", id: SyncID.make()))
-            for payload in [[1, 9, 9, 9] as [UInt8], unknown.encode()] {
+            for (seq, payload) in [set.encode(), [1, 9, 9, 9], unknown.encode()].enumerated() {
                 let hex = payload.map { String(format: "%02x", $0) }.joined()
-                try cluster.psql("UPDATE strata_sync.changes SET payload = '\\x\(hex)' WHERE zone = '\(zone)' AND seq = 2")
-                do {
-                    try await syncB.syncNow()
-                    XCTFail("a damaged payload is refused")
-                } catch {
-                    XCTAssertEqual(error.code, .damagedServerChange)
-                    XCTAssertTrue(error.message.contains("server change 2"), error.message)
-                }
-                XCTAssertEqual(try dump(b), before)
+                try cluster.psql(
+                    """
+                    INSERT INTO strata_sync.changes (zone, seq, device, local_token, schema_hash, payload)
+                    VALUES ('\(zone)', \(seq + 2), gen_random_uuid(), 1, 'x', '\\x\(hex)');
+                    UPDATE strata_sync.zones SET head = \(seq + 2) WHERE zone = '\(zone)';
+                    """)
             }
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b), before)
+            XCTAssertEqual(syncB.status.serverPosition, 4)
+            XCTAssertEqual(syncB.status.setAside.map(\.serverSequence), [2, 3, 4])
+            XCTAssertEqual(Set(syncB.status.setAside.map(\.reason)), [.damaged])
+            let messages = syncB.status.setAside.map(\.message)
+            XCTAssertTrue(messages[0].contains("wire type"), messages[0])
+            XCTAssertTrue(messages[2].contains("Invoice"), messages[2])
+
+            // A's next save goes through after them.
+            context.insert(Note(title: "after"))
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            XCTAssertEqual(try dump(b).count, before.count + 1)
+            XCTAssertEqual(syncA.status.setAside.map(\.message), messages)
         }
 
         func testDeletingAllDataJoinsAgainAndTheZoneComesBack() async throws {
@@ -621,6 +632,9 @@
         }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
             try await base.pull(zone: zone, after: after, limit: limit)
+        }
+        func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool {
+            try await base.setAside(zone: zone, seq: seq, code: code, reason: reason)
         }
         func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
             try await base.listen(zone: zone, wake: wake)

@@ -32,7 +32,8 @@ import StrataEngine
 /// - `SyncReplica+Apply`, `ChangeApplication`, `SyncReplica+Models`: server
 ///   changes applied as saves, parts a newer schema wrote kept
 ///   (`sync.kept`);
-/// - `SyncReplica+Links`: the zone's cascades (`sync.links`, `sync.linkOf`).
+/// - `SyncReplica+Links`: the zone's cascades (`sync.links`, `sync.linkOf`);
+/// - `SyncReplica+SetAside`: changes moved past unapplied (`sync.setAside`).
 ///
 /// The outbox is the local history: a save is in it from its commit until
 /// the server acknowledges it, across restarts. Saves authored
@@ -90,6 +91,8 @@ package final class SyncReplica {
         /// Local saves not acknowledged yet (those with nothing to push
         /// included until they are prepared).
         package var pendingSaves = 0
+        /// The zone's changes moved past without being applied.
+        package var setAside: [SyncStatus.SetAsideChange] = []
     }
 
     /// The store's sync state; a store that never synced has no zone.
@@ -114,6 +117,7 @@ package final class SyncReplica {
             pending += try HistoryLog.readRaw(tx, after: prepared, through: last).filter { $0.author != author }.count
         }
         state.pendingSaves = pending
+        state.setAside = try setAside(in: tx)
         return state
     }
 
