@@ -174,6 +174,40 @@ final class UniqueIndexTests: StoreTestCase {
         try assertHealthy(container)
     }
 
+    /// One save may move unique values between its changed models: a
+    /// swap, a rotation of three, a compound key handed on. Each holds at
+    /// the end of the save, so it is no violation.
+    func testOneSaveSwapsAndRotatesUniqueValues() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let tags = ["a", "b", "c"].map { Tag(name: $0, uses: 0) }
+        for tag in tags { context.insert(tag) }
+        let first = Member(email: "1@x", team: "red", number: 1)
+        let second = Member(email: "2@x", team: "red", number: 2)
+        context.insert(first)
+        context.insert(second)
+        try context.save()
+        (tags[0].name, tags[1].name) = ("b", "a")
+        try context.save()
+        (tags[0].name, tags[1].name, tags[2].name) = ("c", "b", "a")
+        (first.number, second.number) = (2, 1)
+        try context.save()
+        let names = try ModelContext(container).fetch(FetchDescriptor<Tag>(sortBy: [SortDescriptor(\.uses)]))
+        XCTAssertEqual(Set(names.map(\.name)), ["a", "b", "c"])
+        XCTAssertEqual(tags.map(\.name), ["c", "b", "a"])
+        let fresh = ModelContext(container)
+        let byNumber = try fresh.fetch(FetchDescriptor<Member>(sortBy: [SortDescriptor(\.number)])).map(\.email)
+        XCTAssertEqual(byNumber, ["2@x", "1@x"])
+        // A value given up by no one is still a violation, and the
+        // released keys come back with the rolled-back save.
+        tags[0].name = "a"
+        tags[1].name = "z"
+        XCTAssertThrowsError(try context.save()) { error in
+            XCTAssertEqual(error as? SwiftDataError, .uniqueConstraintViolation)
+        }
+        try assertHealthy(container)
+    }
+
     func testDeleteThenInsertTheSameUniqueValuesInOneSave() throws {
         let container = try container()
         let context = ModelContext(container)

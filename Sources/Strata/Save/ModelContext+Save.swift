@@ -212,6 +212,9 @@ extension ModelContext {
             // Changed models in row order: neighbouring rows share leaves,
             // so their writes find the pages the previous one used.
             let changedInOrder = changed.values.map { ($0._strataState.rowID, $0) }.sorted { $0.0 < $1.0 }
+            if changedInOrder.count > 1 {
+                for (_, model) in changedInOrder { try save.releaseUniqueKeys(of: model) }
+            }
             for (_, model) in changedInOrder { try save.write(model, fresh: false) }
             prepared.upsertedRows = save.upsertedRows
             prepared.otherSaves = try store.changesOfOtherSaves(in: tx)

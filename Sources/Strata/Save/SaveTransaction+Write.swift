@@ -62,6 +62,23 @@ extension SaveTransaction {
         }
     }
 
+    /// Releases the stored keys of the unique constraints whose fields
+    /// `model`'s context changed, before any model is written (see
+    /// ``SaveTransaction``): its write adds them again.
+    mutating func releaseUniqueKeys(of model: any PersistentModel) throws {
+        let entity = try entity(of: model)
+        let state = model._strataState
+        guard state.status == .saved else { return }
+        let only = state.changedFields
+        let groups = entity.uniqueGroups.filter { group in group.properties.contains { only.contains($0.field) } }
+        guard !groups.isEmpty, let old = try record(entity, row: state.rowID) else { return }
+        let stored = try decode(old, entity, row: state.rowID)
+        for group in groups {
+            try removeKey(group, group.values(of: stored), row: state.rowID)
+            releasedUnique[group.treeName, default: []].insert(state.rowID)
+        }
+    }
+
     /// What ``writeRecord(of:_:row:old:only:)`` made of a model.
     struct WrittenRecord {
         /// The record to store.
@@ -121,7 +138,7 @@ extension SaveTransaction {
                 let values = group.values(of: keySource)
                 if let stored {
                     let previous = group.values(of: stored)
-                    if previous == values { continue }
+                    if previous == values && releasedUnique[group.treeName]?.contains(row) != true { continue }
                     try removeKey(group, previous, row: row)
                 }
                 try addKey(group, values, row: row, entity: entity)

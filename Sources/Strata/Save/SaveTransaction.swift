@@ -13,9 +13,13 @@ import Foundation
 ///    row's current record (when there is one) to find the key entries to
 ///    replace, so later writes to a row see earlier ones.
 ///
-/// A changed model that takes values another row holds under a unique
-/// constraint, and an insert that matches two different rows under two
-/// constraints, throw ``SwiftDataError/uniqueConstraintViolation``; the
+/// Before the writes of changed models, each releases the stored key of
+/// every unique constraint it changed a field of, so that one save can
+/// move a unique value from one model to another (a swap, a rename into a
+/// name another change gives up). A changed model that takes values another
+/// row holds under a unique constraint after all that, and an insert that
+/// matches two different rows under two constraints, throw
+/// ``SwiftDataError/uniqueConstraintViolation``; the
 /// transaction is then rolled back and the caller restores the row ids it
 /// changed (``remapped``).
 struct SaveTransaction {
@@ -26,6 +30,9 @@ struct SaveTransaction {
     private var trees: [String: Tree] = [:]
     /// Unique keys given to inserted models during step 2, by tree.
     var pendingUnique: [String: [[UInt8]: Int64]] = [:]
+    /// Rows whose stored unique keys step 3 released before any write,
+    /// by tree: each write adds its row's key again.
+    var releasedUnique: [String: Set<Int64>] = [:]
     /// Models whose row id step 2 changed, with the id they had.
     private(set) var remapped: [(model: any PersistentModel, row: Int64)] = []
     /// Rows that existed before the save and took an inserted model.
