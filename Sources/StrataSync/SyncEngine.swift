@@ -26,6 +26,30 @@ public final class SyncEngine: Observable, Sendable {
     /// `ModelContext.NotificationKey` raw values, as `didSave` does.
     public static let didApplyRemoteChanges = Notification.Name("StrataSync.didApplyRemoteChanges")
 
+    /// The `userInfo` key of ``didApplyRemoteChanges`` under which the
+    /// models merged by a unique constraint are listed, as `[Merge]`
+    /// (present only when there are some).
+    public static let mergedModelsKey = "StrataSync.mergedModels"
+
+    /// Two models that became one because they came to hold the same values
+    /// of a unique constraint (two devices that inserted, or renamed to, the
+    /// same unique value). Every device merges them the same way: the model
+    /// that held the values first in the zone's order stays, with the other's
+    /// changed attributes on top and its relationships joined; the other is
+    /// deleted here, and its identifier in the zone names the one that stays.
+    public struct Merge: Sendable, Hashable {
+        /// The model merged away (deleted in this store).
+        public let merged: PersistentIdentifier
+        /// The model it merged into.
+        public let into: PersistentIdentifier
+
+        /// A merge of `merged` into `into`.
+        public init(merged: PersistentIdentifier, into: PersistentIdentifier) {
+            self.merged = merged
+            self.into = into
+        }
+    }
+
     /// The container being synced.
     public let container: ModelContainer
     /// Where it syncs.
@@ -207,11 +231,7 @@ public final class SyncEngine: Observable, Sendable {
             if !outcome.applied.isEmpty {
                 NotificationCenter.default.post(
                     name: Self.didApplyRemoteChanges, object: container,
-                    userInfo: [
-                        ModelContext.NotificationKey.insertedIdentifiers.rawValue: outcome.applied.inserted,
-                        ModelContext.NotificationKey.updatedIdentifiers.rawValue: outcome.applied.updated,
-                        ModelContext.NotificationKey.deletedIdentifiers.rawValue: outcome.applied.deleted,
-                    ])
+                    userInfo: outcome.applied.userInfo)
             }
             return nil
         } catch {
@@ -274,5 +294,18 @@ extension SyncStatus {
         serverPosition = state.position
         serverHead = max(head, state.position)
         setAside = state.setAside
+    }
+}
+
+extension SyncReplica.Applied {
+    /// What ``SyncEngine/didApplyRemoteChanges`` tells.
+    var userInfo: [String: Any] {
+        var info: [String: Any] = [
+            ModelContext.NotificationKey.insertedIdentifiers.rawValue: inserted,
+            ModelContext.NotificationKey.updatedIdentifiers.rawValue: updated,
+            ModelContext.NotificationKey.deletedIdentifiers.rawValue: deleted,
+        ]
+        if !merged.isEmpty { info[SyncEngine.mergedModelsKey] = merged }
+        return info
     }
 }

@@ -184,6 +184,7 @@ actor Worker {
                     outcome.applied.inserted += applied.inserted
                     outcome.applied.updated += applied.updated
                     outcome.applied.deleted += applied.deleted
+                    outcome.applied.merged += applied.merged
                     position = change.seq
                 } catch let damaged as SyncReplica.DamagedChange {
                     // Set aside in the zone, so that no device tries it
@@ -252,6 +253,7 @@ actor Worker {
             outcome.applied.inserted += applied.inserted
             outcome.applied.updated += applied.updated
             outcome.applied.deleted += applied.deleted
+            outcome.applied.merged += applied.merged
         } catch let damaged as SyncReplica.DamagedChange {
             throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
         } catch {

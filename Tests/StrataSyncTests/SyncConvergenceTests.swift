@@ -12,7 +12,10 @@
     /// store holds the same models and passes its integrity check.
     ///
     /// The seed is printed; `STRATA_SYNC_SEED=<seed>` replays a run, and
-    /// `STRATA_SYNC_OPERATIONS` sets its length (1,200 by default).
+    /// `STRATA_SYNC_OPERATIONS` sets its length (1,200 by default);
+    /// `STRATA_SYNC_COLLISIONS=1` adds renames that collide on a unique
+    /// constraint (off by default: some seeds diverge, see the Sync
+    /// article's "Limits").
     final class SyncConvergenceTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
 
@@ -21,7 +24,8 @@
             let seed = environment["STRATA_SYNC_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
             let operations = environment["STRATA_SYNC_OPERATIONS"].flatMap(Int.init) ?? 1200
             print("SyncConvergenceTests seed \(seed) (STRATA_SYNC_SEED=\(seed) replays it), \(operations) operations")
-            try await converge(seed: seed, operations: operations, trims: true)
+            try await converge(
+                seed: seed, operations: operations, trims: true, collisions: environment["STRATA_SYNC_COLLISIONS"] == "1")
         }
 
         /// Seeds that once diverged. 326: a change set sent the insert of a
@@ -36,10 +40,17 @@
         /// `trims`: one sync in ten, from a stream of its own (so that a
         /// seed's other operations stay as they were), trims the zone's
         /// history, and the devices behind restore its snapshot.
-        func converge(seed: UInt64, operations: Int, stores prefix: String = "", trims: Bool = false) async throws {
+        /// `collisions`: half the label renames, from a stream of its own,
+        /// take a name of the small pool that this device's labels do not
+        /// hold, which another device's label may: an update that collides
+        /// on the unique constraint, merged on every device.
+        func converge(
+            seed: UInt64, operations: Int, stores prefix: String = "", trims: Bool = false, collisions: Bool = false
+        ) async throws {
             let environment = ProcessInfo.processInfo.environment
             var random = SeededRandom(seed: seed)
             var trimming = SeededRandom(seed: seed ^ 0x5bd1_e995)
+            var colliding = SeededRandom(seed: seed ^ 0x2f6b_41c3)
             let zone = "zone-\(UUID())"
             var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
             for name in ["a", "b", "c"] {
@@ -89,7 +100,14 @@
                     folders.randomElement(using: &random)?.name = fresh("f")
                 case 48..<51:
                     operation = "rename label"
-                    labels.randomElement(using: &random)?.name = fresh("l")
+                    let label = labels.randomElement(using: &random)
+                    let free = (0..<6).map { "p\($0)" }.filter { name in !labels.contains { $0.name == name } }
+                    if collisions, Bool.random(using: &colliding), let name = free.randomElement(using: &colliding) {
+                        operation = "rename label into the pool"
+                        label?.name = name
+                    } else {
+                        label?.name = fresh("l")
+                    }
                 case 51..<60:
                     operation = "move memo"
                     memos.randomElement(using: &random)?.folder =

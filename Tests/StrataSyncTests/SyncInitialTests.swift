@@ -47,10 +47,10 @@
             try await syncB.syncNow()
             try await syncA.syncNow()
             // B's upload comes later in the zone's order and merges into
-            // A's label as SwiftData's upsert does: its values, its memos
-            // (none) included, replace A's on both devices.
+            // A's label: its values go on top, and the memos of both join
+            // (a merge re-points relationships), on both devices.
             let expected = [
-                "folder F: m1,m2", "label L1 (blue): ", "memo m1 in F labels ", "memo m2 in F labels ",
+                "folder F: m1,m2", "label L1 (blue): m1", "memo m1 in F labels L1", "memo m2 in F labels ",
                 "memo m3 in - labels ",
             ]
             XCTAssertEqual(try graphDump(a), expected)

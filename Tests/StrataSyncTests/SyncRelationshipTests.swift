@@ -37,6 +37,29 @@
         }
     }
 
+    @Model
+    final class Slot {
+        #Unique<Slot>([\.day, \.hour])
+        var day: Int
+        var hour: Int
+        var note: String
+
+        init(day: Int, hour: Int, note: String) {
+            self.day = day
+            self.hour = hour
+            self.note = note
+        }
+    }
+
+    /// The merges a notification observer collected.
+    final class Merges: @unchecked Sendable {
+        // Guarded by `lock`.
+        private var merges: [SyncEngine.Merge] = []
+        private let lock = NSLock()
+        func add(_ more: [SyncEngine.Merge]) { lock.withLock { merges += more } }
+        var all: [SyncEngine.Merge] { lock.withLock { merges } }
+    }
+
     extension SyncTestCase {
         /// Every folder, memo and label with its relationships, by names:
         /// the same on two devices when they hold the same graph.
@@ -94,6 +117,135 @@
             XCTAssertEqual(try dump(b), expected)
             XCTAssertEqual(try dump(c), expected)
             for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+        }
+
+        /// Two labels, each with a memo, made on A and pulled by B.
+        func twoLabels(_ a: ModelContainer, _ syncA: SyncEngine, _ syncB: SyncEngine) async throws {
+            let context = ModelContext(a)
+            for (name, color, text) in [("crimson", "dark", "m1"), ("scarlet", "bright", "m2")] {
+                let memo = Memo(text: text)
+                context.insert(memo)
+                memo.labels = [Label(name: name, color: color)]
+            }
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+        }
+
+        /// Renames the label named `from` to `to` on `container`.
+        func rename(_ from: String, to: String, color: String? = nil, on container: ModelContainer) throws {
+            let context = ModelContext(container)
+            let label = try XCTUnwrap(context.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == from })).first)
+            label.name = to
+            if let color { label.color = color }
+            try context.save()
+        }
+
+        /// Two devices rename two labels to one name, neither knowing of
+        /// the other's: no device stops. Both become one label on every
+        /// device, whatever the order: the one that took the name first in
+        /// the zone's order keeps its values, the later rename's changed
+        /// attributes go on top, and it holds both labels' memos.
+        func testUpdatesThatCollideOnAUniqueValueMergeOnEveryDevice() async throws {
+            for aFirst in [true, false] {
+                let zone = "zone-\(UUID())"
+                let (a, syncA) = try device("a\(aFirst)", zone: zone)
+                let (b, syncB) = try device("b\(aFirst)", zone: zone)
+                let (c, syncC) = try device("c\(aFirst)", zone: zone)
+                try await twoLabels(a, syncA, syncB)
+                try await syncC.syncNow()
+                try rename("crimson", to: "red", color: "a's", on: a)
+                try rename("scarlet", to: "red", color: "b's", on: b)
+                for sync in aFirst ? [syncA, syncB] : [syncB, syncA] { try await sync.syncNow() }
+                // C, which pulls both renames, is told of the merge.
+                let merges = Merges()
+                let observer = NotificationCenter.default.addObserver(
+                    forName: SyncEngine.didApplyRemoteChanges, object: c, queue: nil
+                ) { note in
+                    let merged = note.userInfo?[SyncEngine.mergedModelsKey] as? [SyncEngine.Merge] ?? []
+                    merges.add(merged)
+                }
+                defer { NotificationCenter.default.removeObserver(observer) }
+                for sync in [syncA, syncB, syncC] { try await sync.syncNow() }
+                let told = merges.all
+                XCTAssertEqual(told.count, 1, "a first: \(aFirst)")
+                if let merge = told.first {
+                    let context = ModelContext(c)
+                    XCTAssertEqual((context.model(for: merge.into) as? Label)?.name, "red")
+                    let labels = try context.fetch(FetchDescriptor<Label>())
+                    XCTAssertFalse(labels.contains { $0.persistentModelID == merge.merged })
+                }
+                // The later rename in the zone's order merges into the
+                // earlier one, its changed attributes (name and color) on
+                // top: the color of the later rename.
+                let color = aFirst ? "b's" : "a's"
+                let expected = ["label red (\(color)): m1,m2", "memo m1 in - labels red", "memo m2 in - labels red"]
+                for (name, container) in [("a", a), ("b", b), ("c", c)] {
+                    XCTAssertEqual(try dump(container), expected, "\(name), a first: \(aFirst)")
+                    XCTAssertEqual(try container.checkIntegrity(), [])
+                }
+                for sync in [syncA, syncB, syncC] { XCTAssertNil(sync.status.lastError) }
+            }
+        }
+
+        /// A rename to the name a model another device inserted holds
+        /// merges the two as well, in either order, with both memos.
+        func testARenameCollidingWithAnotherDevicesInsertMerges() async throws {
+            for aFirst in [true, false] {
+                let zone = "zone-\(UUID())"
+                let (a, syncA) = try device("a\(aFirst)", zone: zone)
+                let (b, syncB) = try device("b\(aFirst)", zone: zone)
+                try await twoLabels(a, syncA, syncB)
+                let context = ModelContext(a)
+                let memo = Memo(text: "m3")
+                context.insert(memo)
+                memo.labels = [Label(name: "red", color: "new on a")]
+                try context.save()
+                try rename("scarlet", to: "red", on: b)
+                for sync in aFirst ? [syncA, syncB] : [syncB, syncA] { try await sync.syncNow() }
+                for sync in [syncA, syncB] { try await sync.syncNow() }
+                XCTAssertEqual(try dump(a), try dump(b), "a first: \(aFirst)")
+                let labels = try dump(a).filter { $0.hasPrefix("label red") }
+                XCTAssertEqual(labels, ["label red (new on a): m2,m3"], "a first: \(aFirst)")
+                for container in [a, b] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            }
+        }
+
+        /// The same with a compound unique constraint: two devices move two
+        /// slots to one day and hour.
+        func testUpdatesCollidingOnACompoundUniqueConstraintMerge() async throws {
+            for aFirst in [true, false] {
+                let zone = "zone-\(UUID())"
+                let schema = Schema([Slot.self])
+                let (a, syncA) = try device("a\(aFirst)", zone: zone, schema: schema)
+                let (b, syncB) = try device("b\(aFirst)", zone: zone, schema: schema)
+                let context = ModelContext(a)
+                context.insert(Slot(day: 1, hour: 9, note: "standup"))
+                context.insert(Slot(day: 2, hour: 10, note: "review"))
+                try context.save()
+                try await syncA.syncNow()
+                try await syncB.syncNow()
+                func move(_ note: String, on container: ModelContainer, note newNote: String) throws {
+                    let context = ModelContext(container)
+                    let slot = try XCTUnwrap(
+                        context.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == note })).first)
+                    slot.day = 3
+                    slot.hour = 11
+                    slot.note = newNote
+                    try context.save()
+                }
+                try move("standup", on: a, note: "from a")
+                try move("review", on: b, note: "from b")
+                for sync in aFirst ? [syncA, syncB] : [syncB, syncA] { try await sync.syncNow() }
+                for sync in [syncA, syncB] { try await sync.syncNow() }
+                for container in [a, b] {
+                    let slots = try ModelContext(container).fetch(FetchDescriptor<Slot>()).map {
+                        "\($0.day)/\($0.hour) \($0.note)"
+                    }
+                    XCTAssertEqual(slots, ["3/11 \(aFirst ? "from b" : "from a")"], "a first: \(aFirst)")
+                    XCTAssertEqual(try container.checkIntegrity(), [])
+                }
+            }
         }
 
         func testRelationshipsSyncByGlobalIdentity() async throws {

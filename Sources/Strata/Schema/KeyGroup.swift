@@ -23,7 +23,7 @@ package struct KeyGroup: CustomStringConvertible {
 
     let kind: Kind
     let entityName: String
-    let properties: [Schema.Property]
+    package let properties: [Schema.Property]
     package let treeName: String
 
     package var description: String { "\(kind.rawValue) (\(properties.map(\.name).joined(separator: ", ")))" }

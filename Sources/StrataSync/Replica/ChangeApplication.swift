@@ -41,8 +41,19 @@ extension SyncReplica {
         var merged: [(SyncID, Schema.Entity, Int64)] = []
         var mergedRows: [SyncID: Int64] = [:]
         var links = Links()
+        /// The identifiers the change set deletes.
+        var deletes: Set<SyncID> = []
+        /// Updates whose values collide on a unique constraint with another
+        /// stored model: merged once the change is linked.
+        var collisions: [Collision] = []
+        /// Rows whose models merged into another row: their identifier
+        /// points at the other row, and the row is theirs no more.
+        var mergedAway: [(entity: Schema.Entity, row: Int64)] = []
         /// Relationships are set once every model of the change exists.
-        var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [Field])] = []
+        /// `union`: a model merged into (a unique constraint's upsert): its
+        /// to-manys keep their targets and gain the change's, and a to-one
+        /// the change leaves empty keeps its target.
+        var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [Field], union: Bool)] = []
 
         var own: Bool { ownToken != nil }
         var schema: Schema { replica.schema }
@@ -130,6 +141,17 @@ extension SyncReplica {
             return mask.map { names in fields.filter { !names.contains($0.name) } } ?? []
         }
 
+        /// `fields` for a merge into the model at `row`: as ``unmasked(_:_:row:)``,
+        /// but every to-many stays, since a merge joins its targets to the
+        /// model's (which keeps those of its local saves).
+        func unmaskedForMerge(_ fields: [Field], _ entity: Schema.Entity, row: Int64?) -> [Field] {
+            let kept = unmasked(fields, entity, row: row)
+            return kept
+                + fields.filter { field in
+                    field.wire == SyncChangeSet.toMany && !kept.contains { $0.name == field.name }
+                }
+        }
+
         /// A change to the model this store holds at `row`.
         private mutating func update(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
             let model = context.model(for: replica.identifier(entity, row))
@@ -137,6 +159,9 @@ extension SyncReplica {
             let fields = unmasked(change.fields, entity, row: row)
             if try replica.assign(fields, to: model, entity: entity, seq: seq) { applied.updated.append(model.persistentModelID) }
             link(model, entity, fields)
+            if let (holder, names) = try replica.collidingRow(of: model, entity, except: row) {
+                collisions.append(Collision(entity: entity, updated: row, holder: holder, names: names, fields: change.fields))
+            }
         }
 
         /// A change to a model this store does not hold: one this change
@@ -145,9 +170,13 @@ extension SyncReplica {
         private mutating func insert(_ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
             if let model = insertedByID[change.id] {
                 // A merged model's unpushed attributes keep their values.
-                let fields = unmasked(change.fields, entity, row: mergedRows[change.id])
+                let merging = mergedRows[change.id] != nil
+                let fields =
+                    merging
+                    ? unmaskedForMerge(change.fields, entity, row: mergedRows[change.id])
+                    : unmasked(change.fields, entity, row: mergedRows[change.id])
                 _ = try replica.assign(fields, to: model, entity: entity, seq: seq)
-                link(model, entity, fields)
+                link(model, entity, fields, union: merging)
                 return
             }
             let model = try replica.make(entity, change.fields, seq: seq)
@@ -157,6 +186,7 @@ extension SyncReplica {
             // attributes of local saves not pushed yet keep their values, as
             // for any update.
             if let row = try replica.existingRow(matching: model, entity),
+                try !deletedBySet(entity, row),
                 case let existing = context.model(for: replica.identifier(entity, row)),
                 !(existing is MissingModel), !existing.isDeleted
             {
@@ -164,11 +194,11 @@ extension SyncReplica {
                 // Later references in this change set find it.
                 insertedByID[change.id] = existing
                 mergedRows[change.id] = row
-                let fields = unmasked(change.fields, entity, row: row)
+                let fields = unmaskedForMerge(change.fields, entity, row: row)
                 if try replica.assign(fields, to: existing, entity: entity, seq: seq) {
                     applied.updated.append(existing.persistentModelID)
                 }
-                link(existing, entity, fields)
+                link(existing, entity, fields, union: true)
                 return
             }
             context.insert(model)
@@ -177,9 +207,19 @@ extension SyncReplica {
             link(model, entity, change.fields)
         }
 
-        private mutating func link(_ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [Field]) {
+        /// Whether this change set deletes the model at `row` (so nothing
+        /// merges into it: it goes, and the set's model takes its values).
+        func deletedBySet(_ entity: Schema.Entity, _ row: Int64) throws -> Bool {
+            guard !deletes.isEmpty, let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) })
+            else { return false }
+            return deletes.contains(id)
+        }
+
+        private mutating func link(
+            _ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [Field], union: Bool = false
+        ) {
             let references = fields.filter { $0.wire == SyncChangeSet.toOne || $0.wire == SyncChangeSet.toMany }
-            if !references.isEmpty { pendingLinks.append((model, entity, references)) }
+            if !references.isEmpty { pendingLinks.append((model, entity, references, union)) }
         }
 
         private mutating func doom(_ id: SyncID, _ entity: Schema.Entity, _ row: Int64?) {
@@ -188,10 +228,10 @@ extension SyncReplica {
 
         /// Points the relationships of every model the change touched.
         func linkAll() throws {
-            for (model, entity, fields) in pendingLinks where !model.isDeleted {
+            for (model, entity, fields, union) in pendingLinks where !model.isDeleted {
                 try replica.setRelationships(
                     fields, of: model, entity: entity, context: context, inserted: insertedByID,
-                    masks: (masks, fixedMasks), seq: seq)
+                    masks: (masks, fixedMasks), seq: seq, union: union)
             }
         }
 
@@ -253,6 +293,7 @@ extension SyncReplica {
             for (id, entity, row) in merged where doomed[id] == nil {
                 try SyncReplica.map(id, entity: entity.name, row: row, tx)
             }
+            for (entity, row) in mergedAway { try SyncReplica.unmap(entity: entity.name, row: row, tx) }
             for (id, (entity, row)) in doomed {
                 try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)
                 try links.forget(id, tx)

@@ -62,38 +62,9 @@ extension SyncReplica {
         mutating func fields(of record: [UInt8], entity: Schema.Entity, row: Int64, only: Set<String>?) throws
             -> [SyncChangeSet.Field]
         {
-            var result: [SyncChangeSet.Field] = []
-            var present = Set<Int>()
-            var toOnes: [(Schema.Property, Int64?)] = []
-            try record.withUnsafeBytes { raw in
-                var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
-                for field in try reader.fields() {
-                    guard field.field < entity.properties.count else { continue }
-                    let property = entity.properties[field.field]
-                    guard SyncReplica.carries(property, entity), only?.contains(property.name) ?? true else { continue }
-                    present.insert(field.field)
-                    result.append(
-                        SyncChangeSet.Field(
-                            name: property.name, wire: field.slot.wire,
-                            value: Array(raw[field.valueStart..<field.slot.end])))
-                }
-                for property in entity.properties
-                where property is Schema.Relationship && (only?.contains(property.name) ?? true) {
-                    if case .toOne? = entity.relationshipStorage[property.field] {
-                        toOnes.append((property, try reader.toOneRow(field: property.field)))
-                    }
-                }
-            }
-            for property in entity.properties
-            where !present.contains(property.field) && SyncReplica.carries(property, entity)
-                && (only?.contains(property.name) ?? true)
-            {
-                if let (wire, value) = try _RecordReader.defaultEncoding(of: property.field, entity: entity, row: row) {
-                    result.append(SyncChangeSet.Field(name: property.name, wire: wire, value: value))
-                } else {
-                    result.append(SyncChangeSet.Field(name: property.name, wire: RecordFormat.null, value: []))
-                }
-            }
+            let stored = try SyncReplica.attributes(of: record, entity: entity, row: row, only: only)
+            var result = stored.fields
+            let toOnes = stored.toOnes
             for (property, target) in toOnes {
                 guard let relationship = property as? Schema.Relationship else { continue }
                 var value: [UInt8] = []
@@ -135,6 +106,44 @@ extension SyncReplica {
             try upsert(target, row: row, only: nil)
             return try SyncReplica.id(of: target.name, row: row, tx)
         }
+    }
+
+    /// The attributes sync carries of `record` (`only` those named, when
+    /// given; one the record lacks as its default), and the rows its
+    /// to-ones (`only` those named) point at.
+    static func attributes(of record: [UInt8], entity: Schema.Entity, row: Int64, only: Set<String>?) throws
+        -> (fields: [SyncChangeSet.Field], toOnes: [(Schema.Property, Int64?)])
+    {
+        var result: [SyncChangeSet.Field] = []
+        var present = Set<Int>()
+        var toOnes: [(Schema.Property, Int64?)] = []
+        try record.withUnsafeBytes { raw in
+            var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
+            for field in try reader.fields() {
+                guard field.field < entity.properties.count else { continue }
+                let property = entity.properties[field.field]
+                guard carries(property, entity), only?.contains(property.name) ?? true else { continue }
+                present.insert(field.field)
+                result.append(
+                    SyncChangeSet.Field(
+                        name: property.name, wire: field.slot.wire, value: Array(raw[field.valueStart..<field.slot.end])))
+            }
+            for property in entity.properties
+            where property is Schema.Relationship && (only?.contains(property.name) ?? true) {
+                if case .toOne? = entity.relationshipStorage[property.field] {
+                    toOnes.append((property, try reader.toOneRow(field: property.field)))
+                }
+            }
+        }
+        for property in entity.properties
+        where !present.contains(property.field) && carries(property, entity) && (only?.contains(property.name) ?? true) {
+            if let (wire, value) = try _RecordReader.defaultEncoding(of: property.field, entity: entity, row: row) {
+                result.append(SyncChangeSet.Field(name: property.name, wire: wire, value: value))
+            } else {
+                result.append(SyncChangeSet.Field(name: property.name, wire: RecordFormat.null, value: []))
+            }
+        }
+        return (result, toOnes)
     }
 
     /// Whether sync carries `property` as an attribute: stored attributes

@@ -27,6 +27,8 @@ extension SyncReplica {
         package var inserted: [PersistentIdentifier] = []
         package var updated: [PersistentIdentifier] = []
         package var deleted: [PersistentIdentifier] = []
+        /// Models merged into others by a unique constraint.
+        package var merged: [SyncEngine.Merge] = []
         package var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
         package init() {}
     }
@@ -70,10 +72,26 @@ extension SyncReplica {
     /// unknown stays kept.
     @discardableResult
     func apply(seq: Int64, set: SyncChangeSet, own: Int64?, replay: Bool) throws -> Applied {
+        // A merge needs every local save in the outbox (see
+        // `SyncReplica+Merge`); an app that keeps saving meanwhile gets a
+        // few tries, then the round fails and the next one tries again.
+        for _ in 0..<3 {
+            do {
+                return try applyOnce(seq: seq, set: set, own: own, replay: replay)
+            } catch is OutboxNotPrepared {
+                _ = try prepareOutbox()
+            }
+        }
+        return try applyOnce(seq: seq, set: set, own: own, replay: replay)
+    }
+
+    private func applyOnce(seq: Int64, set: SyncChangeSet, own: Int64?, replay: Bool) throws -> Applied {
         var application = try ChangeApplication(replica: self, seq: seq, own: own, replay: replay)
+        application.deletes = Set(set.changes.filter { $0.kind == .delete }.map(\.id))
         for change in set.changes { try application.take(change) }
         try application.linkAll()
         try application.cascade()
+        try application.mergeCollisions()
         let gathered = application
         try gathered.context.save(with: StateWrite(gathered.writeState))
         return gathered.result

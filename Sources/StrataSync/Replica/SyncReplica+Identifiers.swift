@@ -58,6 +58,12 @@ extension SyncReplica {
         if try tx.get(rowKey(entity, row), in: rows) == nil { try tx.put(rowKey(entity, row), id.bytes, in: rows) }
     }
 
+    /// Forgets which identifier `row` has (its model merged into another
+    /// row, which its identifier points at now).
+    static func unmap(entity: String, row: Int64, _ tx: WriteTransaction) throws {
+        if let rows = try tx.treeIfPresent(rowsTree) { try tx.delete(rowKey(entity, row), in: rows) }
+    }
+
     static func markDeleted(_ id: SyncID, entity: String, row: Int64?, _ tx: WriteTransaction) throws {
         let ids = try tx.treeIfPresent(idsTree) ?? tx.createTree(idsTree)
         try tx.put(id.bytes, [2] + Array(entity.utf8), in: ids)

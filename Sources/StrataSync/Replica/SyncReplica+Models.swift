@@ -23,6 +23,35 @@ extension SyncReplica {
         }
     }
 
+    /// A stored row other than `row` that holds `model`'s values of one of
+    /// the entity's unique constraints (an update that collides), with
+    /// the constraint's attribute names.
+    func collidingRow(of model: any PersistentModel, _ entity: Schema.Entity, except row: Int64) throws
+        -> (row: Int64, names: Set<String>)?
+    {
+        guard !entity.uniqueGroups.isEmpty else { return nil }
+        return try store.read { tx in
+            for group in entity.uniqueGroups {
+                let key = group.key(group.values(of: model), row: 0)
+                if let tree = try tx.treeIfPresent(group.treeName), let bytes = try tx.get(key, in: tree) {
+                    let holder = try KeyGroup.row(inUniqueValue: bytes)
+                    if holder != row { return (holder, Set(group.properties.map(\.name))) }
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The attributes of the model stored at `row` (`only` those named,
+    /// when given), as they are stored.
+    func storedAttributes(_ entity: Schema.Entity, row: Int64, only: Set<String>?) throws -> [SyncChangeSet.Field] {
+        try store.read { tx in
+            guard let tree = try tx.treeIfPresent(entity.recordTree), let record = try tx.get(RowKey.encode(row), in: tree)
+            else { return [] }
+            return try Self.attributes(of: record, entity: entity, row: row, only: only).fields
+        }
+    }
+
     func identifier(_ entity: Schema.Entity, _ row: Int64) -> PersistentIdentifier {
         PersistentIdentifier(storeIdentifier: store.identifier, entityName: entity.name, rowID: row)
     }
@@ -69,10 +98,12 @@ extension SyncReplica {
     }
 
     /// Points `model`'s relationships in `fields` at their targets; a target
-    /// deleted in the zone or here is left out.
+    /// deleted in the zone or here is left out. A `union` (a merge) keeps
+    /// the model's to-many targets beside the fields', and its to-ones that
+    /// the fields leave empty.
     func setRelationships(
         _ fields: [SyncChangeSet.Field], of model: any PersistentModel, entity: Schema.Entity, context: ModelContext,
-        inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64
+        inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64, union: Bool = false
     ) throws {
         func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
             if let made = inserted[id] { return made }
@@ -100,6 +131,7 @@ extension SyncReplica {
                 // with it is the zone's cascade (see `apply`), decided by the
                 // zone's order, not by this store's unpushed deletes.
                 let value = try ids.first.flatMap { try target($0, of: relationship) }
+                if union && value == nil { continue }
                 model._strataSetRelationship(field: relationship.field, to: value)
             } else {
                 guard field.wire == SyncChangeSet.toMany else {
@@ -128,6 +160,10 @@ extension SyncReplica {
                     let kept = current.filter { isHeld($0, masks.all) && !isHeld($0, masks.fixed) }
                     targets = targets.filter { !isHeld($0, masks.fixed) }
                     for target in fixed + kept where !targets.contains(where: { $0 === target }) { targets.append(target) }
+                }
+                if union {
+                    let current = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                    targets = current + targets.filter { target in !current.contains { $0 === target } }
                 }
                 model._strataSetRelationship(field: relationship.field, to: targets)
             }

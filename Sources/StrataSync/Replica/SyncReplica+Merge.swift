@@ -1,0 +1,142 @@
+import Foundation
+import Strata
+import StrataEngine
+
+// Updates that collide on a unique constraint. Inserts that collide merge
+// as SwiftData's upsert does (see `ChangeApplication.insert`); an update
+// that gives a model the values another model holds under a unique
+// constraint merges the two the same way, so that no device stops and
+// every device ends with the same model:
+//
+// - the model that held the values first in the zone's order keeps them,
+//   with its other values; the later one's changed attributes go on top
+//   (those of the pulled change, or of the local saves not pushed yet that
+//   gave the holder its values: they come later in the zone's order);
+// - the later model's to-many relationships join the survivor's, and its
+//   to-ones fill the survivor's empty ones;
+// - the later model's identifier names the survivor from then on, here and
+//   on every device (a change that names it updates the survivor);
+// - the later model's row is deleted here, by a save authored "sync" that
+//   is not pushed.
+//
+// A merge sends the later model's saves not pushed yet by its identifier,
+// so they must be in the outbox before its row goes: when a local save is
+// not prepared yet, the apply prepares the outbox and starts again.
+
+extension SyncReplica {
+    /// A change that merges a model whose local saves are not all in the
+    /// outbox yet: the outbox is prepared, and the change applied again.
+    struct OutboxNotPrepared: Error {}
+
+}
+
+extension SyncReplica.ChangeApplication {
+    /// An update whose values of a unique constraint another stored model
+    /// holds.
+    struct Collision {
+        let entity: Schema.Entity
+        /// The row the change updated.
+        let updated: Int64
+        /// The row that holds the values.
+        let holder: Int64
+        /// The constraint's attribute names.
+        let names: Set<String>
+        /// The change's fields.
+        let fields: [Field]
+    }
+
+    /// Merges each collision's two models (see the top of this file).
+    mutating func mergeCollisions() throws {
+        for collision in collisions {
+            let entity = collision.entity
+            let updated = context.model(for: replica.identifier(entity, collision.updated))
+            let holder = context.model(for: replica.identifier(entity, collision.holder))
+            guard !(updated is MissingModel), !(holder is MissingModel), !updated.isDeleted, !holder.isDeleted else {
+                continue
+            }
+            // An earlier change of this set may have moved the holder off.
+            guard
+                entity.uniqueGroups.contains(where: { group in
+                    group.key(group.values(of: updated), row: 0) == group.key(group.values(of: holder), row: 0)
+                })
+            else { continue }
+            let unprepared = try store.read { tx in
+                try SyncReplica.number("prepared", tx) < HistoryLog.lastToken(tx)
+            }
+            if unprepared && !masks.isEmpty { throw SyncReplica.OutboxNotPrepared() }
+
+            // Which took the values first in the zone's order: the holder,
+            // unless a local save not pushed yet gave them to it.
+            let holderMask = masks[entity.name]?[collision.holder]
+            let updatedMask = masks[entity.name]?[collision.updated]
+            let holderIsLater: Bool
+            switch holderMask {
+            case nil: holderIsLater = false
+            case .some(nil): holderIsLater = true
+            case .some(.some(let names)): holderIsLater = !names.isDisjoint(with: collision.names)
+            }
+            let survivor: any PersistentModel
+            let loser: any PersistentModel
+            let loserRow: Int64
+            if holderIsLater {
+                // The updated model has the change's values; the holder's
+                // unpushed attributes go on top.
+                (survivor, loser, loserRow) = (updated, holder, collision.holder)
+                let carried = try replica.storedAttributes(entity, row: collision.holder, only: holderMask ?? nil)
+                _ = try replica.assign(carried, to: survivor, entity: entity, seq: seq)
+            } else {
+                // The holder keeps its values; the change's go on top (not
+                // over the holder's unpushed ones), then the updated
+                // model's unpushed attributes.
+                (survivor, loser, loserRow) = (holder, updated, collision.updated)
+                let fields = unmaskedForMerge(collision.fields, entity, row: collision.holder)
+                _ = try replica.assign(fields, to: survivor, entity: entity, seq: seq)
+                try replica.setRelationships(
+                    fields, of: survivor, entity: entity, context: context, inserted: insertedByID,
+                    masks: (masks, fixedMasks), seq: seq, union: true)
+                if let updatedMask {
+                    var carried = try replica.storedAttributes(entity, row: collision.updated, only: updatedMask)
+                    if case .some(.some(let names)) = holderMask { carried.removeAll { names.contains($0.name) } }
+                    _ = try replica.assign(carried, to: survivor, entity: entity, seq: seq)
+                }
+            }
+            // The holder's unpushed to-ones go on top, as its save sends
+            // them to the other devices.
+            joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? (holderMask ?? nil) : [])
+            if let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: loserRow, tx) }) {
+                merged.append((id, entity, survivor._strataState.rowID))
+            }
+            mergedAway.append((entity, loserRow))
+            context.delete(loser)
+            applied.updated.append(survivor.persistentModelID)
+            applied.deleted.append(loser.persistentModelID)
+            applied.merged.append(SyncEngine.Merge(merged: loser.persistentModelID, into: survivor.persistentModelID))
+        }
+    }
+
+    /// Moves `loser`'s to-many targets to `survivor` and gives the survivor
+    /// the loser's to-ones where it has none, or where they are `onTop`
+    /// (nil: all), so that the loser's delete takes nothing with it.
+    private func joinRelationships(
+        of loser: any PersistentModel, into survivor: any PersistentModel, _ entity: Schema.Entity, onTop: Set<String>?
+    ) {
+        for property in entity.properties {
+            guard let relationship = property as? Schema.Relationship else { continue }
+            if relationship.isToOneRelationship {
+                if let target = loser[keyPath: relationship.keypath] as? any PersistentModel,
+                    onTop?.contains(relationship.name) ?? true
+                        || survivor[keyPath: relationship.keypath] as? any PersistentModel == nil
+                {
+                    survivor._strataSetRelationship(field: relationship.field, to: target)
+                }
+            } else {
+                let theirs = (loser[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                guard !theirs.isEmpty else { continue }
+                loser._strataSetRelationship(field: relationship.field, to: [any PersistentModel]())
+                let mine = (survivor[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                let added = theirs.filter { target in !mine.contains { $0 === target } && !target.isDeleted }
+                if !added.isEmpty { survivor._strataSetRelationship(field: relationship.field, to: mine + added) }
+            }
+        }
+    }
+}
