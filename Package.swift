@@ -44,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
@@ -70,6 +71,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Sync"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Sync"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Sync"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Sync"])),
             ]),
         .target(name: "StrataTesting", dependencies: ["StrataEngine"]),
         // The object-store fuzz harness and its models, and the decoders'
@@ -123,7 +125,12 @@ let package = Package(
         .testTarget(
             name: "StrataCLITests", dependencies: ["Strata", "StrataEngine", "StrataSync", "StrataTesting", "StrataCLI"]),
         .testTarget(
-            name: "StrataSyncTests", dependencies: ["Strata", "StrataSync", "StrataTesting", "strata-sync-device"]),
+            name: "StrataSyncTests",
+            dependencies: [
+                "Strata", "StrataSync", "StrataTesting", "strata-sync-device",
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Sync"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Sync"])),
+            ]),
         .testTarget(
             name: "CrashTests", dependencies: ["StrataEngine", "StrataTesting", "strata-crash-writer", "strata-stress-worker"]),
     ]

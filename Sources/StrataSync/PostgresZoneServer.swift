@@ -442,7 +442,9 @@
             }
         }
 
-        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
+        func listen(zone: String, listening: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void)
+            async throws(SyncError)
+        {
             // The zone's channel is named after a key only roles that may
             // read the zone learn; its notifications carry nothing. A zone
             // not created yet (the engine listens before its first round
@@ -465,6 +467,7 @@
             let listener = try await connect()
             do {
                 try await listener.listen(on: channel) { notifications in
+                    listening()
                     wake()  // listening: whatever came before is pulled now
                     for try await _ in notifications { wake() }
                 }

@@ -58,6 +58,31 @@ public struct SyncConfiguration: Sendable {
     /// round fails as ``SyncError/Code/unreachable`` and the connection is
     /// closed (a server that vanished without closing the connection).
     public var requestTimeout: Duration = .seconds(60)
+    /// When this device trims the zone's history by itself, as
+    /// ``SyncEngine/trimServerHistory()`` does; nil (the default): never.
+    public var automaticTrimming: AutomaticTrimming?
+
+    /// A rule for trimming a zone's history automatically, so that the
+    /// server's history stops growing without anyone calling
+    /// ``SyncEngine/trimServerHistory()``.
+    public struct AutomaticTrimming: Sendable, Equatable {
+        /// How many changes the zone may hold since its last trim.
+        public let changes: Int
+
+        /// After a round, when the zone holds more than `changes` changes
+        /// since its last trim (a snapshot stands for those trimmed), the
+        /// device trims through its position. Devices behind download the
+        /// snapshot on their next round.
+        ///
+        /// - Throws: ``SyncError`` with code
+        ///   ``SyncError/Code/configuration`` when `changes` is below 1.
+        public init(afterChanges changes: Int) throws(SyncError) {
+            guard changes >= 1 else {
+                throw SyncError(.configuration, "automatic trimming needs at least 1 change between trims, not \(changes)")
+            }
+            self.changes = changes
+        }
+    }
 
     /// A configuration from a PostgreSQL URL
     /// (`postgres://user@host:port/database?sslmode=verify-full&sslrootcert=/etc/ca.pem`, or

@@ -3,6 +3,11 @@ import Observation
 import Strata
 import Synchronization
 
+#if Sync
+    import Logging
+    import ServiceLifecycle
+#endif
+
 /// Keeps a container's store in sync with a zone on a PostgreSQL server:
 /// the analog of SwiftData's CloudKit sync, for Linux and any server.
 ///
@@ -56,6 +61,7 @@ public final class SyncEngine: Observable, Sendable {
     public let configuration: SyncConfiguration
 
     private let worker: Worker
+    private let log: SyncLog
     private let registrar = ObservationRegistrar()
     private let current = Mutex(SyncStatus())
     private let running = Mutex<RunningState?>(nil)
@@ -82,17 +88,47 @@ public final class SyncEngine: Observable, Sendable {
         try self.init(container: container, configuration: configuration, server: server)
     }
 
-    init(container: ModelContainer, configuration: SyncConfiguration, server: any ZoneServer) throws(SyncError) {
+    #if Sync
+        /// As ``init(container:configuration:)``, telling `logger` what sync
+        /// does: each round (debug), changes set aside and failed rounds
+        /// (warning; error for a refusal), merges and trims (info). Without
+        /// a logger StrataSync writes nothing.
+        public convenience init(container: ModelContainer, configuration: SyncConfiguration, logger: Logger)
+            throws(SyncError)
+        {
+            try self.init(
+                container: container, configuration: configuration,
+                server: PostgresZoneServer(configuration: configuration), log: SyncLog(logger: logger))
+        }
+    #endif
+
+    init(container: ModelContainer, configuration: SyncConfiguration, server: any ZoneServer, log: SyncLog = .silent)
+        throws(SyncError)
+    {
         self.container = container
         self.configuration = configuration
+        self.log = log
         do {
-            worker = try Worker(container: container, zone: configuration.zone, server: server)
+            worker = try Worker(container: container, zone: configuration.zone, server: server, log: log)
         } catch {
             throw error
         }
         let state = try worker.localState()
         current.withLock { $0.take(state, head: state.position) }
+        // Each local save is pending until a round says otherwise.
+        let observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: nil, queue: nil) {
+            [weak self, container] note in
+            guard let context = note.object as? ModelContext, context.container === container,
+                context.author != SyncReplica.author
+            else { return }
+            self?.update { $0.pendingChanges += 1 }
+        }
+        saveObserver = observer
     }
+
+    /// Counts local saves into the status's pending changes. Written once,
+    /// by the initializer, and read by `deinit` only.
+    private nonisolated(unsafe) var saveObserver: (any NSObjectProtocol)?
 
     /// What sync is doing, the local saves not pushed yet, and the last
     /// error.
@@ -102,7 +138,42 @@ public final class SyncEngine: Observable, Sendable {
     }
 
     private func update(_ change: (inout SyncStatus) -> Void) {
-        registrar.withMutation(of: self, keyPath: \.status) { current.withLock { change(&$0) } }
+        registrar.withMutation(of: self, keyPath: \.status) {
+            let status = current.withLock { status in
+                change(&status)
+                return status
+            }
+            watchers.withLock { watchers in
+                for watcher in watchers.all.values { watcher.yield(status) }
+            }
+        }
+    }
+
+    /// The streams of ``statusUpdates``, by number, and the next number.
+    private let watchers = Mutex<(next: Int, all: [Int: AsyncStream<SyncStatus>.Continuation])>((0, [:]))
+
+    /// The status now, then every change of it (each activity, each batch
+    /// pulled, each push), for a program without SwiftUI: `for await status
+    /// in engine.statusUpdates { … }`. Each use is a stream of its own,
+    /// which keeps the newest 64 statuses a slow reader has not taken; it
+    /// ends when the engine is released.
+    public var statusUpdates: AsyncStream<SyncStatus> {
+        let (stream, continuation) = AsyncStream<SyncStatus>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let number = watchers.withLock { watchers in
+            watchers.next += 1
+            watchers.all[watchers.next] = continuation
+            continuation.yield(current.withLock { $0 })
+            return watchers.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.watchers.withLock { $0.all.removeValue(forKey: number) }
+        }
+        return stream
+    }
+
+    deinit {
+        if let saveObserver { NotificationCenter.default.removeObserver(saveObserver) }
+        for watcher in watchers.withLock({ Array($0.all.values) }) { watcher.finish() }
     }
 
     /// Starts syncing in the background: a round now, then one after each
@@ -134,16 +205,24 @@ public final class SyncEngine: Observable, Sendable {
                     guard await iterator.next() != nil else { return }
                 }
             }
+            let zone = configuration.zone
             let listener = Task { [weak self] in
                 var backoff = Backoff(limit: poll)
                 while !Task.isCancelled {
                     guard let self else { return }
                     let began = ContinuousClock.now
                     do {
-                        try await self.worker.server.listen(zone: self.configuration.zone) { wake.yield() }
+                        try await self.worker.server.listen(
+                            zone: self.configuration.zone,
+                            listening: { [weak self] in
+                                self?.update { $0.notifications = .live }
+                                self?.log(.debug, "listening for the server's notifications", zone: zone)
+                            },
+                            wake: { wake.yield() })
                     } catch {
                         // Notifications are a shortcut; polling goes on.
                     }
+                    self.update { $0.notifications = .polling }
                     // Listening held a while: a new failure starts from 1 s.
                     if ContinuousClock.now - began > poll { backoff.reset() }
                     // Listening again (which wakes a round) soon after a
@@ -180,7 +259,10 @@ public final class SyncEngine: Observable, Sendable {
             await state.listener.value
         }
         await worker.close()
-        update { $0.activity = .stopped }
+        update {
+            $0.activity = .stopped
+            $0.notifications = .polling
+        }
     }
 
     /// Pulls what other devices pushed, pushes every local save not pushed
@@ -190,6 +272,28 @@ public final class SyncEngine: Observable, Sendable {
     ///   it too.
     public func syncNow() async throws(SyncError) {
         if let error = await round() { throw error }
+    }
+
+    /// Returns once every local save made before the call is on the server
+    /// and the store holds the zone's changes up to the server's head (as a
+    /// round after the call saw it). While the server cannot be reached it
+    /// waits, trying again after 1 s, then 2, 4 and so on up to
+    /// ``SyncConfiguration/pollInterval``; a started engine's own rounds go
+    /// on meanwhile. For programs without SwiftUI: a tool that saves, then
+    /// waits before it exits.
+    ///
+    /// - Throws: ``SyncError`` for any error but
+    ///   ``SyncError/Code/unreachable`` (a refusal, a damaged server, a
+    ///   store error); ``SyncError/Code/stopped`` when the task is
+    ///   cancelled.
+    public func waitUntilSynced() async throws(SyncError) {
+        var backoff = Backoff(limit: configuration.pollInterval)
+        while true {
+            if Task.isCancelled { throw SyncError(.stopped, "waiting for sync was cancelled") }
+            guard let error = await round() else { return }
+            guard error.code == .unreachable else { throw error }
+            try? await Task.sleep(for: backoff.next())
+        }
     }
 
     /// Replaces the zone's changes through this store's position on the
@@ -228,6 +332,26 @@ public final class SyncEngine: Observable, Sendable {
                 $0.lastSync = Date()
                 $0.take(outcome.state, head: outcome.head)
             }
+            let zone = configuration.zone
+            log(
+                .debug,
+                "round: at change \(outcome.state.position) of \(outcome.head), \(outcome.state.pendingSaves) saves "
+                    + "pending; applied \(outcome.applied.inserted.count) inserts, \(outcome.applied.updated.count) "
+                    + "updates, \(outcome.applied.deleted.count) deletes", zone: zone)
+            for merge in outcome.applied.merged {
+                log(.info, "merged \(merge.merged) into \(merge.into) (a unique constraint)", zone: zone)
+            }
+            if let rule = configuration.automaticTrimming, outcome.state.position - outcome.trimmed > Int64(rule.changes) {
+                // Best effort: a trim that fails (a read-only share, a
+                // schema that lacks parts of the zone) is tried again after
+                // the next round, and the round stands.
+                do {
+                    let through = try await worker.trim { _, _ in }
+                    log(.info, "trimmed the zone's history through change \(through)", zone: zone)
+                } catch {
+                    log(.warning, "automatic trimming failed: \(error)", zone: zone)
+                }
+            }
             if !outcome.applied.isEmpty {
                 NotificationCenter.default.post(
                     name: Self.didApplyRemoteChanges, object: container,
@@ -236,8 +360,16 @@ public final class SyncEngine: Observable, Sendable {
             return nil
         } catch {
             let state = try? worker.localState()
+            switch error.code {
+            case .unreachable: log(.warning, "offline: \(error.message)", zone: configuration.zone)
+            default: log(.error, "round failed: \(error)", zone: configuration.zone)
+            }
             update {
-                $0.activity = error.code == .unreachable ? .offline : (running.withLock { $0 == nil } ? .stopped : .idle)
+                switch error.code {
+                case .unreachable: $0.activity = .offline
+                case .authentication, .forbidden, .serverLayout: $0.activity = .refused
+                default: $0.activity = running.withLock { $0 == nil } ? .stopped : .idle
+                }
                 $0.lastError = error
                 if let state { $0.take(state, head: $0.serverHead) }
             }
@@ -264,7 +396,9 @@ public final class SyncEngine: Observable, Sendable {
         func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool { throw error }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
         func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool { throw error }
-        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) { throw error }
+        func listen(zone: String, listening: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void)
+            async throws(SyncError)
+        { throw error }
         func close() async {}
     }
 #endif
@@ -309,3 +443,17 @@ extension SyncReplica.Applied {
         return info
     }
 }
+
+#if Sync
+    extension SyncEngine: Service {
+        /// Syncs as a service of a swift-service-lifecycle `ServiceGroup`:
+        /// starts, and on the group's graceful shutdown (or cancellation)
+        /// stops, finishing the round under way first.
+        public func run() async throws {
+            start()
+            // Cancellation ends the wait too; either way, stop gracefully.
+            do { try await gracefulShutdown() } catch {}
+            await stop()
+        }
+    }
+#endif

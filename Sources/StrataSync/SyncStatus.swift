@@ -15,10 +15,29 @@ public struct SyncStatus: Sendable, Equatable {
         /// The server cannot be reached (``SyncStatus/lastError`` says why);
         /// local saves go on and are pushed once it can.
         case offline
+        /// The server refused this device: its login
+        /// (``SyncError/Code/authentication``), the zone
+        /// (``SyncError/Code/forbidden``), or a layout an operator has to
+        /// install (``SyncError/Code/serverLayout``); ``SyncStatus/lastError``
+        /// says which. Local saves go on; a started engine tries again on
+        /// each wake and poll, and goes on once the server lets it.
+        case refused
+    }
+
+    /// How a started engine learns of other devices' changes.
+    public enum Notifications: String, Sendable {
+        /// Listening: a change on the server wakes a round at once.
+        case live
+        /// Not listening (not started, or the listening connection is down
+        /// and being opened again): changes arrive with the next local save
+        /// or poll.
+        case polling
     }
 
     /// What sync is doing now.
     public var activity: Activity = .stopped
+    /// Whether the server's notifications reach this engine now.
+    public var notifications = Notifications.polling
     /// Local saves the server has not acknowledged yet.
     public var pendingChanges = 0
     /// The zone's sequence number of the last server change this store

@@ -6,6 +6,7 @@ import Strata
 actor Worker {
     let server: any ZoneServer
     let zone: String
+    private let log: SyncLog
     private nonisolated let replica: ReplicaBox
     private let schema: SyncSchema
     private var prepared = false
@@ -24,9 +25,10 @@ actor Worker {
         func with<R>(_ body: (SyncReplica) throws -> R) rethrows -> R { try lock.withLock { try body(replica) } }
     }
 
-    init(container: ModelContainer, zone: String, server: any ZoneServer) throws(SyncError) {
+    init(container: ModelContainer, zone: String, server: any ZoneServer, log: SyncLog = .silent) throws(SyncError) {
         self.server = server
         self.zone = zone
+        self.log = log
         do {
             let replica = try SyncReplica(container: container)
             _ = try replica.join(zone: zone)
@@ -52,6 +54,9 @@ actor Worker {
         var applied = SyncReplica.Applied()
         /// The zone's last change as the round last saw it.
         var head: Int64 = 0
+        /// The last change the zone's snapshot stands for, as the round
+        /// last saw it.
+        var trimmed: Int64 = 0
     }
 
     /// Pulls, pushes every outbox entry (pulling again whenever the zone
@@ -139,6 +144,7 @@ actor Worker {
     {
         var zoneHead = try await server.head(zone: zone)
         outcome.head = zoneHead.head
+        outcome.trimmed = zoneHead.trimmed
         report(.pulling, outcome)
         while true {
             if try localState().position < zoneHead.trimmed {
@@ -213,6 +219,7 @@ actor Worker {
     private func setAside(_ change: ServerChange, _ reason: SyncStatus.SetAsideChange.Reason, _ message: String)
         throws(SyncError)
     {
+        log(.warning, "server change \(change.seq) set aside, \(reason.rawValue): \(message)", zone: zone)
         do {
             try replica.with {
                 try $0.setAside(

@@ -74,9 +74,11 @@ protocol ZoneServer: Sendable {
     /// already. ``SyncError/Code/forbidden`` for a role that may not write
     /// the zone.
     func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool
-    /// Calls `wake` for every notification that the zone changed, until
+    /// Calls `listening` once notifications reach this device, then `wake`
+    /// for every notification that the zone changed, until
     /// the task is cancelled or the connection breaks (then it throws).
-    func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError)
+    func listen(zone: String, listening: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void)
+        async throws(SyncError)
     /// Closes the connections.
     func close() async
 }

@@ -250,6 +250,8 @@
             bobContext.insert(Note(title: "b2 while revoked"))
             try bobContext.save()
             _ = await expectSyncError(.forbidden) { try await bobSync.syncNow() }
+            XCTAssertEqual(bobSync.status.activity, .refused)
+            XCTAssertEqual(bobSync.status.pendingChanges, 1)
             XCTAssertEqual(try titles(bobs), ["a1", "b1", "b2 while revoked"])
 
             try await alice.grant(zone: "alice-family", to: "bob")
@@ -258,6 +260,7 @@
             XCTAssertEqual(try titles(bobs), ["a1", "a2", "b1", "b2 while revoked"])
             XCTAssertEqual(try titles(phone), ["a1", "a2", "b1", "b2 while revoked"])
             XCTAssertNil(bobSync.status.lastError)
+            XCTAssertEqual(bobSync.status.activity, .stopped)
         }
 
         func testAPushInAnotherRolesDeviceNameIsRefused() async throws {

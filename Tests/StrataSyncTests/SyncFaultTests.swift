@@ -243,6 +243,41 @@
             XCTAssertEqual(again.status.setAside.map(\.serverSequence), [2])
         }
 
+        /// `waitUntilSynced()` waits through a server that is down and
+        /// returns once the save it followed is on the server.
+        func testWaitUntilSyncedWaitsForTheServersReturn() async throws {
+            let zone = "zone-\(UUID())"
+            let cluster = try server()
+            let (a, syncA) = try device("a", zone: zone)
+            try await syncA.syncNow()
+            try cluster.stop()
+            let context = ModelContext(a)
+            context.insert(Note(title: "saved while the server was down"))
+            try context.save()
+            let waiting = Task { try await syncA.waitUntilSynced() }
+            try await Task.sleep(for: .seconds(1))
+            XCTAssertEqual(syncA.status.activity, .offline)
+            try cluster.start()
+            try await waiting.value
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            XCTAssertEqual(try head(zone), 1)
+
+            // A refusal is not waited out.
+            var wrong = try configuration(zone: zone, user: "nobody_here")
+            wrong.requestTimeout = .seconds(5)
+            let url = URL(fileURLWithPath: directory.file("b.store"))
+            let b = track(try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url)))
+            let refused = try SyncEngine(container: b, configuration: wrong)
+            engines.append(refused)
+            do {
+                try await refused.waitUntilSynced()
+                XCTFail("a login the server refuses is not waited out")
+            } catch {
+                XCTAssertEqual(error.code, .authentication, "\(error)")
+                XCTAssertEqual(refused.status.activity, .refused)
+            }
+        }
+
         func testBackoffDoublesFromOneSecondUpToItsLimit() {
             var backoff = Backoff(limit: .seconds(30))
             let delays = (0..<7).map { _ in backoff.next() }

@@ -139,6 +139,37 @@
     }
 
     extension SyncTrimTests {
+        /// With automatic trimming, a device trims the zone once it holds
+        /// more changes than the rule allows since the last trim; a new
+        /// device restores the snapshot and holds every model.
+        func testAutomaticTrimmingKeepsTheServersHistoryShort() async throws {
+            let zone = "zone-\(UUID())"
+            var configuration = try configuration(zone: zone)
+            configuration.automaticTrimming = try SyncConfiguration.AutomaticTrimming(afterChanges: 5)
+            let url = URL(fileURLWithPath: directory.file("a.store"))
+            let a = track(try ModelContainer(for: Schema(Self.models), configurations: ModelConfiguration(url: url)))
+            let syncA = try SyncEngine(container: a, configuration: configuration)
+            engines.append(syncA)
+            let context = ModelContext(a)
+            var trims: [Int] = []
+            for index in 1...12 {
+                context.insert(Folder(name: "f\(index)"))
+                try context.save()
+                try await syncA.syncNow()
+                let text = try server().psql("SELECT trimmed FROM strata_sync.zones WHERE zone = '\(zone)'")
+                trims.append(Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1)
+            }
+            // Trimmed after the 6th change and after the 12th.
+            XCTAssertEqual(trims, [0, 0, 0, 0, 0, 6, 6, 6, 6, 6, 6, 12])
+            let (b, syncB) = try device("b", zone: zone)
+            try await syncB.syncNow()
+            XCTAssertEqual(try ModelContext(b).fetchCount(FetchDescriptor<Folder>()), 12)
+
+            XCTAssertThrowsError(try SyncConfiguration.AutomaticTrimming(afterChanges: 0)) { error in
+                XCTAssertEqual((error as? SyncError)?.code, .configuration)
+            }
+        }
+
         func testAModelWithTwoIdentifiersSurvivesARestore() async throws {
             let zone = "zone-\(UUID())"
             let (a, _) = try device("a", zone: zone)

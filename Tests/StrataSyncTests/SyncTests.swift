@@ -5,6 +5,8 @@
     @testable import StrataSync
     import StrataTesting
     import XCTest
+    import Logging
+    import ServiceLifecycle
 
     @Model
     final class Note {
@@ -159,6 +161,28 @@
             return (track(container), engine)
         }
 
+        /// The first status of `engine`'s status stream that satisfies
+        /// `condition`; fails after 30 s.
+        @discardableResult
+        func status(of engine: SyncEngine, where condition: @escaping @Sendable (SyncStatus) -> Bool) async throws
+            -> SyncStatus
+        {
+            try await withThrowingTaskGroup(of: SyncStatus?.self) { group in
+                group.addTask {
+                    for await status in engine.statusUpdates where condition(status) { return status }
+                    return nil
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(30))
+                    return nil
+                }
+                let first = try await group.next() ?? nil
+                group.cancelAll()
+                guard let first else { throw PostgresCluster.Failure(description: "timed out waiting for a status") }
+                return first
+            }
+        }
+
         /// The zone's head on the server.
         func head(_ zone: String) throws -> Int {
             let text = try server().psql("SELECT coalesce(max(head), 0) FROM strata_sync.zones WHERE zone = '\(zone)'")
@@ -270,7 +294,7 @@
             try context.save()
             context.insert(Note(title: "three", stars: 3))
             try context.save()
-            XCTAssertEqual(syncA.status.pendingChanges, 0, "nothing is pending before the engine looks")
+            XCTAssertEqual(syncA.status.pendingChanges, 2, "each local save is pending at once")
             try await syncA.syncNow()
             XCTAssertEqual(syncA.status.pendingChanges, 0)
             XCTAssertEqual(syncA.status.serverPosition, 2, "two saves, two server changes")
@@ -311,7 +335,7 @@
             // The pushed save's history is gone; the waiting one's is kept.
             let left = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
             XCTAssertEqual(left.map(\.transactionIdentifier), [2])
-            XCTAssertEqual(syncA.status.pendingChanges, 0, "the status is from the last round")
+            XCTAssertEqual(syncA.status.pendingChanges, 1, "the waiting save")
             try await syncA.syncNow()
             try await syncB.syncNow()
             XCTAssertEqual(try dump(b), ["pushed||0|-1.0", "waiting||0|-1.0"])
@@ -594,14 +618,93 @@
             }
             defer { NotificationCenter.default.removeObserver(observer) }
             // Polling every minute: only the notification can wake b in time.
+            XCTAssertEqual(syncB.status.notifications, .polling)
             syncA.start()
             syncB.start()
-            try await Task.sleep(for: .milliseconds(300))
+            // The status stream tells when b listens.
+            try await status(of: syncB) { $0.notifications == .live }
             let context = ModelContext(a)
             context.insert(Note(title: "live"))
             try context.save()
             await fulfillment(of: [arrived], timeout: 10)
             XCTAssertEqual(try dump(b), ["live||0|-1.0"])
+            await syncB.stop()
+            XCTAssertEqual(syncB.status.notifications, .polling)
+            XCTAssertEqual(syncB.status.activity, .stopped)
+        }
+
+        /// A server runs the engine in a `ServiceGroup`: it syncs, and the
+        /// group's graceful shutdown stops it; the injected logger hears
+        /// the rounds, and nothing is printed without one.
+        func testTheEngineRunsAsAServiceAndLogsToTheAppsLogger() async throws {
+            let zone = "zone-\(UUID())"
+            let url = URL(fileURLWithPath: directory.file("service.store"))
+            let container = track(try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url)))
+            let heard = HeardLog()
+            var logger = Logger(label: "strata.sync.test") { _ in heard }
+            logger.logLevel = .debug
+            let engine = try SyncEngine(container: container, configuration: try configuration(zone: zone), logger: logger)
+            let group = ServiceGroup(services: [engine], logger: Logger(label: "group") { _ in SwiftLogNoOpLogHandler() })
+            let context = ModelContext(container)
+            context.insert(Note(title: "from a service"))
+            try context.save()
+            let running = Task { try await group.run() }
+            try await status(of: engine) { $0.pendingChanges == 0 && $0.lastSync != nil }
+            await group.triggerGracefulShutdown()
+            try await running.value
+            XCTAssertEqual(engine.status.activity, .stopped)
+            XCTAssertEqual(try head(zone), 1)
+            XCTAssertTrue(heard.lines.contains { $0.hasPrefix("debug round: at change 1 of 1") }, "\(heard.lines)")
+            XCTAssertTrue(heard.lines.allSatisfy { $0.contains("zone=\(zone)") }, "\(heard.lines)")
+        }
+
+        /// The status stream starts with the status now and follows a
+        /// round through its activities to the end.
+        func testTheStatusStreamFollowsARound() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let context = ModelContext(a)
+            for title in ["one", "two", "three"] {
+                context.insert(Note(title: title))
+                try context.save()
+            }
+            // Local saves count as pending at once, before any round.
+            XCTAssertEqual(syncA.status.pendingChanges, 3)
+            let updates = syncA.statusUpdates
+            let seen = Task {
+                var seen: [SyncStatus] = []
+                for await status in updates {
+                    seen.append(status)
+                    if status.lastSync != nil { break }
+                }
+                return seen
+            }
+            try await syncA.syncNow()
+            let statuses = await seen.value
+            XCTAssertEqual(statuses.first?.pendingChanges, 3, "the status at the start")
+            XCTAssertTrue(statuses.contains { $0.activity == .pushing }, "\(statuses.map(\.activity))")
+            XCTAssertEqual(statuses.last?.pendingChanges, 0)
+            XCTAssertEqual(statuses.last?.serverPosition, 3)
+        }
+    }
+
+    /// A log handler that keeps each line as "level message key=value".
+    final class HeardLog: LogHandler, @unchecked Sendable {
+        // Guarded by `lock`.
+        private var kept: [String] = []
+        private let lock = NSLock()
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        var lines: [String] { lock.withLock { kept } }
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let fields = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+            lock.withLock { kept.append("\(event.level) \(event.message) \(fields)") }
         }
     }
 
@@ -636,8 +739,10 @@
         func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool {
             try await base.setAside(zone: zone, seq: seq, code: code, reason: reason)
         }
-        func listen(zone: String, wake: @escaping @Sendable () -> Void) async throws(SyncError) {
-            try await base.listen(zone: zone, wake: wake)
+        func listen(zone: String, listening: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void)
+            async throws(SyncError)
+        {
+            try await base.listen(zone: zone, listening: listening, wake: wake)
         }
         func close() async { await base.close() }
     }
