@@ -128,6 +128,57 @@ final class UniqueIndexTests: StoreTestCase {
         try assertHealthy(container)
     }
 
+    /// An upsert in the context that holds the row's model: the instance
+    /// it displaced stays usable, and another context's update and delete
+    /// of the row reach it as they reach the upserted one. Before, it
+    /// missed them, and a later change to it (a nullify included) made
+    /// the context's saves throw `modelDeleted` for good.
+    func testTheModelAnUpsertDisplacedFollowsOtherSaves() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let held = Tag(name: "shared", uses: 1)
+        context.insert(held)
+        try context.save()
+        let upserted = Tag(name: "shared", uses: 2)
+        context.insert(upserted)
+        try context.save()
+        XCTAssertEqual(upserted.persistentModelID, held.persistentModelID)
+        XCTAssertEqual(held.uses, 2, "the displaced model shows the saved values")
+
+        let other = ModelContext(container)
+        let stored = try XCTUnwrap(other.fetch(FetchDescriptor<Tag>()).first)
+        stored.uses = 5
+        try other.save()
+        XCTAssertEqual(try context.fetch(FetchDescriptor<Tag>()).map(\.uses), [5])
+        XCTAssertEqual(held.uses, 5, "another context's update reaches the displaced model")
+
+        other.delete(stored)
+        try other.save()
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Tag>()), 0)
+        XCTAssertTrue(held.isDeleted, "another context's delete reaches the displaced model")
+        XCTAssertTrue(upserted.isDeleted)
+        held.uses = 9
+        context.delete(held)
+        try context.save()
+        XCTAssertEqual(try ModelContext(container).fetchCount(FetchDescriptor<Tag>()), 0)
+
+        // Deleting the displaced instance in its own context takes the
+        // upserted one with it.
+        let again = Tag(name: "again", uses: 1)
+        context.insert(again)
+        try context.save()
+        let upsertedAgain = Tag(name: "again", uses: 2)
+        context.insert(upsertedAgain)
+        try context.save()
+        context.delete(again)
+        try context.save()
+        XCTAssertNil(upsertedAgain.modelContext)
+        XCTAssertEqual(try context.fetchCount(FetchDescriptor<Tag>()), 0)
+        context.insert(Tag(name: "later", uses: 1))
+        try context.save()
+        try assertHealthy(container)
+    }
+
     func testInsertMatchingTwoRowsIsAViolationAndWritesNothing() throws {
         let container = try container()
         let context = ModelContext(container)

@@ -359,8 +359,13 @@ extension ModelContext {
             for row in changes.deletes[entity.ordinal] { forgetDeletedRow(entity, row: row) }
         }
         for entity in entities
-        where !changes.updates[entity.ordinal].isEmpty && (registry[entity.ordinal].count > 0 || holdsReleasedModels) {
+        where !changes.updates[entity.ordinal].isEmpty
+            && (registry[entity.ordinal].count > 0 || holdsReleasedModels || !displaced.isEmpty)
+        {
             for update in changes.updates[entity.ordinal] {
+                for model in displacedModels(entity, row: update.row) {
+                    try refresh(model, entity: entity, fields: update.fields, snapshot: snapshot)
+                }
                 guard let model = registered(entity, row: update.row) else { continue }
                 try refresh(model, entity: entity, fields: update.fields, snapshot: snapshot)
             }
@@ -409,12 +414,18 @@ extension ModelContext {
     /// Another save deleted `row`: its model (if any) leaves the context.
     private func forgetDeletedRow(_ entity: Schema.Entity, row: Int64) {
         forgetMarkedRow(entity, row: row)
+        for model in forgetDisplaced(entity, row: row) { markDeletedElsewhere(model) }
         guard let model = registered(entity, row: row) else { return }
-        let state = model._strataState
         // An insert of this context that another process's row number
         // collides with is not that row (it moves at its save).
-        if state.status == .inserted { return }
+        if model._strataState.status == .inserted { return }
         unregisterRow(entity, row: row)
+        markDeletedElsewhere(model)
+    }
+
+    /// `model`'s row was deleted by another save: it is deleted here too.
+    private func markDeletedElsewhere(_ model: any PersistentModel) {
+        let state = model._strataState
         switch state.status {
         case .saved:
             state.status = .deleted

@@ -89,6 +89,33 @@ extension ModelContext {
         return model
     }
 
+    // MARK: - Models an upsert displaced
+
+    /// Keeps `model`, registered for `row` until an inserted model took the
+    /// row at a save, within reach of the merges of the row.
+    func noteDisplaced(_ model: any PersistentModel, entity: Schema.Entity, row: Int64) {
+        var list = (displaced[entity.ordinal]?[row] ?? []).filter { $0.model != nil }
+        list.append(WeakModel(model))
+        displaced[entity.ordinal, default: [:]][row] = list
+    }
+
+    /// The models an upsert displaced from `row` that the app still holds.
+    func displacedModels(_ entity: Schema.Entity, row: Int64) -> [any PersistentModel] {
+        guard !displaced.isEmpty, let entity = entity.concrete(row), let list = displaced[entity.ordinal]?[row] else {
+            return []
+        }
+        return list.compactMap(\.model)
+    }
+
+    /// Forgets the displaced models of `row` (its row is gone), returning
+    /// those still held.
+    func forgetDisplaced(_ entity: Schema.Entity, row: Int64) -> [any PersistentModel] {
+        guard !displaced.isEmpty, let entity = entity.concrete(row) else { return [] }
+        let list = displaced[entity.ordinal]?.removeValue(forKey: row) ?? []
+        if displaced[entity.ordinal]?.isEmpty == true { displaced[entity.ordinal] = nil }
+        return list.compactMap(\.model)
+    }
+
     // MARK: - Released models
 
     /// Drops `model` from the identity map when it has no unsaved change

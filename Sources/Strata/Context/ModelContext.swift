@@ -83,6 +83,11 @@ public final class ModelContext: _RelatedModelLoader {
     /// row keeps one model; the others are freed. Per entity ordinal.
     @exclusivity(unchecked) var released: [[Int64: WeakModel]] = []
     @exclusivity(unchecked) var releasedCount = 0
+    /// Models an upsert displaced, held weakly: a model registered for a
+    /// row that an inserted model took at a save stays usable, and the
+    /// deletes and updates other saves make to the row reach it too. By
+    /// entity ordinal, then row (empty until such an upsert).
+    @exclusivity(unchecked) var displaced: [Int: [Int64: [WeakModel]]] = [:]
     @exclusivity(unchecked) var inserted: [any PersistentModel] = []
     /// How many inserts this context has made: a save checks the rows of
     /// the inserts its checks add (the delete rules and the models

@@ -334,7 +334,12 @@ extension ModelContext {
             guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
             let row = model._strataState.rowID
             registry[entity.ordinal][allocated] = nil
-            if let previous = registered(entity, row: row), previous !== model { reload(previous) }
+            // The instance before stays usable (the app may hold it): the
+            // merges of the row reach it too.
+            if let previous = registered(entity, row: row), previous !== model {
+                reload(previous)
+                noteDisplaced(previous, entity: entity, row: row)
+            }
             registry[entity.ordinal][row] = model
         }
         // Inserts that took a stored row are updates; inserts that took
@@ -384,7 +389,21 @@ extension ModelContext {
         }
         // As in SwiftData, a model whose delete is saved leaves the
         // context: `modelContext` is nil and `isDeleted` false again.
-        for model in deleted.values {
+        var gone = Array(deleted.values)
+        if !displaced.isEmpty {
+            // The other instances of a deleted row (an upsert displaced
+            // one) leave the context with it.
+            for model in deleted.values {
+                guard let entity = container.schema.entity(forType: type(of: model)) else { continue }
+                let row = model._strataState.rowID
+                gone += forgetDisplaced(entity, row: row).filter { $0 !== model }
+                if let other = registry[entity.ordinal][row], other !== model { gone.append(other) }
+            }
+            for (entity, rows) in zip(container.schema.entities, deletedRows) {
+                for row in rows { gone += forgetDisplaced(entity, row: row.row) }
+            }
+        }
+        for model in gone {
             unregister(model, state: model._strataState)
             model._strataState.formerStoreIdentifier = link.storeIdentifier
             model._strataState.link = nil
