@@ -36,6 +36,42 @@ public final class SyncEngine: Observable, Sendable {
     /// (present only when there are some).
     public static let mergedModelsKey = "StrataSync.mergedModels"
 
+    /// The `userInfo` key of ``didApplyRemoteChanges`` under which this
+    /// device's changes that the zone removed are listed, as `[LostChange]`
+    /// (present only when there are some).
+    public static let lostChangesKey = "StrataSync.lostChanges"
+
+    /// A change this device saved, not pushed yet or just pushed, that the
+    /// zone's order removed. An attribute value saved here never loses to a
+    /// pulled one (it comes later in the zone's order); what is lost is a
+    /// whole model: one deleted by the zone, directly or by a cascade (an
+    /// insert or a move into a folder another device deleted), or one merged
+    /// into another model by a unique constraint.
+    public struct LostChange: Sendable, Hashable {
+        /// Why the change was lost.
+        public enum Reason: Sendable, Hashable {
+            /// The model was deleted by the zone (by another device, or by a
+            /// cascade of a delete) with this device's changes to it.
+            case deleted
+            /// The model merged into `into`, which another device gave the
+            /// same values of a unique constraint first: this device's
+            /// changed attributes went on top of it, but for those of the
+            /// constraint's earlier holder.
+            case merged(into: PersistentIdentifier)
+        }
+
+        /// The model whose saved changes were lost (deleted in this store).
+        public let model: PersistentIdentifier
+        /// Why.
+        public let reason: Reason
+
+        /// A lost change of `model`.
+        public init(model: PersistentIdentifier, reason: Reason) {
+            self.model = model
+            self.reason = reason
+        }
+    }
+
     /// Two models that became one because they came to hold the same values
     /// of a unique constraint (two devices that inserted, or renamed to, the
     /// same unique value). Every device merges them the same way: the model
@@ -341,6 +377,9 @@ public final class SyncEngine: Observable, Sendable {
             for merge in outcome.applied.merged {
                 log(.info, "merged \(merge.merged) into \(merge.into) (a unique constraint)", zone: zone)
             }
+            for lost in outcome.applied.lost {
+                log(.info, "a change saved here was lost: \(lost.model) \(lost.reason)", zone: zone)
+            }
             if let rule = configuration.automaticTrimming, outcome.state.position - outcome.trimmed > Int64(rule.changes) {
                 // Best effort: a trim that fails (a read-only share, a
                 // schema that lacks parts of the zone) is tried again after
@@ -440,6 +479,7 @@ extension SyncReplica.Applied {
             ModelContext.NotificationKey.deletedIdentifiers.rawValue: deleted,
         ]
         if !merged.isEmpty { info[SyncEngine.mergedModelsKey] = merged }
+        if !lost.isEmpty { info[SyncEngine.lostChangesKey] = lost }
         return info
     }
 }

@@ -187,10 +187,7 @@ actor Worker {
                         try $0.apply(
                             seq: change.seq, device: SyncID(bytes: change.device), token: change.token, payload: change.payload)
                     }
-                    outcome.applied.inserted += applied.inserted
-                    outcome.applied.updated += applied.updated
-                    outcome.applied.deleted += applied.deleted
-                    outcome.applied.merged += applied.merged
+                    outcome.applied.add(applied)
                     position = change.seq
                 } catch let damaged as SyncReplica.DamagedChange {
                     // Set aside in the zone, so that no device tries it
@@ -257,10 +254,7 @@ actor Worker {
         }
         do {
             let applied = try replica.with { try $0.restore(through: through) }
-            outcome.applied.inserted += applied.inserted
-            outcome.applied.updated += applied.updated
-            outcome.applied.deleted += applied.deleted
-            outcome.applied.merged += applied.merged
+            outcome.applied.add(applied)
         } catch let damaged as SyncReplica.DamagedChange {
             throw SyncError(.damagedServerChange, "zone \(zone): \(damaged.description)")
         } catch {

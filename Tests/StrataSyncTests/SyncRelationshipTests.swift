@@ -51,13 +51,26 @@
         }
     }
 
-    /// The merges a notification observer collected.
-    final class Merges: @unchecked Sendable {
+    /// What ``SyncEngine/didApplyRemoteChanges`` told for one container
+    /// under one `userInfo` key, while this lives.
+    final class Told<Element>: @unchecked Sendable {
         // Guarded by `lock`.
-        private var merges: [SyncEngine.Merge] = []
+        private var elements: [Element] = []
         private let lock = NSLock()
-        func add(_ more: [SyncEngine.Merge]) { lock.withLock { merges += more } }
-        var all: [SyncEngine.Merge] { lock.withLock { merges } }
+        private var observer: (any NSObjectProtocol)?
+
+        init(_ key: String, by container: ModelContainer) {
+            observer = NotificationCenter.default.addObserver(
+                forName: SyncEngine.didApplyRemoteChanges, object: container, queue: nil
+            ) { [weak self] note in
+                guard let self, let told = note.userInfo?[key] as? [Element] else { return }
+                lock.withLock { elements += told }
+            }
+        }
+
+        deinit { if let observer { NotificationCenter.default.removeObserver(observer) } }
+
+        var all: [Element] { lock.withLock { elements } }
     }
 
     extension SyncTestCase {
@@ -156,17 +169,25 @@
                 try await syncC.syncNow()
                 try rename("crimson", to: "red", color: "a's", on: a)
                 try rename("scarlet", to: "red", color: "b's", on: b)
+                // The device that renames second in the zone's order is
+                // told that its renamed label merged into the other.
+                let second = aFirst ? b : a
+                let lost = Told<SyncEngine.LostChange>(SyncEngine.lostChangesKey, by: second)
+                let renamedSecond = try XCTUnwrap(
+                    ModelContext(second).fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "red" })).first)
                 for sync in aFirst ? [syncA, syncB] : [syncB, syncA] { try await sync.syncNow() }
                 // C, which pulls both renames, is told of the merge.
-                let merges = Merges()
-                let observer = NotificationCenter.default.addObserver(
-                    forName: SyncEngine.didApplyRemoteChanges, object: c, queue: nil
-                ) { note in
-                    let merged = note.userInfo?[SyncEngine.mergedModelsKey] as? [SyncEngine.Merge] ?? []
-                    merges.add(merged)
-                }
-                defer { NotificationCenter.default.removeObserver(observer) }
+                let merges = Told<SyncEngine.Merge>(SyncEngine.mergedModelsKey, by: c)
                 for sync in [syncA, syncB, syncC] { try await sync.syncNow() }
+                let survivor = try XCTUnwrap(
+                    ModelContext(second).fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "red" })).first)
+                XCTAssertEqual(
+                    lost.all,
+                    [
+                        SyncEngine.LostChange(
+                            model: renamedSecond.persistentModelID, reason: .merged(into: survivor.persistentModelID))
+                    ], "a first: \(aFirst)")
+                XCTAssertNotEqual(renamedSecond.persistentModelID, survivor.persistentModelID)
                 let told = merges.all
                 XCTAssertEqual(told.count, 1, "a first: \(aFirst)")
                 if let merge = told.first {
@@ -337,6 +358,7 @@
             onB.insert(Memo(text: "new", folder: folder))
             try onB.save()
 
+            let lostOnB = Told<SyncEngine.LostChange>(SyncEngine.lostChangesKey, by: b)
             // b's memo reaches the server first: a applies it while its own
             // delete of the folder is still pending, and the cascade that
             // delete will have everywhere takes the memo on a too.
@@ -345,6 +367,9 @@
             try await syncB.syncNow()
             XCTAssertEqual(try dump(a), ["folder other: "])
             XCTAssertEqual(try dump(b), ["folder other: "])
+            // B's memo was in the zone before the delete took it: a later
+            // delete, not a lost change.
+            XCTAssertEqual(lostOnB.all, [])
         }
 
         func testACascadeReachesAModelTheOtherDevicePushedFirst() async throws {
@@ -362,13 +387,20 @@
             let onB = ModelContext(b)
             onB.insert(Memo(text: "new", folder: try onB.fetch(FetchDescriptor<Folder>())[0]))
             try onB.save()
+            let memo = try onB.fetch(FetchDescriptor<Memo>())[0].persistentModelID
             // The other order: a's delete first, then b's memo in the
-            // deleted folder (prepared before b saw the delete).
+            // deleted folder (prepared before b saw the delete). B is told
+            // that the memo it saved is gone; a is not, nothing of its own
+            // was lost.
+            let lostOnA = Told<SyncEngine.LostChange>(SyncEngine.lostChangesKey, by: a)
+            let lostOnB = Told<SyncEngine.LostChange>(SyncEngine.lostChangesKey, by: b)
             try await syncA.syncNow()
             try await syncB.syncNow()
             try await syncA.syncNow()
             XCTAssertEqual(try dump(a), [])
             XCTAssertEqual(try dump(b), [])
+            XCTAssertEqual(lostOnB.all, [SyncEngine.LostChange(model: memo, reason: .deleted)])
+            XCTAssertEqual(lostOnA.all, [])
         }
     }
 #endif

@@ -281,6 +281,53 @@ extension SyncReplica {
             return true
         }
 
+        /// The stored models that local saves not pushed yet inserted or
+        /// changed (but for to-manys, which follow their other side), when
+        /// the change deletes some model: the delete and its cascades, the
+        /// zone's and the store's delete rules, may take them (see
+        /// ``lostModels(of:in:)``). This device's own change carries no
+        /// masks (nothing of it is applied); its saves still pending are
+        /// read here.
+        func modelsAtRisk() throws -> [(entity: Schema.Entity, row: Int64)] {
+            guard !doomed.isEmpty else { return [] }
+            let saved = own ? try replica.pendingMasks().all : masks
+            var rows: [(entity: Schema.Entity, row: Int64)] = []
+            for (name, masked) in saved {
+                guard let entity = schema.entity(named: name) else { continue }
+                for (row, mask) in masked {
+                    if let names = mask {
+                        let changed = names.contains { name in
+                            guard let property = entity.properties.first(where: { $0.name == name }) else { return false }
+                            return !((property as? Schema.Relationship).map { !$0.isToOneRelationship } ?? false)
+                        }
+                        guard changed else { continue }
+                    }
+                    rows.append((entity, row))
+                }
+            }
+            guard !rows.isEmpty else { return [] }
+            return try store.read { tx in
+                try rows.filter { entity, row in
+                    try tx.treeIfPresent(entity.recordTree).map { try tx.get(RowKey.encode(row), in: $0) != nil } ?? false
+                }
+            }
+        }
+
+        /// Which of `rows` (from ``modelsAtRisk()``) the save in `tx` deleted,
+        /// but those merged into another model (told as merges): this
+        /// device's changes that the zone removed.
+        func lostModels(of rows: [(entity: Schema.Entity, row: Int64)], in tx: WriteTransaction) throws
+            -> [SyncEngine.LostChange]
+        {
+            var lost: [SyncEngine.LostChange] = []
+            for (entity, row) in rows where !mergedAway.contains(where: { $0.entity === entity && $0.row == row }) {
+                guard try tx.treeIfPresent(entity.recordTree).flatMap({ try tx.get(RowKey.encode(row), in: $0) }) == nil
+                else { continue }
+                lost.append(SyncEngine.LostChange(model: replica.identifier(entity, row), reason: .deleted))
+            }
+            return lost
+        }
+
         /// The sync state of the change, written in the transaction of the
         /// save that applies it: identifiers of the models made and merged,
         /// deletes, links, the outbox entry an own change acknowledges, the

@@ -29,7 +29,17 @@ extension SyncReplica {
         package var deleted: [PersistentIdentifier] = []
         /// Models merged into others by a unique constraint.
         package var merged: [SyncEngine.Merge] = []
+        /// This device's saved changes that the zone removed.
+        package var lost: [SyncEngine.LostChange] = []
         package var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+        /// Adds what a later change did.
+        package mutating func add(_ later: Applied) {
+            inserted += later.inserted
+            updated += later.updated
+            deleted += later.deleted
+            merged += later.merged
+            lost += later.lost
+        }
         package init() {}
     }
 
@@ -92,9 +102,22 @@ extension SyncReplica {
         try application.linkAll()
         try application.cascade()
         try application.mergeCollisions()
+        let atRisk = try application.modelsAtRisk()
         let gathered = application
-        try gathered.context.save(with: StateWrite(gathered.writeState))
-        return gathered.result
+        let lost = LostModels()
+        try gathered.context.save(
+            with: StateWrite { tx in
+                try gathered.writeState(tx)
+                if !atRisk.isEmpty { lost.models = try gathered.lostModels(of: atRisk, in: tx) }
+            })
+        var result = gathered.result
+        result.lost = lost.models + result.lost
+        return result
+    }
+
+    /// The lost changes a save found, out of its transaction.
+    private final class LostModels {
+        var models: [SyncEngine.LostChange] = []
     }
 
     /// The sync state of an applied change, written by the save that

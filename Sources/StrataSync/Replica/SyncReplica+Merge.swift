@@ -27,7 +27,6 @@ extension SyncReplica {
     /// A change that merges a model whose local saves are not all in the
     /// outbox yet: the outbox is prepared, and the change applied again.
     struct OutboxNotPrepared: Error {}
-
 }
 
 extension SyncReplica.ChangeApplication {
@@ -111,6 +110,11 @@ extension SyncReplica.ChangeApplication {
             applied.updated.append(survivor.persistentModelID)
             applied.deleted.append(loser.persistentModelID)
             applied.merged.append(SyncEngine.Merge(merged: loser.persistentModelID, into: survivor.persistentModelID))
+            if masks[entity.name]?[loserRow] != nil {
+                applied.lost.append(
+                    SyncEngine.LostChange(
+                        model: loser.persistentModelID, reason: .merged(into: survivor.persistentModelID)))
+            }
         }
     }
 
