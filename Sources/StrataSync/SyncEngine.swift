@@ -101,6 +101,8 @@ public final class SyncEngine: Observable, Sendable {
     private let registrar = ObservationRegistrar()
     private let current = Mutex(SyncStatus())
     private let running = Mutex<RunningState?>(nil)
+    /// The store left the zone (``leaveZone(keepingData:)``): no round runs.
+    private let left = Mutex(false)
 
     private struct RunningState {
         var loop: Task<Void, Never>
@@ -216,6 +218,7 @@ public final class SyncEngine: Observable, Sendable {
     /// local save, each notification from the server, and every
     /// ``SyncConfiguration/pollInterval``. Calling it again does nothing.
     public func start() {
+        if let error = leftError { return update { $0.lastError = error } }
         let (stream, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let started: Bool = running.withLock { state in
             guard state == nil else { return false }
@@ -332,6 +335,40 @@ public final class SyncEngine: Observable, Sendable {
         }
     }
 
+    /// Leaves the zone: the engine stops, and the store forgets its place
+    /// in the zone (its device, position, identifiers and saves not pushed
+    /// yet). The zone on the server is left as it is, for the other
+    /// devices.
+    ///
+    /// With `keepingData`, the store's models stay, as local models: a
+    /// ``SyncEngine`` made later for a zone (this one or another) uploads
+    /// them as a store joining with models does. Without it they are
+    /// deleted, as by `deleteAllData()`, and the zone keeps them.
+    ///
+    /// This engine does not sync again: its rounds throw
+    /// ``SyncError/Code/stopped``. Make a new engine to join a zone.
+    ///
+    /// - Throws: ``SyncError/Code/store`` when the store cannot be written
+    ///   (it is then unchanged, and still in the zone).
+    public func leaveZone(keepingData: Bool) async throws(SyncError) {
+        await stop()
+        left.withLock { $0 = true }
+        do {
+            try worker.leave(keepingData: keepingData)
+        } catch {
+            left.withLock { $0 = false }
+            throw SyncError(.store, "leaving zone \(configuration.zone): \(error)")
+        }
+        update { $0 = SyncStatus() }
+        log(.info, "left the zone\(keepingData ? ", keeping the store's models" : " and deleted the store's models")", zone: configuration.zone)
+    }
+
+    /// The error of a round after ``leaveZone(keepingData:)``.
+    private var leftError: SyncError? {
+        guard left.withLock({ $0 }) else { return nil }
+        return SyncError(.stopped, "the store left zone \(configuration.zone); make a new SyncEngine to join a zone")
+    }
+
     /// Replaces the zone's changes through this store's position on the
     /// server by a snapshot of the zone's models (the server's history
     /// stops growing without bound). A round runs first. Devices behind the
@@ -344,7 +381,8 @@ public final class SyncEngine: Observable, Sendable {
     ///   writes (it does not hold the zone's whole state).
     @discardableResult
     public func trimServerHistory() async throws(SyncError) -> Int64 {
-        try await worker.trim { [weak self] activity, outcome in
+        if let error = leftError { throw error }
+        return try await worker.trim { [weak self] activity, outcome in
             self?.update {
                 if let activity { $0.activity = activity }
                 $0.take(outcome.state, head: outcome.head)
@@ -355,6 +393,11 @@ public final class SyncEngine: Observable, Sendable {
     /// One round; returns its error (also in the status).
     @discardableResult
     private func round() async -> SyncError? {
+        let formerRejoin = status.rejoined
+        if let error = leftError {
+            update { $0.lastError = error }
+            return error
+        }
         do {
             let outcome = try await worker.round { [weak self] activity, outcome in
                 self?.update {
@@ -376,6 +419,9 @@ public final class SyncEngine: Observable, Sendable {
                     + "updates, \(outcome.applied.deleted.count) deletes", zone: zone)
             for merge in outcome.applied.merged {
                 log(.info, "merged \(merge.merged) into \(merge.into) (a unique constraint)", zone: zone)
+            }
+            if let rejoined = outcome.state.rejoined, rejoined != formerRejoin {
+                log(.warning, "\(rejoined)", zone: zone)
             }
             for lost in outcome.applied.lost {
                 log(.info, "a change saved here was lost: \(lost.model) \(lost.reason)", zone: zone)
@@ -467,6 +513,7 @@ extension SyncStatus {
         serverPosition = state.position
         serverHead = max(head, state.position)
         setAside = state.setAside
+        rejoined = state.rejoined
     }
 }
 

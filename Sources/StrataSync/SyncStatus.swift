@@ -97,6 +97,36 @@ public struct SyncStatus: Sendable, Equatable {
         }
     }
 
+    /// When this store last found that its zone had lost changes it
+    /// applied (the zone was deleted on the server, or restored from an
+    /// older backup) and joined it again, uploading everything it holds;
+    /// nil if never (kept across launches; `strata sync-status` shows it).
+    public var rejoined: Rejoin?
+
+    /// A zone found behind this store, and joined again.
+    public struct Rejoin: Sendable, Equatable, CustomStringConvertible {
+        /// The store's position in the zone before: how many of the zone's
+        /// changes it had applied.
+        public let formerPosition: Int64
+        /// The zone's head when the store found it behind.
+        public let serverHead: Int64
+        /// When.
+        public let date: Date
+
+        /// A rejoin.
+        public init(formerPosition: Int64, serverHead: Int64, date: Date) {
+            self.formerPosition = formerPosition
+            self.serverHead = serverHead
+            self.date = date
+        }
+
+        /// What was found, and when.
+        public var description: String {
+            "the zone lost changes this store had applied (it was at change \(formerPosition), the zone's head was "
+                + "\(serverHead)); joined again on \(date.formatted(.iso8601)), uploading every model it holds"
+        }
+    }
+
     /// A status.
     public init() {}
 }

@@ -49,6 +49,26 @@ actor Worker {
         }
     }
 
+    /// `body` on the replica; its error is a `store` error saying `doing`.
+    nonisolated func store<T>(_ body: (SyncReplica) throws -> T, _ doing: String) throws(SyncError) -> T {
+        do {
+            return try replica.with { try body($0) }
+        } catch {
+            throw SyncError(.store, "\(doing): \(error)")
+        }
+    }
+
+    /// Forgets the store's place in the zone; `keepingData` false deletes
+    /// its models too (sync state first: a failure in between leaves
+    /// models that a new engine uploads, never a zone position without
+    /// its models).
+    nonisolated func leave(keepingData: Bool) throws {
+        try replica.with { replica in
+            try replica.leave()
+            if !keepingData { try replica.container.erase() }
+        }
+    }
+
     struct Outcome: Sendable {
         var state: SyncReplica.State
         var applied = SyncReplica.Applied()
@@ -135,25 +155,55 @@ actor Worker {
         }
     }
 
+    /// Joins the zone again when it lost changes this store applied (see
+    /// `SyncReplica+Rejoin`).
+    private func rejoin(head: Int64, _ outcome: inout Outcome) throws(SyncError) {
+        try store({ try $0.rejoin(head: head) }, "joining the zone again")
+        outcome.state = try localState()
+    }
+
     /// Applies the zone's changes after the position, a batch at a time,
     /// reporting each batch (an initial sync shows its progress as the
     /// position against the head). The position moves with each change, so
     /// an interrupted pull resumes where it stopped.
+    ///
+    /// A zone whose head is below the position, or whose change at the
+    /// position is not the one this store applied there (read with the
+    /// first batch, when the head is past the position), lost changes this
+    /// store applied: the store joins it again.
     private func pullAll(into outcome: inout Outcome, report: @Sendable (SyncStatus.Activity?, Outcome) -> Void)
         async throws(SyncError)
     {
         var zoneHead = try await server.head(zone: zone)
         outcome.head = zoneHead.head
         outcome.trimmed = zoneHead.trimmed
+        var verify: (device: SyncID, token: Int64)?
+        let start = try localState().position
+        if zoneHead.head < start {
+            try rejoin(head: zoneHead.head, &outcome)
+        } else if zoneHead.head > start, start > 0 {
+            verify = try store({ try $0.changeAtPosition() }, "reading the sync state")
+        }
         report(.pulling, outcome)
         while true {
             if try localState().position < zoneHead.trimmed {
                 try await restore(through: zoneHead.trimmed, into: &outcome)
                 report(.pulling, outcome)
+                verify = nil
             }
             // Read once per batch: each apply moves the position by one.
             var position = try localState().position
-            let changes = try await server.pull(zone: zone, after: position, limit: Self.pullBatch)
+            var changes = try await server.pull(
+                zone: zone, after: verify == nil ? position : position - 1, limit: Self.pullBatch)
+            if let applied = verify, let first = changes.first, first.seq == position {
+                verify = nil
+                changes.removeFirst()
+                if first.device != applied.device.bytes || first.token != applied.token {
+                    try rejoin(head: zoneHead.head, &outcome)
+                    continue
+                }
+            }
+            verify = nil
             guard !changes.isEmpty else { return }
             if changes[0].payload.isEmpty && changes[0].setAside == nil {
                 // Trimmed since the head was read: the snapshot stands for it.

@@ -204,6 +204,7 @@ struct SyncStatusCommand: ParsableCommand {
             print("last pushed save: \(state.pushedThrough)")
             print("pending local saves: \(state.pendingSaves)")
             for change in state.setAside { print("set aside: \(change)") }
+            if let rejoined = state.rejoined { print("joined again: \(rejoined)") }
         }
     }
 }

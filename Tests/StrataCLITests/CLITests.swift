@@ -162,6 +162,15 @@ final class CLITests: XCTestCase {
         // The models the store held when it joined are one upload (not its
         // saves before), then the two saves after.
         XCTAssertTrue(synced.out.contains("pending local saves: 3\n"), synced.out)
+        XCTAssertFalse(synced.out.contains("joined again"), synced.out)
+
+        // A zone found behind the store: said, with the positions.
+        try replica.rejoin(head: 0)
+        let rejoined = try run("sync-status", path)
+        XCTAssertTrue(
+            rejoined.out.contains("joined again: the zone lost changes this store had applied (it was at change 0, "),
+            rejoined.out)
+        XCTAssertTrue(rejoined.out.contains("pending local saves: 1\n"), rejoined.out)
     }
 
     func testDumpDecodesRecordsWithTheStoredSchema() throws {

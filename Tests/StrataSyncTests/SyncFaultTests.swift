@@ -243,6 +243,144 @@
             XCTAssertEqual(again.status.setAside.map(\.serverSequence), [2])
         }
 
+        /// The operator empties the zone on the server (one `DELETE`): each
+        /// device notices at its next round, says so in its status, and
+        /// uploads what it holds again under the same identifiers, so that
+        /// a new device pulls everything once, with no copies.
+        func testAZoneEmptiedOnTheServerIsNoticedAndFilledAgain() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let contextA = ModelContext(a)
+            contextA.insert(Note(title: "one"))
+            contextA.insert(Note(title: "two"))
+            try contextA.save()
+            try await syncA.syncNow()
+            let contextB = ModelContext(b)
+            contextB.insert(Note(title: "three"))
+            try contextB.save()
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            XCTAssertEqual(try head(zone), 2)
+            XCTAssertNil(syncA.status.rejoined)
+
+            try server().psql(
+                "DELETE FROM strata_sync.changes WHERE zone = '\(zone)'; "
+                    + "UPDATE strata_sync.zones SET head = 0 WHERE zone = '\(zone)'")
+            contextA.insert(Note(title: "four, saved while the zone was empty"))
+            try contextA.save()
+            try await syncA.syncNow()
+            XCTAssertNil(syncA.status.lastError)
+            let rejoined = try XCTUnwrap(syncA.status.rejoined, "A says the zone lost its changes")
+            XCTAssertEqual(rejoined.formerPosition, 2)
+            XCTAssertEqual(rejoined.serverHead, 0)
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+            // B, at change 2 of a zone whose head is 1 now, notices too.
+            try await syncB.syncNow()
+            XCTAssertNotNil(syncB.status.rejoined)
+            try await syncA.syncNow()
+            let all = ["four, saved while the zone was empty", "one", "three", "two"]
+            XCTAssertEqual(try titles(a), all)
+            XCTAssertEqual(try titles(b), all)
+            let (c, syncC) = try device("c", zone: zone)
+            try await syncC.syncNow()
+            XCTAssertEqual(try titles(c), all, "no copies: both uploads name the models by their identifiers")
+            XCTAssertNil(syncC.status.rejoined)
+            // Kept across launches.
+            XCTAssertNotNil(try SyncEngine(container: a, configuration: try configuration(zone: zone)).status.rejoined)
+        }
+
+        /// The server comes back from an older backup, and another device
+        /// pushes after it: the zone's head is past this device's position,
+        /// but the change there is not the one it applied. It joins again,
+        /// and a delete the backup lost goes up again with its models.
+        func testAZoneRestoredFromAnOlderBackupIsNoticed() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let contextA = ModelContext(a)
+            let doomed = Note(title: "deleted after the backup")
+            contextA.insert(doomed)
+            contextA.insert(Note(title: "kept"))
+            try contextA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            // Changes 2 and 3, after the backup at change 1.
+            contextA.delete(doomed)
+            try contextA.save()
+            contextA.insert(Note(title: "saved after the backup"))
+            try contextA.save()
+            try await syncA.syncNow()
+            XCTAssertEqual(try head(zone), 3)
+            try server().psql(
+                "DELETE FROM strata_sync.changes WHERE zone = '\(zone)' AND seq > 1; "
+                    + "UPDATE strata_sync.zones SET head = 1 WHERE zone = '\(zone)'")
+            // B, at change 1, pushes changes 2, 3 and 4 of the restored zone.
+            let contextB = ModelContext(b)
+            for title in ["b1", "b2", "b3"] {
+                contextB.insert(Note(title: title))
+                try contextB.save()
+                try await syncB.syncNow()
+            }
+            XCTAssertNil(syncB.status.rejoined, "B was not ahead of the backup")
+            XCTAssertEqual(try head(zone), 4)
+
+            try await syncA.syncNow()
+            XCTAssertNil(syncA.status.lastError)
+            XCTAssertEqual(syncA.status.rejoined?.formerPosition, 3)
+            try await syncB.syncNow()
+            let all = ["b1", "b2", "b3", "kept", "saved after the backup"]
+            XCTAssertEqual(try titles(a), all)
+            XCTAssertEqual(try titles(b), all)
+            let (c, syncC) = try device("c", zone: zone)
+            try await syncC.syncNow()
+            XCTAssertEqual(try titles(c), all)
+        }
+
+        /// A store leaves its zone keeping its models and joins another,
+        /// uploading them there; another leaves dropping its models, which
+        /// the zone keeps.
+        func testAStoreLeavesItsZoneAndJoinsAnother() async throws {
+            let first = "zone-\(UUID())"
+            let second = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: first)
+            let (b, syncB) = try device("b", zone: first)
+            let contextA = ModelContext(a)
+            contextA.insert(Note(title: "one"))
+            try contextA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+
+            try await syncA.leaveZone(keepingData: true)
+            XCTAssertEqual(try titles(a), ["one"])
+            XCTAssertEqual(syncA.status.serverPosition, 0)
+            do {
+                try await syncA.syncNow()
+                XCTFail("an engine whose store left its zone does not sync")
+            } catch {
+                XCTAssertEqual(error.code, .stopped)
+            }
+            let inSecond = try SyncEngine(container: a, configuration: try configuration(zone: second))
+            try await inSecond.syncNow()
+            XCTAssertEqual(try head(second), 1, "the models went up as one upload")
+            let (c, syncC) = try device("c", zone: second)
+            try await syncC.syncNow()
+            XCTAssertEqual(try titles(c), ["one"])
+
+            // The first zone goes on without a; b drops its copy.
+            let contextB = ModelContext(b)
+            contextB.insert(Note(title: "two"))
+            try contextB.save()
+            try await syncB.syncNow()
+            try await inSecond.syncNow()
+            XCTAssertEqual(try titles(a), ["one"])
+            try await syncB.leaveZone(keepingData: false)
+            XCTAssertEqual(try titles(b), [])
+            let (d, syncD) = try device("d", zone: first)
+            try await syncD.syncNow()
+            XCTAssertEqual(try titles(d), ["one", "two"])
+        }
+
         /// `waitUntilSynced()` waits through a server that is down and
         /// returns once the save it followed is on the server.
         func testWaitUntilSyncedWaitsForTheServersReturn() async throws {

@@ -55,6 +55,9 @@ extension SyncReplica {
         /// the change leaves empty keeps its target.
         var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [Field], union: Bool)] = []
 
+        /// The device and save token of the change (nil for a snapshot).
+        var origin: (device: SyncID, token: Int64)?
+
         var own: Bool { ownToken != nil }
         var schema: Schema { replica.schema }
         var store: Store { replica.store }
@@ -361,7 +364,7 @@ extension SyncReplica {
             } else if replay, let tree = try tx.treeIfPresent(SyncReplica.keptTree) {
                 try tx.delete(RowKey.encode(seq), in: tree)
             }
-            if !replay { try SyncReplica.setNumber("position", seq, tx) }
+            if !replay { try SyncReplica.setPosition(seq, change: origin, tx) }
         }
     }
 }

@@ -12,6 +12,10 @@ extension SyncReplica {
         var insertedHere: Set<String> = []
         /// Every model is new to the zone (the upload at joining).
         var uploadAll = false
+        /// When the store joins its zone again: the models sent so far, as
+        /// "Entity/row" (each goes once, before any model that refers to it,
+        /// as an insert under the identifier it has).
+        var sent: Set<String>?
 
         /// A delete of a model the zone knows (one it never knew is left out).
         mutating func delete(_ entity: Schema.Entity, row: Int64) throws {
@@ -38,8 +42,13 @@ extension SyncReplica {
             var only = only
             var kind = SyncChangeSet.Kind.update
             let id: SyncID
+            if sent != nil { sent?.insert("\(entity.name)/\(row)") }
             if let known = try SyncReplica.id(of: entity.name, row: row, tx) {
                 id = known
+                if sent != nil {
+                    kind = .insert
+                    only = nil
+                }
             } else {
                 id = SyncID.make()
                 try SyncReplica.map(id, entity: entity.name, row: row, tx)
@@ -101,7 +110,10 @@ extension SyncReplica {
             guard let type = relationship.destinationType, let target = schema.entity(forType: type) else {
                 throw SwiftDataError(.unknownModelType, "relationship \(relationship.name): no entity for its target")
             }
-            if let known = try SyncReplica.id(of: target.name, row: row, tx) { return known }
+            if let known = try SyncReplica.id(of: target.name, row: row, tx) {
+                if let sent, !sent.contains("\(target.name)/\(row)") { try upsert(target, row: row, only: nil) }
+                return known
+            }
             guard uploadAll || insertedHere.contains("\(target.name)/\(row)") else { return nil }
             try upsert(target, row: row, only: nil)
             return try SyncReplica.id(of: target.name, row: row, tx)

@@ -73,30 +73,37 @@ extension SyncReplica {
         } catch let error as SyncPayloadError {
             throw DamagedChange(seq: seq, reason: error.description)
         }
-        return try apply(seq: seq, set: set, own: own ? token : nil, replay: false)
+        return try apply(seq: seq, set: set, own: own ? token : nil, replay: false, origin: (device, token))
     }
 
     /// Applies `set`, server change `seq`; `own` is this device's save
     /// token when the change is its own. A replay applies the kept part of
     /// a change applied before: the position stays, and what is still
     /// unknown stays kept.
+    /// `origin`: the device and save token of the change, recorded with the
+    /// position (see ``checkPosition(_:)``); nil for a snapshot.
     @discardableResult
-    func apply(seq: Int64, set: SyncChangeSet, own: Int64?, replay: Bool) throws -> Applied {
+    func apply(
+        seq: Int64, set: SyncChangeSet, own: Int64?, replay: Bool, origin: (device: SyncID, token: Int64)? = nil
+    ) throws -> Applied {
         // A merge needs every local save in the outbox (see
         // `SyncReplica+Merge`); an app that keeps saving meanwhile gets a
         // few tries, then the round fails and the next one tries again.
         for _ in 0..<3 {
             do {
-                return try applyOnce(seq: seq, set: set, own: own, replay: replay)
+                return try applyOnce(seq: seq, set: set, own: own, replay: replay, origin: origin)
             } catch is OutboxNotPrepared {
                 _ = try prepareOutbox()
             }
         }
-        return try applyOnce(seq: seq, set: set, own: own, replay: replay)
+        return try applyOnce(seq: seq, set: set, own: own, replay: replay, origin: origin)
     }
 
-    private func applyOnce(seq: Int64, set: SyncChangeSet, own: Int64?, replay: Bool) throws -> Applied {
+    private func applyOnce(
+        seq: Int64, set: SyncChangeSet, own: Int64?, replay: Bool, origin: (device: SyncID, token: Int64)?
+    ) throws -> Applied {
         var application = try ChangeApplication(replica: self, seq: seq, own: own, replay: replay)
+        application.origin = origin
         application.deletes = Set(set.changes.filter { $0.kind == .delete }.map(\.id))
         for change in set.changes { try application.take(change) }
         try application.linkAll()

@@ -55,10 +55,14 @@ extension SyncReplica {
     /// The models a store holds when it joins a zone, as outbox entries of
     /// at most ``uploadChunk`` inserts each, pushed before every later save:
     /// their tokens are negative (-n through -1), below every save's.
-    static func prepareUpload(_ tx: WriteTransaction, schema: Schema) throws {
+    /// `again`: the store joins its zone again (``rejoin(head:at:)``): every
+    /// model goes up, under the identifier it has, and every identifier
+    /// known to be deleted goes up as a delete.
+    static func prepareUpload(_ tx: WriteTransaction, schema: Schema, again: Bool = false) throws {
         var chunks: [[UInt8]] = []
         var builder = ChangeSetBuilder(schema: schema, tx: tx)
         builder.uploadAll = true
+        if again { builder.sent = [] }
         for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
             guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
             var rows: [Int64] = []
@@ -66,13 +70,31 @@ extension SyncReplica {
                 rows.append(try RowKey.decode(key))
                 return true
             }
-            for row in rows where try id(of: entity.name, row: row, tx) == nil {
+            for row in rows {
                 // A model a reference already brought in has its identifier.
+                if let sent = builder.sent {
+                    guard !sent.contains("\(entity.name)/\(row)") else { continue }
+                } else if try id(of: entity.name, row: row, tx) != nil {
+                    continue
+                }
                 try builder.upsert(entity, row: row, only: nil)
                 if builder.set.changes.count >= uploadChunk {
                     chunks.append(builder.set.encode())
                     builder.set = SyncChangeSet()
                 }
+            }
+        }
+        if again, let ids = try tx.treeIfPresent(idsTree) {
+            try tx.forEach(ids) { key, value in
+                guard value.first == 2, key.count == 16 else { return true }
+                builder.set.changes.append(
+                    SyncChangeSet.Change(
+                        kind: .delete, entity: String(decoding: value[1...], as: UTF8.self), id: SyncID(bytes: key)))
+                if builder.set.changes.count >= uploadChunk {
+                    chunks.append(builder.set.encode())
+                    builder.set = SyncChangeSet()
+                }
+                return true
             }
         }
         if !builder.set.changes.isEmpty { chunks.append(builder.set.encode()) }
@@ -102,7 +124,7 @@ extension SyncReplica {
         guard let device = try state().device, let payload = try outboxEntry(token) else {
             try store.write { tx in
                 try Self.setPushed(max(token, try Self.number("pushed", tx)), tx)
-                try Self.setNumber("position", seq, tx)
+                try Self.setPosition(seq, change: try Self.readMeta(tx).device.map { ($0, token) }, tx)
             }
             return
         }

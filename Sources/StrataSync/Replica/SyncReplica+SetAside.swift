@@ -27,7 +27,7 @@ extension SyncReplica {
             let tree = try tx.treeIfPresent(Self.setAsideTree) ?? tx.createTree(Self.setAsideTree)
             let value = [own ? 1 : 0] + Array(reason.rawValue.utf8) + [0] + Array(message.utf8)
             try tx.put(RowKey.encode(seq), value, in: tree)
-            try Self.setNumber("position", seq, tx)
+            try Self.setPosition(seq, change: (device, token), tx)
         }
     }
 

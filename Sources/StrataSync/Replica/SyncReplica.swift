@@ -93,6 +93,8 @@ package final class SyncReplica {
         package var pendingSaves = 0
         /// The zone's changes moved past without being applied.
         package var setAside: [SyncStatus.SetAsideChange] = []
+        /// When the store last joined its zone again.
+        package var rejoined: SyncStatus.Rejoin?
     }
 
     /// The store's sync state; a store that never synced has no zone.
@@ -118,6 +120,7 @@ package final class SyncReplica {
         }
         state.pendingSaves = pending
         state.setAside = try setAside(in: tx)
+        state.rejoined = try rejoined(in: tx)
         return state
     }
 
