@@ -360,7 +360,8 @@ public final class SyncEngine: Observable, Sendable {
             throw SyncError(.store, "leaving zone \(configuration.zone): \(error)")
         }
         update { $0 = SyncStatus() }
-        log(.info, "left the zone\(keepingData ? ", keeping the store's models" : " and deleted the store's models")", zone: configuration.zone)
+        let models = keepingData ? "keeping the store's models" : "deleting the store's models"
+        log(.info, "left the zone, \(models)", zone: configuration.zone)
     }
 
     /// The error of a round after ``leaveZone(keepingData:)``.
