@@ -51,6 +51,13 @@ public struct SyncConfiguration: Sendable {
     public var rootCertificate: String?
     /// The zone: one person's data set.
     public var zone: String
+    /// For a container with several stores (configurations): the name of
+    /// the configuration this engine syncs with ``zone``. Each store syncs
+    /// with a zone of its own, through an engine of its own (as each
+    /// SwiftData configuration names its own CloudKit container); a store
+    /// no engine names stays local. Nil (the default) for a container of
+    /// one store.
+    public var store: String?
     /// How often sync asks the server for changes when no notification
     /// arrives (notifications wake it at once; this is the fallback).
     public var pollInterval: Duration

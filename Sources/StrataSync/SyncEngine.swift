@@ -115,8 +115,9 @@ public final class SyncEngine: Observable, Sendable {
     /// Nothing is sent before ``start()`` or ``syncNow()``.
     ///
     /// - Throws: ``SyncError`` with code ``SyncError/Code/configuration``
-    ///   for a container with several stores, a store that records no
-    ///   history or allows no saves, or a store that syncs with another zone.
+    ///   for a container with several stores when ``SyncConfiguration/store``
+    ///   names none of them, a store that records no history or allows no
+    ///   saves, or a store that syncs with another zone.
     public convenience init(container: ModelContainer, configuration: SyncConfiguration) throws(SyncError) {
         #if Sync
             let server: any ZoneServer = PostgresZoneServer(configuration: configuration)
@@ -146,8 +147,10 @@ public final class SyncEngine: Observable, Sendable {
         self.container = container
         self.configuration = configuration
         self.log = log
+        let synced = try Self.store(of: container, named: configuration.store)
+        self.synced = synced
         do {
-            worker = try Worker(container: container, zone: configuration.zone, server: server, log: log)
+            worker = try Worker(container: synced, zone: configuration.zone, server: server, log: log)
         } catch {
             throw error
         }
@@ -155,14 +158,56 @@ public final class SyncEngine: Observable, Sendable {
         current.withLock { $0.take(state, head: state.position) }
         // Each local save is pending until a round says otherwise.
         let observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: nil, queue: nil) {
-            [weak self, container] note in
-            guard let context = note.object as? ModelContext, context.container === container,
-                context.author != SyncReplica.author
-            else { return }
+            [weak self, container, synced] note in
+            guard Self.isLocalSave(note, of: synced, in: container) else { return }
             self?.update { $0.pendingChanges += 1 }
         }
         saveObserver = observer
     }
+
+    /// The store of `container` that an engine syncs: the configuration
+    /// named `name` of a container with several stores (its part), or the
+    /// container itself.
+    private static func store(of container: ModelContainer, named name: String?) throws(SyncError) -> ModelContainer {
+        let names = container.parts.compactMap { $0.orderedConfigurations.first?.name }
+        guard !container.parts.isEmpty else {
+            if let name, let own = container.orderedConfigurations.first?.name, name != own {
+                throw SyncError(.configuration, "the container has no store named \(name) (its store is \(own))")
+            }
+            return container
+        }
+        guard let name else {
+            throw SyncError(
+                .configuration,
+                "the container has several stores (\(names.joined(separator: ", "))): each syncs through an engine of "
+                    + "its own; name one in SyncConfiguration.store")
+        }
+        guard let part = container.parts.first(where: { $0.orderedConfigurations.first?.name == name }) else {
+            throw SyncError(
+                .configuration, "the container has no store named \(name) (its stores: \(names.joined(separator: ", ")))")
+        }
+        return part
+    }
+
+    /// Whether `note` (`didSave`) is of a local save that wrote to the store
+    /// of `synced`: a save of its context, or of a context of `container`
+    /// (the whole container of several stores) that names its models.
+    private static func isLocalSave(_ note: Notification, of synced: ModelContainer, in container: ModelContainer)
+        -> Bool
+    {
+        guard let context = note.object as? ModelContext, context.author != SyncReplica.author else { return false }
+        if context.container === synced { return true }
+        guard context.container === container else { return false }
+        let store = synced.store.identifier
+        return [ModelContext.NotificationKey.insertedIdentifiers, .updatedIdentifiers, .deletedIdentifiers].contains {
+            key in
+            (note.userInfo?[key.rawValue] as? [PersistentIdentifier] ?? []).contains { $0.storeIdentifier == store }
+        }
+    }
+
+    /// The container of the store this engine syncs: ``container``, or one
+    /// of its stores (``SyncConfiguration/store``).
+    private let synced: ModelContainer
 
     /// Counts local saves into the status's pending changes. Written once,
     /// by the initializer, and read by `deinit` only.
@@ -270,12 +315,10 @@ public final class SyncEngine: Observable, Sendable {
                     wake.yield()
                 }
             }
-            let container = container
+            let (container, synced) = (container, synced)
             let saves = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: nil, queue: nil) {
                 note in
-                guard let context = note.object as? ModelContext, context.container === container,
-                    context.author != "sync"
-                else { return }
+                guard Self.isLocalSave(note, of: synced, in: container) else { return }
                 wake.yield()
             }
             state = RunningState(loop: loop, listener: listener, saves: saves, wake: wake)

@@ -23,6 +23,13 @@
         }
     }
 
+    /// A model of a second store (``SyncTests/testEachStoreOfAContainerSyncsWithAZoneOfItsOwn()``).
+    @Model
+    final class Draft {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+
     /// A test class with a PostgreSQL server of its own (made in the
     /// class's setUp, removed in its tearDown); each test uses zones of its
     /// own, and devices whose stores live in a directory of the test's.
@@ -85,8 +92,10 @@
 
         /// Adds `container` to the stores the tear-down checks.
         @discardableResult func track(_ container: ModelContainer) -> ModelContainer {
-            if let url = container.configurations.first?.url {
-                tracked.append((url, container.schema, WeakContainer(container: container)))
+            // A store of several is opened again with its own schema.
+            for configuration in container.orderedConfigurations {
+                let schema = container.orderedConfigurations.count > 1 ? configuration.schema : nil
+                tracked.append((configuration.url, schema ?? container.schema, WeakContainer(container: container)))
             }
             return container
         }
@@ -216,6 +225,68 @@
 
     final class SyncTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Note.self] }
+
+        /// A container of two stores: each syncs with a zone of its own,
+        /// through an engine of its own, from the app's contexts of the
+        /// whole container; an engine that names no store, or a store the
+        /// container lacks, is refused with the stores' names.
+        func testEachStoreOfAContainerSyncsWithAZoneOfItsOwn() async throws {
+            let notesZone = "zone-\(UUID())"
+            let draftsZone = "zone-\(UUID())"
+            func device(_ name: String) throws -> (ModelContainer, notes: SyncEngine, drafts: SyncEngine) {
+                let container = try ModelContainer(
+                    for: Schema([Note.self, Draft.self]),
+                    configurations: [
+                        ModelConfiguration(
+                            "notes", schema: Schema([Note.self]), url: URL(fileURLWithPath: directory.file(name + "-notes"))),
+                        ModelConfiguration(
+                            "drafts", schema: Schema([Draft.self]), url: URL(fileURLWithPath: directory.file(name + "-drafts"))),
+                    ])
+                var notes = try configuration(zone: notesZone)
+                notes.store = "notes"
+                var drafts = try configuration(zone: draftsZone)
+                drafts.store = "drafts"
+                let engines = (try SyncEngine(container: container, configuration: notes),
+                    try SyncEngine(container: container, configuration: drafts))
+                self.engines += [engines.0, engines.1]
+                return (track(container), engines.0, engines.1)
+            }
+            let (a, notesA, draftsA) = try device("a")
+            let (b, notesB, draftsB) = try device("b")
+            let context = ModelContext(a)
+            context.insert(Note(title: "a note"))
+            context.insert(Draft(text: "a draft"))
+            try context.save()
+            XCTAssertEqual(notesA.status.pendingChanges, 1)
+            XCTAssertEqual(draftsA.status.pendingChanges, 1)
+            try await notesA.syncNow()
+            try await draftsA.syncNow()
+            try await notesB.syncNow()
+            XCTAssertEqual(try ModelContext(b).fetch(FetchDescriptor<Note>()).map(\.title), ["a note"])
+            XCTAssertEqual(try ModelContext(b).fetchCount(FetchDescriptor<Draft>()), 0, "the drafts' zone is not pulled yet")
+            try await draftsB.syncNow()
+            XCTAssertEqual(try ModelContext(b).fetch(FetchDescriptor<Draft>()).map(\.text), ["a draft"])
+            XCTAssertEqual(try head(notesZone), 1)
+            XCTAssertEqual(try head(draftsZone), 1)
+
+            // A save of one store is pending for its engine only.
+            let onB = ModelContext(b)
+            onB.insert(Draft(text: "b's draft"))
+            try onB.save()
+            XCTAssertEqual(notesB.status.pendingChanges, 0)
+            XCTAssertEqual(draftsB.status.pendingChanges, 1)
+
+            let whole = try configuration(zone: notesZone)
+            XCTAssertThrowsError(try SyncEngine(container: a, configuration: whole)) { error in
+                XCTAssertEqual((error as? SyncError)?.code, .configuration)
+                XCTAssertTrue("\(error)".contains("several stores (notes, drafts)"), "\(error)")
+            }
+            var unknown = whole
+            unknown.store = "photos"
+            XCTAssertThrowsError(try SyncEngine(container: a, configuration: unknown)) { error in
+                XCTAssertTrue("\(error)".contains("no store named photos (its stores: notes, drafts)"), "\(error)")
+            }
+        }
 
         func notes(_ container: ModelContainer) throws -> [Note] {
             try ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))

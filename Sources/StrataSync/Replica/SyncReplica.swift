@@ -63,7 +63,7 @@ package final class SyncReplica {
 
     package init(container: ModelContainer) throws(Refusal) {
         guard container.parts.isEmpty else {
-            throw Refusal("a container with several stores cannot sync yet: give sync a container of one store")
+            throw Refusal("a container with several stores syncs one store per engine: name it in SyncConfiguration.store")
         }
         guard container.store.recordsHistory else {
             throw Refusal("sync needs the store's history, and the configuration does not record it")
