@@ -246,8 +246,10 @@
                 notes.store = "notes"
                 var drafts = try configuration(zone: draftsZone)
                 drafts.store = "drafts"
-                let engines = (try SyncEngine(container: container, configuration: notes),
-                    try SyncEngine(container: container, configuration: drafts))
+                let engines = (
+                    try SyncEngine(container: container, configuration: notes),
+                    try SyncEngine(container: container, configuration: drafts)
+                )
                 self.engines += [engines.0, engines.1]
                 return (track(container), engines.0, engines.1)
             }
