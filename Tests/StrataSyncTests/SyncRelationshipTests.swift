@@ -335,6 +335,47 @@
             XCTAssertEqual(syncA.status.serverPosition, 2)
         }
 
+        /// A device renamed a label away from "red" in a save it has not
+        /// pushed, then pulls another device's rename of a second label to
+        /// "red": in the zone, the first label held "red" then, so every
+        /// other device merges the two. This one does too (it keeps the
+        /// zone's values of unique constraints), and its rename, pushed
+        /// after, names the merged label everywhere.
+        func testARenameCollidingWithAValueRenamedAwayLocallyMergesToo() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            let onB = ModelContext(b)
+            let memo2 = Memo(text: "m2")
+            onB.insert(memo2)
+            memo2.labels = [Label(name: "blue")]
+            try onB.save()
+            try await syncB.syncNow()
+            try await syncC.syncNow()
+            // B renames its label to "red", not knowing A's.
+            try rename("blue", to: "red", on: b)
+            try await syncA.syncNow()
+            let onA = ModelContext(a)
+            let memo1 = Memo(text: "m1")
+            onA.insert(memo1)
+            memo1.labels = [Label(name: "red")]
+            try onA.save()
+            try await syncA.syncNow()
+            // C takes A's label and renames it away, not pushing yet.
+            try await syncC.syncNow()
+            try rename("red", to: "crimson", on: c)
+            try await syncB.syncNow()
+            try await syncC.syncNow()
+            for sync in [syncA, syncB, syncC, syncA, syncB] { try await sync.syncNow() }
+            let expected = ["label crimson: m1,m2", "memo m1 in - labels crimson", "memo m2 in - labels crimson"]
+            for (name, container) in [("a", a), ("b", b), ("c", c)] {
+                XCTAssertEqual(try dump(container), expected, name)
+                XCTAssertEqual(try container.checkIntegrity(), [])
+            }
+            for sync in [syncA, syncB, syncC] { XCTAssertNil(sync.status.lastError) }
+        }
+
         func testACascadeReachesAModelAddedConcurrentlyOnAnotherDevice() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

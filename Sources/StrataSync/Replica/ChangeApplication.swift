@@ -46,6 +46,9 @@ extension SyncReplica {
         /// Updates whose values collide on a unique constraint with another
         /// stored model: merged once the change is linked.
         var collisions: [Collision] = []
+        /// The fields of the set's inserts and updates of entities with
+        /// unique constraints, for `sync.zoneValues`.
+        var zoneFields: [(id: SyncID, entity: Schema.Entity, fields: [Field])] = []
         /// Rows whose models merged into another row: their identifier
         /// points at the other row, and the row is theirs no more.
         var mergedAway: [(entity: Schema.Entity, row: Int64)] = []
@@ -127,6 +130,7 @@ extension SyncReplica {
                     else { continue }
                     links.set(change.id, field.name, to: field.value.count == 16 ? SyncID(bytes: field.value) : nil)
                 }
+                if !entity.uniqueGroups.isEmpty { zoneFields.append((change.id, entity, change.fields)) }
                 if own { return }
                 switch place {
                 case .deleted: return
@@ -164,6 +168,10 @@ extension SyncReplica {
             link(model, entity, fields)
             if let (holder, names) = try replica.collidingRow(of: model, entity, except: row) {
                 collisions.append(Collision(entity: entity, updated: row, holder: holder, names: names, fields: change.fields))
+            } else if let (holder, names) = try zoneHolder(of: change.fields, entity, row: row) {
+                collisions.append(
+                    Collision(
+                        entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
             }
         }
 
@@ -343,10 +351,20 @@ extension SyncReplica {
             for (id, entity, row) in merged where doomed[id] == nil {
                 try SyncReplica.map(id, entity: entity.name, row: row, tx)
             }
-            for (entity, row) in mergedAway { try SyncReplica.unmap(entity: entity.name, row: row, tx) }
+            for (entity, row) in mergedAway {
+                try SyncReplica.unmap(entity: entity.name, row: row, tx)
+                try SyncReplica.forgetZoneValues(entity, row: row, tx)
+            }
             for (id, (entity, row)) in doomed {
                 try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)
                 try links.forget(id, tx)
+                if let row { try SyncReplica.forgetZoneValues(entity, row: row, tx) }
+            }
+            // The zone's values of unique constraints, by where each
+            // identifier points now (a merged one at its survivor).
+            for (id, entity, fields) in zoneFields where doomed[id] == nil {
+                guard case .row(let row)? = try SyncReplica.place(of: id, tx) else { continue }
+                try SyncReplica.recordZoneValues(entity, row: row, fields, tx)
             }
             try links.write(tx)
             if let token = ownToken {

@@ -42,6 +42,9 @@ extension SyncReplica.ChangeApplication {
         let names: Set<String>
         /// The change's fields.
         let fields: [Field]
+        /// The holder holds the values in the zone (`sync.zoneValues`), and
+        /// a local save not pushed yet moved them away here.
+        var inZone = false
     }
 
     /// Merges each collision's two models (see the top of this file).
@@ -55,9 +58,10 @@ extension SyncReplica.ChangeApplication {
             }
             // An earlier change of this set may have moved the holder off.
             guard
-                entity.uniqueGroups.contains(where: { group in
-                    group.key(group.values(of: updated), row: 0) == group.key(group.values(of: holder), row: 0)
-                })
+                collision.inZone
+                    || entity.uniqueGroups.contains(where: { group in
+                        group.key(group.values(of: updated), row: 0) == group.key(group.values(of: holder), row: 0)
+                    })
             else { continue }
             let unprepared = try store.read { tx in
                 try SyncReplica.number("prepared", tx) < HistoryLog.lastToken(tx)
@@ -70,6 +74,7 @@ extension SyncReplica.ChangeApplication {
             let updatedMask = masks[entity.name]?[collision.updated]
             let holderIsLater: Bool
             switch holderMask {
+            case _ where collision.inZone: holderIsLater = false
             case nil: holderIsLater = false
             case .some(nil): holderIsLater = true
             case .some(.some(let names)): holderIsLater = !names.isDisjoint(with: collision.names)

@@ -1,0 +1,92 @@
+import Foundation
+import Strata
+import StrataEngine
+
+// The zone's values of the attributes of unique constraints, per model:
+// what the zone's changes this store applied or pushed last set them to,
+// whatever local saves not pushed yet did since. An update pulled from the
+// zone that gives a model the values another model holds in the zone
+// collides with it there, even when a local save not pushed yet moved that
+// model's values away here: every other device merges the two, so this
+// one does too (see `SyncReplica+Merge`), and the local save's values go
+// on top when it is pushed.
+//
+// `sync.zoneValues`: entity name (UTF-8), 0, row (8 bytes, RowKey) → an
+// encoded `SyncChangeSet` of one change holding those attributes. Written
+// for entities with unique constraints only; a model without an entry
+// (stored before this tree existed) has its stored values.
+
+extension SyncReplica {
+    static let zoneValuesTree = "sync.zoneValues"
+
+    /// The names of the attributes of `entity`'s unique constraints.
+    static func uniqueNames(_ entity: Schema.Entity) -> Set<String> {
+        Set(entity.uniqueGroups.flatMap { $0.properties.map(\.name) })
+    }
+
+    /// The zone's values recorded for `row`, by attribute name.
+    static func zoneValues(_ entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws
+        -> [String: SyncChangeSet.Field]?
+    {
+        guard let tree = try tx.treeIfPresent(zoneValuesTree), let bytes = try tx.get(rowKey(entity.name, row), in: tree)
+        else { return nil }
+        let set: SyncChangeSet
+        do {
+            set = try SyncChangeSet.decode(bytes)
+        } catch {
+            throw SwiftDataError(.corruptRecord, "\(zoneValuesTree): the entry of \(entity.name) row \(row): \(error)")
+        }
+        return Dictionary((set.changes.first?.fields ?? []).map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// Records that the zone set `fields` (those of unique constraints) of
+    /// the model at `row`.
+    static func recordZoneValues(_ entity: Schema.Entity, row: Int64, _ fields: [SyncChangeSet.Field], _ tx: WriteTransaction)
+        throws
+    {
+        let names = uniqueNames(entity)
+        let set = fields.filter { names.contains($0.name) }
+        guard !set.isEmpty else { return }
+        var values = try zoneValues(entity, row: row, tx) ?? [:]
+        for field in set { values[field.name] = field }
+        let change = SyncChangeSet.Change(
+            kind: .update, entity: entity.name, id: SyncID(bytes: Array(repeating: 0, count: 16)),
+            fields: values.sorted { $0.key < $1.key }.map(\.value))
+        let tree = try tx.treeIfPresent(zoneValuesTree) ?? tx.createTree(zoneValuesTree)
+        try tx.put(rowKey(entity.name, row), SyncChangeSet(changes: [change]).encode(), in: tree)
+    }
+
+    static func forgetZoneValues(_ entity: Schema.Entity, row: Int64, _ tx: WriteTransaction) throws {
+        if let tree = try tx.treeIfPresent(zoneValuesTree) { try tx.delete(rowKey(entity.name, row), in: tree) }
+    }
+}
+
+extension SyncReplica.ChangeApplication {
+    /// The model of `entity` that holds in the zone the values of a unique
+    /// constraint that the pulled `fields` give the model at `row`, while a
+    /// local save not pushed yet moved its values away here (a holder of
+    /// the values here is found by the store's unique index instead).
+    func zoneHolder(of fields: [Field], _ entity: Schema.Entity, row: Int64) throws -> (row: Int64, names: Set<String>)? {
+        guard !entity.uniqueGroups.isEmpty, let masked = masks[entity.name] else { return nil }
+        let groups = entity.uniqueGroups.map { Set($0.properties.map(\.name)) }
+        return try store.read { tx in
+            var mine: [String: Field]?
+            for (other, mask) in masked where other != row {
+                // A model a local save inserted is not in the zone yet.
+                guard let names = mask else { continue }
+                for group in groups where !group.isDisjoint(with: names) {
+                    guard let theirs = try SyncReplica.zoneValues(entity, row: other, tx) else { continue }
+                    if mine == nil {
+                        var values = try SyncReplica.zoneValues(entity, row: row, tx) ?? [:]
+                        for field in fields { values[field.name] = field }
+                        mine = values
+                    }
+                    if group.allSatisfy({ name in mine?[name] != nil && mine?[name] == theirs[name] }) {
+                        return (other, group)
+                    }
+                }
+            }
+            return nil
+        }
+    }
+}
