@@ -15,7 +15,7 @@
     /// `STRATA_SYNC_OPERATIONS` sets its length (1,200 by default);
     /// `STRATA_SYNC_COLLISIONS=1` adds renames that collide on a unique
     /// constraint (off by default: some seeds diverge, see the Sync
-    /// article's "Limits").
+    /// article), `STRATA_SYNC_TRIMS=0` leaves the trims out.
     final class SyncConvergenceTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
 
@@ -25,7 +25,8 @@
             let operations = environment["STRATA_SYNC_OPERATIONS"].flatMap(Int.init) ?? 1200
             print("SyncConvergenceTests seed \(seed) (STRATA_SYNC_SEED=\(seed) replays it), \(operations) operations")
             try await converge(
-                seed: seed, operations: operations, trims: true, collisions: environment["STRATA_SYNC_COLLISIONS"] == "1")
+                seed: seed, operations: operations, trims: environment["STRATA_SYNC_TRIMS"] != "0",
+                collisions: environment["STRATA_SYNC_COLLISIONS"] == "1")
         }
 
         /// Seeds that once diverged. 326: a change set sent the insert of a
