@@ -391,18 +391,28 @@ public final class SyncEngine: Observable, Sendable {
     /// This engine does not sync again: its rounds throw
     /// ``SyncError/Code/stopped``. Make a new engine to join a zone.
     ///
-    /// - Throws: ``SyncError/Code/store`` when the store cannot be written
-    ///   (it is then unchanged, and still in the zone).
+    /// - Throws: ``SyncError/Code/store`` when the store cannot be written:
+    ///   it is then unchanged and still in the zone, or (without
+    ///   `keepingData`) out of the zone with its models still there.
     public func leaveZone(keepingData: Bool) async throws(SyncError) {
         await stop()
         left.withLock { $0 = true }
         do {
-            try worker.leave(keepingData: keepingData)
+            try worker.leaveZone()
         } catch {
             left.withLock { $0 = false }
             throw SyncError(.store, "leaving zone \(configuration.zone): \(error)")
         }
         update { $0 = SyncStatus() }
+        // Out of the zone now, whatever follows: a round would join it
+        // again and upload the models as new ones.
+        if !keepingData {
+            do {
+                try worker.eraseStore()
+            } catch {
+                throw SyncError(.store, "left zone \(configuration.zone), but deleting the store's models failed: \(error)")
+            }
+        }
         let models = keepingData ? "keeping the store's models" : "deleting the store's models"
         log(.info, "left the zone, \(models)", zone: configuration.zone)
     }

@@ -58,16 +58,11 @@ actor Worker {
         }
     }
 
-    /// Forgets the store's place in the zone; `keepingData` false deletes
-    /// its models too (sync state first: a failure in between leaves
-    /// models that a new engine uploads, never a zone position without
-    /// its models).
-    nonisolated func leave(keepingData: Bool) throws {
-        try replica.with { replica in
-            try replica.leave()
-            if !keepingData { try replica.container.erase() }
-        }
-    }
+    /// Forgets the store's place in the zone.
+    nonisolated func leaveZone() throws { try replica.with { try $0.leave() } }
+
+    /// Deletes the store's models (`deleteAllData()`).
+    nonisolated func eraseStore() throws { try replica.with { try $0.container.erase() } }
 
     struct Outcome: Sendable {
         var state: SyncReplica.State
