@@ -103,7 +103,8 @@ actor Worker {
             throw SyncError(.store, "the store's sync state names no device")
         }
         while true {
-            report(.pulling, outcome)
+            // `pullAll` reports pulling once the server answers: until then
+            // an engine that is offline stays so, however often it retries.
             try await pullAll(into: &outcome, report: report)
             report(.pushing, outcome)
             let outbox: [(token: Int64, payload: [UInt8])]
