@@ -45,6 +45,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // SHA-256 of `.externalStorage` values (StrataSync's content
+        // addresses); postgres-nio depends on it already.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
@@ -66,6 +69,7 @@ let package = Package(
             name: "StrataSync",
             dependencies: [
                 "Strata",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Sync"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Sync"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Sync"])),

@@ -422,6 +422,51 @@
             }
         }
 
+        func missingParts(zone: String, values: [(digest: [UInt8], parts: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int)]
+        {
+            try await run("asking which external values the zone lacks") { [logger] connection in
+                let digests = values.map { ByteBuffer(bytes: $0.digest) }
+                let counts = values.map { Int32(clamping: $0.parts) }
+                var missing: [(digest: [UInt8], part: Int)] = []
+                let stream = try await connection.query(
+                    "SELECT r_digest, r_part FROM strata_sync.missing_parts(\(zone), \(digests), \(counts))",
+                    logger: logger)
+                for try await (digest, part) in stream.decode((Data, Int32).self) {
+                    missing.append((Array(digest), Int(part)))
+                }
+                return missing
+            }
+        }
+
+        func putParts(zone: String, parts: [(digest: [UInt8], part: Int, bytes: [UInt8])]) async throws(SyncError) {
+            try await run("uploading external values") { [logger] connection in
+                let digests = parts.map { ByteBuffer(bytes: $0.digest) }
+                let numbers = parts.map { Int32(clamping: $0.part) }
+                let payloads = parts.map { ByteBuffer(bytes: $0.bytes) }
+                let stream = try await connection.query(
+                    "SELECT strata_sync.put_parts(\(zone), \(digests), \(numbers), \(payloads))", logger: logger)
+                for try await _ in stream {}
+            }
+        }
+
+        func parts(zone: String, _ wanted: [(digest: [UInt8], part: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int, bytes: [UInt8])]
+        {
+            try await run("downloading external values") { [logger] connection in
+                let digests = wanted.map { ByteBuffer(bytes: $0.digest) }
+                let numbers = wanted.map { Int32(clamping: $0.part) }
+                var found: [(digest: [UInt8], part: Int, bytes: [UInt8])] = []
+                let stream = try await connection.query(
+                    "SELECT r_digest, r_part, r_payload FROM strata_sync.parts(\(zone), \(digests), \(numbers))",
+                    logger: logger)
+                for try await (digest, part, payload) in stream.decode((Data, Int32, Data).self) {
+                    found.append((Array(digest), Int(part), Array(payload)))
+                }
+                return found
+            }
+        }
+
         /// The changes set aside in `zone`, or in every zone the login role
         /// may read (see ``SyncServer/setAsideChanges(zone:)``).
         func setAsideChanges(zone: String?) async throws(SyncError) -> [SyncServer.SetAsideChange] {

@@ -17,6 +17,11 @@ import Foundation
 ///   zone shared with a group role is shared with its members.
 /// - `changes`, `snapshots`, `schemas`: a zone's changes, its snapshot and
 ///   its devices' schemas, reached only through the functions.
+/// - `parts(zone, digest, part)`: the zone's `.externalStorage` values, in
+///   parts, each value once per zone by its SHA-256 (`put_parts` by a role
+///   that may write the zone, `parts` by one that may read it). Each zone
+///   has its own: a role learns nothing of another zone's values, not even
+///   whether one holds a value it knows.
 /// - `devices(device, role)`: each device belongs to the role that pushed
 ///   from it first, so no role can push in another role's device's name.
 /// - `changes.set_aside_*`: a change that a device could not read, set
@@ -34,9 +39,9 @@ import Foundation
 enum ServerLayout {
     /// The layout this StrataSync installs and talks to. Version 1 was the
     /// layout devices created themselves (no owners, no functions but
-    /// `push`); version 2 had no set-aside changes. An install upgrades
-    /// either.
-    static let version = 3
+    /// `push`); version 2 had no set-aside changes, version 3 no external
+    /// values' parts. An install upgrades each.
+    static let version = 4
 
     /// What is there: whether the layout's version table and version 1's
     /// tables exist.
@@ -125,6 +130,17 @@ enum ServerLayout {
                 description text NOT NULL,
                 registered_at timestamptz NOT NULL DEFAULT now(),
                 PRIMARY KEY (zone, hash))
+            """
+        ),
+        (
+            "table parts",
+            """
+            CREATE TABLE IF NOT EXISTS strata_sync.parts (
+                zone text NOT NULL REFERENCES strata_sync.zones (zone),
+                digest bytea NOT NULL,
+                part integer NOT NULL,
+                payload bytea NOT NULL,
+                PRIMARY KEY (zone, digest, part))
             """
         ),
         (
@@ -441,6 +457,52 @@ enum ServerLayout {
                             WHERE c.zone = p_zone AND c.seq <= p_through AND c.seq > v_trimmed;
                         UPDATE strata_sync.zones AS z SET trimmed = p_through WHERE z.zone = p_zone;
                         RETURN true;
+                    END
+                    """)),
+        Function(
+            name: "missing_parts", signature: "strata_sync.missing_parts(text, bytea[], integer[])", forDevices: true,
+            sql: definer(
+                "strata_sync.missing_parts(p_zone text, p_digests bytea[], p_counts integer[])",
+                returns: "TABLE (r_digest bytea, r_part integer)",
+                body: """
+                    BEGIN
+                        PERFORM strata_sync.require(p_zone, true, true);
+                        RETURN QUERY SELECT v.digest, n.part::integer
+                            FROM unnest(p_digests, p_counts) AS v (digest, count)
+                            CROSS JOIN LATERAL generate_series(0, v.count - 1) AS n (part)
+                            WHERE NOT EXISTS (SELECT 1 FROM strata_sync.parts AS p
+                                WHERE p.zone = p_zone AND p.digest = v.digest AND p.part = n.part)
+                            ORDER BY 1, 2;
+                    END
+                    """)),
+        Function(
+            name: "put_parts", signature: "strata_sync.put_parts(text, bytea[], integer[], bytea[])", forDevices: true,
+            sql: definer(
+                "strata_sync.put_parts(p_zone text, p_digests bytea[], p_parts integer[], p_payloads bytea[])",
+                returns: "void",
+                body: """
+                    BEGIN
+                        PERFORM strata_sync.require(p_zone, true, true);
+                        -- The first upload of a part stays: readers check the
+                        -- value against its digest, and a damaged part is
+                        -- for the operator to delete.
+                        INSERT INTO strata_sync.parts AS p (zone, digest, part, payload)
+                            SELECT p_zone, v.digest, v.part, v.payload
+                            FROM unnest(p_digests, p_parts, p_payloads) AS v (digest, part, payload)
+                            ON CONFLICT DO NOTHING;
+                    END
+                    """)),
+        Function(
+            name: "parts", signature: "strata_sync.parts(text, bytea[], integer[])", forDevices: true,
+            sql: definer(
+                "strata_sync.parts(p_zone text, p_digests bytea[], p_parts integer[])",
+                returns: "TABLE (r_digest bytea, r_part integer, r_payload bytea)",
+                body: """
+                    BEGIN
+                        PERFORM strata_sync.require(p_zone, false, false);
+                        RETURN QUERY SELECT p.digest, p.part, p.payload
+                            FROM unnest(p_digests, p_parts) AS v (digest, part)
+                            JOIN strata_sync.parts AS p ON p.zone = p_zone AND p.digest = v.digest AND p.part = v.part;
                     END
                     """)),
         Function(

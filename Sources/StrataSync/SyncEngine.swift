@@ -535,6 +535,15 @@ public final class SyncEngine: Observable, Sendable {
         func trim(zone: String, through: Int64, parts: [[UInt8]]) async throws(SyncError) -> Bool { throw error }
         func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] { throw error }
         func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool { throw error }
+        func missingParts(zone: String, values: [(digest: [UInt8], parts: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int)]
+        { throw error }
+        func putParts(zone: String, parts: [(digest: [UInt8], part: Int, bytes: [UInt8])]) async throws(SyncError) {
+            throw error
+        }
+        func parts(zone: String, _ wanted: [(digest: [UInt8], part: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int, bytes: [UInt8])]
+        { throw error }
         func listen(zone: String, listening: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void)
             async throws(SyncError)
         { throw error }

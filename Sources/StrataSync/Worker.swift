@@ -7,9 +7,12 @@ actor Worker {
     let server: any ZoneServer
     let zone: String
     private let log: SyncLog
-    private nonisolated let replica: ReplicaBox
+    nonisolated let replica: ReplicaBox
     private let schema: SyncSchema
     private var prepared = false
+    /// The external values this worker found or put in the zone (their
+    /// digests), not asked about again.
+    var uploaded: Set<[UInt8]> = []
 
     /// How many server changes one pull asks for.
     static let pullBatch = 256
@@ -115,6 +118,7 @@ actor Worker {
             }
             var behind = false
             for entry in outbox {
+                try await uploadExternalValues(of: entry.payload)
                 let position = try localState().position
                 let result = try await server.push(
                     zone: zone, device: device, token: entry.token, expected: position, schema: schema.hash,
@@ -145,6 +149,7 @@ actor Worker {
                 if behind { break }
             }
             if !behind {
+                try store({ try $0.forgetExternalValues() }, "dropping the external values kept for sync")
                 outcome.state = try localState()
                 return outcome
             }
@@ -155,6 +160,7 @@ actor Worker {
     /// `SyncReplica+Rejoin`).
     private func rejoin(head: Int64, _ outcome: inout Outcome) throws(SyncError) {
         try store({ try $0.rejoin(head: head) }, "joining the zone again")
+        uploaded.removeAll()
         outcome.state = try localState()
     }
 
@@ -228,6 +234,7 @@ actor Worker {
                     refreshedFor.insert(change.schema)
                     try await checkSchema()
                 }
+                try await downloadExternalValues(of: change.payload, seq: change.seq)
                 do {
                     let applied = try replica.with {
                         try $0.apply(
@@ -298,6 +305,7 @@ actor Worker {
             // Trimmed again since: the next round reads the new snapshot.
             throw SyncError(.server, "zone \(zone): the snapshot at change \(through) was replaced; try again")
         }
+        try await downloadExternalValues(ofSnapshot: through)
         do {
             let applied = try replica.with { try $0.restore(through: through) }
             outcome.applied.add(applied)

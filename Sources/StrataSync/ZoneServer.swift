@@ -74,6 +74,17 @@ protocol ZoneServer: Sendable {
     /// already. ``SyncError/Code/forbidden`` for a role that may not write
     /// the zone.
     func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool
+    /// Which parts of the external values `values` (each a SHA-256 and its
+    /// number of parts) the zone lacks, as (digest, part) pairs.
+    /// ``SyncError/Code/forbidden`` for a role that may not write the zone.
+    func missingParts(zone: String, values: [(digest: [UInt8], parts: Int)]) async throws(SyncError)
+        -> [(digest: [UInt8], part: Int)]
+    /// Stores parts of external values in the zone (a part it holds
+    /// already stays as it is).
+    func putParts(zone: String, parts: [(digest: [UInt8], part: Int, bytes: [UInt8])]) async throws(SyncError)
+    /// The parts asked for (digest, part) that the zone holds, in any order.
+    func parts(zone: String, _ wanted: [(digest: [UInt8], part: Int)]) async throws(SyncError)
+        -> [(digest: [UInt8], part: Int, bytes: [UInt8])]
     /// Calls `listening` once notifications reach this device, then `wake`
     /// for every notification that the zone changed, until
     /// the task is cancelled or the connection breaks (then it throws).

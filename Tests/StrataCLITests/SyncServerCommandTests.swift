@@ -16,12 +16,12 @@ final class SyncServerCommandTests: XCTestCase {
 
         let first = try strata("install", "--url", cluster.url)
         XCTAssertEqual(first.status, 0, first.err)
-        XCTAssertTrue(first.out.hasPrefix("strata_sync layout: none -> version 3\n"), first.out)
+        XCTAssertTrue(first.out.hasPrefix("strata_sync layout: none -> version 4\n"), first.out)
         XCTAssertTrue(first.out.contains("  table zones\n"), first.out)
-        XCTAssertEqual(try cluster.psql("SELECT version FROM strata_sync.layout"), "3\n")
+        XCTAssertEqual(try cluster.psql("SELECT version FROM strata_sync.layout"), "4\n")
         let second = try strata("install", "--url", cluster.url)
         XCTAssertEqual(second.status, 0, second.err)
-        XCTAssertTrue(second.out.hasPrefix("strata_sync layout: version 3, already installed"), second.out)
+        XCTAssertTrue(second.out.hasPrefix("strata_sync layout: version 4, already installed"), second.out)
 
         let grant = try strata("grant", "--url", cluster.url, "--zone", "team", "--role", "dana", "--read-only")
         XCTAssertEqual(grant.status, 0, grant.err)

@@ -116,7 +116,8 @@
             _ = try await alicesPhone(zone: "alice-sql", with: "secret")
             let counts =
                 "SELECT (SELECT count(*) FROM strata_sync.changes), (SELECT count(*) FROM strata_sync.zones), "
-                + "(SELECT string_agg(zone || ':' || head, ',' ORDER BY zone) FROM strata_sync.zones)"
+                + "(SELECT string_agg(zone || ':' || head, ',' ORDER BY zone) FROM strata_sync.zones), "
+                + "(SELECT count(*) FROM strata_sync.parts)"
             let before = try cluster.psql(counts)
 
             // List, read, pull, push, trim, delete, share, learn the channel.
@@ -128,6 +129,13 @@
             expectRefused(
                 "SELECT * FROM strata_sync.push('alice-sql', gen_random_uuid(), 1, 1, 'x', '\\x00'::bytea)", as: "bob")
             expectRefused("SELECT strata_sync.trim('alice-sql', 1, ARRAY[]::bytea[])", as: "bob")
+            // External values: read, ask after, upload.
+            expectRefused("SELECT payload FROM strata_sync.parts", as: "bob")
+            expectRefused("SELECT * FROM strata_sync.parts('alice-sql', ARRAY['\\x00'::bytea], ARRAY[0])", as: "bob")
+            expectRefused("SELECT * FROM strata_sync.missing_parts('alice-sql', ARRAY['\\x00'::bytea], ARRAY[1])", as: "bob")
+            expectRefused(
+                "SELECT strata_sync.put_parts('alice-sql', ARRAY['\\x00'::bytea], ARRAY[0], ARRAY['\\x01'::bytea])",
+                as: "bob")
             expectRefused("DELETE FROM strata_sync.changes", as: "bob")
             expectRefused("UPDATE strata_sync.zones SET head = 0", as: "bob")
             expectRefused("SELECT strata_sync.channel('alice-sql')", as: "bob")
@@ -184,6 +192,11 @@
             XCTAssertTrue(error?.message.contains("may not write zone alice-shared-ro") ?? false, "\(String(describing: error))")
             XCTAssertEqual(try head("alice-shared-ro"), headBefore)
             XCTAssertEqual(try titles(bobs), ["bob's edit", "recipe"])
+            // Nor may it put external values there.
+            expectRefused(
+                "SELECT strata_sync.put_parts('alice-shared-ro', ARRAY['\\x00'::bytea], ARRAY[0], ARRAY['\\x01'::bytea])",
+                as: "bob")
+            XCTAssertEqual(try server().psql("SELECT count(*) FROM strata_sync.parts WHERE zone = 'alice-shared-ro'"), "0\n")
             // Carol, not shared with, is refused the share; Bob may not
             // share a zone he does not own.
             _ = await expectSyncError(.forbidden) {

@@ -812,6 +812,19 @@
         func setAside(zone: String, seq: Int64, code: String, reason: String) async throws(SyncError) -> Bool {
             try await base.setAside(zone: zone, seq: seq, code: code, reason: reason)
         }
+        func missingParts(zone: String, values: [(digest: [UInt8], parts: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int)]
+        {
+            try await base.missingParts(zone: zone, values: values)
+        }
+        func putParts(zone: String, parts: [(digest: [UInt8], part: Int, bytes: [UInt8])]) async throws(SyncError) {
+            try await base.putParts(zone: zone, parts: parts)
+        }
+        func parts(zone: String, _ wanted: [(digest: [UInt8], part: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int, bytes: [UInt8])]
+        {
+            try await base.parts(zone: zone, wanted)
+        }
         func listen(zone: String, listening: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void)
             async throws(SyncError)
         {

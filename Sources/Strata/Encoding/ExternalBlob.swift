@@ -7,7 +7,7 @@ import StrataEngine
 /// the bytes — zlib-compressed (format 1) when that makes them smaller by
 /// at least an eighth, as they are (format 0) otherwise. Data under 64
 /// bytes is not worth a compression attempt.
-enum ExternalBlob {
+package enum ExternalBlob {
     static func encode(_ data: Data) -> [UInt8] {
         let raw = [UInt8](data)
         var out: [UInt8] = []
@@ -26,7 +26,7 @@ enum ExternalBlob {
     /// The data, or nil when the bytes are damaged (wrong format, length or
     /// compressed stream). The length is checked before anything is
     /// allocated, against a 1 GiB ceiling.
-    static func decode(_ bytes: [UInt8]) -> Data? {
+    package static func decode(_ bytes: [UInt8]) -> Data? {
         let header: (format: UInt8, length: UInt64, end: Int)? = bytes.withUnsafeBytes { raw in
             var input = ByteReader(raw)
             do {

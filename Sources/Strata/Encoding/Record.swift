@@ -210,7 +210,7 @@ public struct _RecordWriter {
     static let version: UInt8 = 1
     static let varint: UInt8 = 0
     static let fixed64: UInt8 = 1
-    static let lengthDelimited: UInt8 = 2
+    package static let lengthDelimited: UInt8 = 2
     @usableFromInline package static let null: UInt8 = 3
     static let fixed32: UInt8 = 5
 }
@@ -248,6 +248,11 @@ public struct _RecordReader {
     /// of a scan, and a set with an array cost a retain and a release per
     /// row and per test.
     @usableFromInline var skipping: UInt64 = 0
+    /// Reads `.externalStorage` fields from the record itself, as
+    /// length-delimited data, instead of making them faults (sync's pulled
+    /// values, which arrive beside the record); a fault the model held for
+    /// such a field is dropped.
+    package var inlinesExternal = false
 
     /// Inlined, and taking `entity` borrowed: a scan makes a reader for
     /// every row, and an owned argument cost a retain and a release each.
@@ -266,11 +271,12 @@ public struct _RecordReader {
     /// Runs `body` with a reader over `bytes`.
     package static func withReader<R>(
         _ bytes: [UInt8], entity: Schema.Entity, row: Int64, loader: (any _RelatedModelLoader)? = nil,
-        _ body: (inout _RecordReader) throws -> R
+        inlinesExternal: Bool = false, _ body: (inout _RecordReader) throws -> R
     ) throws -> R {
         try bytes.withUnsafeBytes { raw in
             var reader = try _RecordReader(borrowing: raw, entity: entity, row: row)
             reader.loader = loader
+            reader.inlinesExternal = inlinesExternal
             return try body(&reader)
         }
     }
@@ -630,8 +636,11 @@ public struct _RecordReader {
     /// loaded on first access.
     public mutating func decode(_ type: Data.Type, field: Int, state: _ModelState) throws -> Data {
         if let tree = externalTrees[field] {
-            state.setExternalFault(field: field, tree: tree, row: row)
-            return Data()
+            guard inlinesExternal else {
+                state.setExternalFault(field: field, tree: tree, row: row)
+                return Data()
+            }
+            _ = state.takeFault(field: field)
         }
         if skipping != 0, leavesOut(field, state) { return Data() }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return try placeholder(field) }
@@ -644,8 +653,11 @@ public struct _RecordReader {
     /// by code the `@Model` macro generates; not meant to be called directly.
     public mutating func decode(_ type: Data?.Type, field: Int, state: _ModelState) throws -> Data? {
         if let tree = externalTrees[field] {
-            state.setExternalFault(field: field, tree: tree, row: row)
-            return nil
+            guard inlinesExternal else {
+                state.setExternalFault(field: field, tree: tree, row: row)
+                return nil
+            }
+            _ = state.takeFault(field: field)
         }
         if skipping != 0, leavesOut(field, state) { return nil }
         guard let slot = try findInOrder(field), slot.wire != RecordFormat.null else { return nil }

@@ -61,6 +61,10 @@ package struct SyncChangeSet: Equatable, Sendable {
     /// The wire type of a to-many relationship: its targets' identifiers,
     /// 16 bytes each.
     package static let toMany: UInt8 = 0x11
+    /// The wire type of an `.externalStorage` value: its SHA-256 (32
+    /// bytes) and length (varint), or no bytes for nil; the value itself
+    /// is in the zone's parts (``ExternalReference``).
+    package static let external: UInt8 = 0x12
 
     /// The largest payload accepted from a server, and the largest name.
     package static let maximumPayload = 256 << 20
@@ -146,6 +150,13 @@ private func isWellFormed(wire: UInt8, _ value: [UInt8]) -> Bool {
     case 1: return value.count == 8
     case SyncChangeSet.toOne: return value.isEmpty || value.count == 16
     case SyncChangeSet.toMany: return value.count % 16 == 0
+    case SyncChangeSet.external:
+        do {
+            _ = try ExternalReference.decode(value)
+            return true
+        } catch {
+            return false
+        }
     case 3: return value.isEmpty
     case 5: return value.count == 4
     case 2:

@@ -84,6 +84,11 @@ extension SyncReplica {
                 }
                 result.append(SyncChangeSet.Field(name: property.name, wire: SyncChangeSet.toOne, value: value))
             }
+            for (field, tree) in entity.externalTrees.sorted(by: { $0.key < $1.key }) {
+                let property = entity.properties[field]
+                guard only?.contains(property.name) ?? true else { continue }
+                result.append(try SyncReplica.externalField(property, tree: tree, entity: entity, row: row, tx))
+            }
             for property in entity.properties where only?.contains(property.name) ?? true {
                 guard let relationship = property as? Schema.Relationship else { continue }
                 let tree: String
@@ -158,8 +163,9 @@ extension SyncReplica {
         return (result, toOnes)
     }
 
-    /// Whether sync carries `property` as an attribute: stored attributes
-    /// in the record (`.externalStorage` data is not carried yet).
+    /// Whether sync carries `property` as an attribute in the record: every
+    /// stored attribute but `.externalStorage` data, which goes as a
+    /// reference (``ExternalReference``).
     static func carries(_ property: Schema.Property, _ entity: Schema.Entity) -> Bool {
         property is Schema.Attribute && entity.externalTrees[property.field] == nil
     }

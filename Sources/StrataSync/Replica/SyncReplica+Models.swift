@@ -61,7 +61,8 @@ extension SyncReplica {
     func record(_ fields: [SyncChangeSet.Field], entity: Schema.Entity) -> (bytes: [UInt8], fields: _FieldSet) {
         var numbered: [(Int, SyncChangeSet.Field)] = []
         for field in fields {
-            guard let property = entity.properties.first(where: { $0.name == field.name }), Self.carries(property, entity)
+            guard let property = entity.properties.first(where: { $0.name == field.name }),
+                Self.carries(property, entity) || entity.externalTrees[property.field] != nil
             else { continue }
             numbered.append((property.field, field))
         }
@@ -80,10 +81,11 @@ extension SyncReplica {
     func assign(_ fields: [SyncChangeSet.Field], to model: any PersistentModel, entity: Schema.Entity, seq: Int64) throws
         -> Bool
     {
-        let (bytes, numbers) = record(fields, entity: entity)
+        let (bytes, numbers) = record(try inliningExternal(fields, seq: seq), entity: entity)
         guard !numbers.isEmpty else { return false }
         do {
-            try _RecordReader.withReader(bytes, entity: entity, row: model._strataState.rowID) { reader in
+            try _RecordReader.withReader(bytes, entity: entity, row: model._strataState.rowID, inlinesExternal: true) {
+                reader in
                 try model._strataLoad(from: &reader, fields: numbers)
             }
         } catch {
@@ -172,9 +174,9 @@ extension SyncReplica {
 
     /// A new model of `entity` from `fields`.
     func make(_ entity: Schema.Entity, _ fields: [SyncChangeSet.Field], seq: Int64) throws -> any PersistentModel {
-        let (bytes, _) = record(fields, entity: entity)
+        let (bytes, _) = record(try inliningExternal(fields, seq: seq), entity: entity)
         do {
-            return try _RecordReader.withReader(bytes, entity: entity, row: 0) { reader in
+            return try _RecordReader.withReader(bytes, entity: entity, row: 0, inlinesExternal: true) { reader in
                 try entity.type.init(_strataReader: &reader)
             }
         } catch {

@@ -54,7 +54,9 @@ extension SyncReplica {
     package func rejoin(head: Int64, at date: Date = Date()) throws {
         try store.write { tx in
             let position = try Self.number("position", tx)
-            for name in [Self.outboxTree, Self.keptTree, Self.restoreTree, Self.setAsideTree, Self.zoneValuesTree]
+            for name in [
+                Self.outboxTree, Self.keptTree, Self.restoreTree, Self.setAsideTree, Self.zoneValuesTree, Self.blobsInTree,
+            ]
             where try tx.treeIfPresent(name) != nil {
                 try tx.dropTree(name)
             }

@@ -1,0 +1,237 @@
+#if Sync
+    import Foundation
+    import Strata
+    import StrataEngine
+    @testable import StrataSync
+    import StrataTesting
+    import XCTest
+
+    @Model
+    final class Photo {
+        var name: String
+        @Attribute(.externalStorage) var image: Data?
+        @Attribute(.externalStorage) var thumbnail: Data = Data()
+
+        init(name: String, image: Data?, thumbnail: Data = Data()) {
+            self.name = name
+            self.image = image
+            self.thumbnail = thumbnail
+        }
+    }
+
+    /// `.externalStorage` values through sync: in parts on the server, each
+    /// value once per zone, checked against its digest when downloaded,
+    /// and uploads and downloads that resume where they stopped.
+    final class SyncExternalTests: SyncTestCase {
+        override class var models: [any PersistentModel.Type] { [Photo.self] }
+
+        /// `count` bytes that do not compress, different for each `seed`.
+        func bytes(_ count: Int, seed: UInt64) -> Data {
+            var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+            var out = [UInt8](repeating: 0, count: count)
+            for index in out.indices {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                out[index] = UInt8(truncatingIfNeeded: state)
+            }
+            return Data(out)
+        }
+
+        func photos(_ container: ModelContainer) throws -> [String: (image: Data?, thumbnail: Data)] {
+            var result: [String: (image: Data?, thumbnail: Data)] = [:]
+            for photo in try ModelContext(container).fetch(FetchDescriptor<Photo>()) {
+                result[photo.name] = (photo.image, photo.thumbnail)
+            }
+            return result
+        }
+
+        func number(_ sql: String) throws -> Int {
+            Int(try server().psql(sql).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+
+        /// Whether the store holds none of sync's copies of external values.
+        func holdsNoCopies(_ container: ModelContainer) throws -> Bool {
+            try container.store.read { tx in
+                try tx.treeIfPresent("sync.blobsOut") == nil && tx.treeIfPresent("sync.blobsIn") == nil
+            }
+        }
+
+        func testExternalValuesSyncInPartsOncePerZone() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let big = bytes(2 * ExternalReference.partSize + 1000, seed: 1)
+            let context = ModelContext(a)
+            context.insert(Photo(name: "big", image: big, thumbnail: bytes(100, seed: 2)))
+            context.insert(Photo(name: "copy", image: big, thumbnail: bytes(100, seed: 3)))
+            context.insert(Photo(name: "none", image: nil))
+            try context.save()
+            try await syncA.syncNow()
+
+            // Three parts of the shared image and one of each thumbnail
+            // (an empty value has none): each value once.
+            XCTAssertEqual(try number("SELECT count(*) FROM strata_sync.parts WHERE zone = '\(zone)'"), 5)
+            XCTAssertEqual(
+                try number("SELECT count(DISTINCT digest) FROM strata_sync.parts WHERE zone = '\(zone)'"), 3)
+            XCTAssertLessThan(
+                try number("SELECT max(length(payload)) FROM strata_sync.changes WHERE zone = '\(zone)'"), 4096,
+                "changes carry references, not the values")
+            XCTAssertTrue(try holdsNoCopies(a), "the copies kept to upload go once the outbox is empty")
+
+            try await syncB.syncNow()
+            var seen = try photos(b)
+            XCTAssertEqual(seen["big"]?.image, big)
+            XCTAssertEqual(seen["copy"]?.image, big)
+            XCTAssertEqual(seen["big"]?.thumbnail, bytes(100, seed: 2))
+            XCTAssertEqual(seen["copy"]?.thumbnail, bytes(100, seed: 3))
+            XCTAssertEqual(seen["none"].map { $0.image == nil }, true)
+            XCTAssertEqual(seen["none"]?.thumbnail, Data())
+            XCTAssertTrue(try holdsNoCopies(b), "downloaded parts go once applied")
+
+            // Updates both ways: a value replaced, one set to nil.
+            let contextB = ModelContext(b)
+            let copy = try XCTUnwrap(
+                try contextB.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.name == "copy" })).first)
+            copy.image = nil
+            copy.thumbnail = bytes(5000, seed: 4)
+            try contextB.save()
+            try await syncB.syncNow()
+            let replaced = bytes(ExternalReference.partSize / 2, seed: 5)
+            let photo = try XCTUnwrap(try context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.name == "big" })).first)
+            photo.image = replaced
+            try context.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            for container in [a, b] {
+                seen = try photos(container)
+                XCTAssertEqual(seen["big"]?.image, replaced)
+                XCTAssertEqual(seen["copy"].map { $0.image == nil }, true)
+                XCTAssertEqual(seen["copy"]?.thumbnail, bytes(5000, seed: 4))
+            }
+
+            // A device that joins after a trim gets the values from the
+            // snapshot.
+            _ = try await syncA.trimServerHistory()
+            let (c, syncC) = try device("c", zone: zone)
+            try await syncC.syncNow()
+            seen = try photos(c)
+            XCTAssertEqual(seen["big"]?.image, replaced)
+            XCTAssertEqual(seen["copy"]?.thumbnail, bytes(5000, seed: 4))
+            XCTAssertEqual(seen["none"].map { $0.image == nil }, true)
+        }
+
+        /// A part damaged on the server fails the change's apply with a
+        /// typed error; nothing is stored, the position stays, and the next
+        /// round downloads the value again.
+        func testADamagedPartFailsTheApplyAndIsDownloadedAgain() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let image = bytes(ExternalReference.partSize + 10, seed: 7)
+            let context = ModelContext(a)
+            context.insert(Photo(name: "one", image: image))
+            try context.save()
+            try await syncA.syncNow()
+
+            let flip = """
+                UPDATE strata_sync.parts SET payload = set_byte(payload, 5, get_byte(payload, 5) # 255)
+                WHERE zone = '\(zone)' AND part = 1
+                """
+            try server().psql(flip)
+            do {
+                try await syncB.syncNow()
+                XCTFail("a damaged part is not applied")
+            } catch {
+                XCTAssertEqual(error.code, .damagedServerChange, "\(error)")
+                XCTAssertTrue("\(error)".contains("digest"), "\(error)")
+            }
+            XCTAssertEqual(try photos(b).count, 0)
+            XCTAssertEqual(syncB.status.serverPosition, 0)
+            let reference = ExternalReference(of: image)
+            let replica = try SyncReplica(container: b)
+            XCTAssertEqual(try replica.partsToDownload(reference), [0, 1], "the damaged value's parts are not kept")
+
+            try server().psql(flip)
+            try await syncB.syncNow()
+            XCTAssertEqual(try photos(b)["one"]?.image, image)
+        }
+
+        /// Uploads and downloads cut in the middle resume at the parts
+        /// they lack: no part goes twice.
+        func testUploadsAndDownloadsResumeWhereTheyStopped() async throws {
+            let zone = "zone-\(UUID())"
+            let partsPerValue = 2 * Worker.transferBytes / ExternalReference.partSize + 1
+            let image = bytes(partsPerValue * ExternalReference.partSize - 3, seed: 9)
+            let urlA = URL(fileURLWithPath: directory.file("a.store"))
+            let a = track(try ModelContainer(for: Photo.self, configurations: ModelConfiguration(url: urlA)))
+            let cutA = CuttingParts(PostgresZoneServer(configuration: try configuration(zone: zone)))
+            let syncA = try SyncEngine(container: a, configuration: try configuration(zone: zone), server: cutA)
+            engines.append(syncA)
+            let context = ModelContext(a)
+            context.insert(Photo(name: "large", image: image))
+            try context.save()
+            do {
+                try await syncA.syncNow()
+                XCTFail("the upload was cut")
+            } catch {
+                XCTAssertEqual(error.code, .unreachable, "\(error)")
+            }
+            XCTAssertEqual(try head(zone), 0, "no change goes before its values")
+            try await syncA.syncNow()
+            XCTAssertEqual(cutA.counts.put, partsPerValue, "each part uploaded once")
+
+            let urlB = URL(fileURLWithPath: directory.file("b.store"))
+            let b = track(try ModelContainer(for: Photo.self, configurations: ModelConfiguration(url: urlB)))
+            let cutB = CuttingParts(PostgresZoneServer(configuration: try configuration(zone: zone)))
+            let syncB = try SyncEngine(container: b, configuration: try configuration(zone: zone), server: cutB)
+            engines.append(syncB)
+            do {
+                try await syncB.syncNow()
+                XCTFail("the download was cut")
+            } catch {
+                XCTAssertEqual(error.code, .unreachable, "\(error)")
+            }
+            XCTAssertEqual(try photos(b).count, 0)
+            try await syncB.syncNow()
+            XCTAssertEqual(try photos(b)["large"]?.image, image)
+            XCTAssertEqual(cutB.counts.got, partsPerValue, "each part downloaded once")
+        }
+    }
+
+    /// A server whose second request of parts (an upload or a download)
+    /// breaks once, after the first went through; it counts the parts
+    /// moved.
+    final class CuttingParts: ForwardingServer, @unchecked Sendable {
+        // Guarded by `lock`.
+        private var requests = 0
+        private var moved = (put: 0, got: 0)
+        private let lock = NSLock()
+
+        var counts: (put: Int, got: Int) { lock.withLock { moved } }
+
+        private func breaks() -> Bool {
+            lock.withLock {
+                requests += 1
+                return requests == 2
+            }
+        }
+
+        override func putParts(zone: String, parts: [(digest: [UInt8], part: Int, bytes: [UInt8])])
+            async throws(SyncError)
+        {
+            if breaks() { throw SyncError(.unreachable, "the connection broke") }
+            try await base.putParts(zone: zone, parts: parts)
+            lock.withLock { moved.put += parts.count }
+        }
+
+        override func parts(zone: String, _ wanted: [(digest: [UInt8], part: Int)]) async throws(SyncError)
+            -> [(digest: [UInt8], part: Int, bytes: [UInt8])]
+        {
+            if breaks() { throw SyncError(.unreachable, "the connection broke") }
+            let found = try await base.parts(zone: zone, wanted)
+            lock.withLock { moved.got += found.count }
+            return found
+        }
+    }
+#endif
