@@ -46,6 +46,19 @@ final class SyncChangeSetTests: XCTestCase {
         refused(change([SyncChangeSet.Field(name: "odd", wire: 4, value: [])]), "not one of wire type 4")
         refused(change([SyncChangeSet.Field(name: "folder", wire: SyncChangeSet.toOne, value: [1, 2, 3])]), "wire type 16")
         refused(change([SyncChangeSet.Field(name: "tags", wire: SyncChangeSet.toMany, value: [1])]), "wire type 17")
+        // An external value's reference: a digest, then one varint length
+        // of at most 1 GiB, nothing after it.
+        let digest = [UInt8](repeating: 7, count: 32)
+        for bad in [
+            digest, Array(digest.prefix(31)) + [1], digest + [1, 0], digest + [0x80], digest + [0x80, 0x80, 0x80, 0x80, 0x08],
+        ] {
+            refused(change([SyncChangeSet.Field(name: "image", wire: SyncChangeSet.external, value: bad)]), "wire type 18")
+        }
+        for good in [[], digest + [0], digest + [0x80, 0x80, 0x80, 0x80, 0x04]] {
+            XCTAssertNoThrow(
+                try SyncChangeSet.decode(
+                    change([SyncChangeSet.Field(name: "image", wire: SyncChangeSet.external, value: good)])))
+        }
     }
 
     func testOversizedAndTruncatedPayloadsAreRefused() {

@@ -19,6 +19,34 @@
         }
     }
 
+    /// An album before its shots had images.
+    enum AlbumV1: VersionedSchema {
+        static let versionIdentifier = Schema.Version(1, 0, 0)
+        static var models: [any PersistentModel.Type] { [Shot.self] }
+
+        @Model
+        final class Shot {
+            var name: String
+            init(name: String) { self.name = name }
+        }
+    }
+
+    /// The album with an image per shot, kept outside the record.
+    enum AlbumV2: VersionedSchema {
+        static let versionIdentifier = Schema.Version(2, 0, 0)
+        static var models: [any PersistentModel.Type] { [Shot.self] }
+
+        @Model
+        final class Shot {
+            var name: String
+            @Attribute(.externalStorage) var image: Data?
+            init(name: String, image: Data?) {
+                self.name = name
+                self.image = image
+            }
+        }
+    }
+
     /// `.externalStorage` values through sync: in parts on the server, each
     /// value once per zone, checked against its digest when downloaded,
     /// and uploads and downloads that resume where they stopped.
@@ -155,6 +183,37 @@
             try server().psql(flip)
             try await syncB.syncNow()
             XCTAssertEqual(try photos(b)["one"]?.image, image)
+        }
+
+        /// An older device keeps the image its schema lacks, and has it once
+        /// it migrates, with no server at hand: the parts of kept changes
+        /// stay until they are applied.
+        func testAnImageAnOlderSchemaLacksArrivesWithItsMigration() async throws {
+            let zone = "zone-\(UUID())"
+            let image = bytes(ExternalReference.partSize + 77, seed: 11)
+            let (new, syncNew) = try device("new", zone: zone, schema: Schema(versionedSchema: AlbumV2.self))
+            let context = ModelContext(new)
+            context.insert(AlbumV2.Shot(name: "beach", image: image))
+            try context.save()
+            try await syncNew.syncNow()
+            try await olderDevicePulls(zone: zone)
+
+            let (upgraded, syncUpgraded) = try device("old", zone: zone, schema: Schema(versionedSchema: AlbumV2.self))
+            let shots = try ModelContext(upgraded).fetch(FetchDescriptor<AlbumV2.Shot>())
+            XCTAssertEqual(shots.map(\.name), ["beach"])
+            XCTAssertEqual(shots.first?.image, image)
+            try await syncUpgraded.syncNow()
+            XCTAssertTrue(try holdsNoCopies(upgraded))
+        }
+
+        /// A device of ``AlbumV1`` pulls `zone`, then closes its store.
+        private func olderDevicePulls(zone: String) async throws {
+            let (old, syncOld) = try device("old", zone: zone, schema: Schema(versionedSchema: AlbumV1.self))
+            try await syncOld.syncNow()
+            XCTAssertEqual(syncOld.status.setAside, [])
+            XCTAssertEqual(try ModelContext(old).fetch(FetchDescriptor<AlbumV1.Shot>()).map(\.name), ["beach"])
+            await syncOld.stop()
+            engines.removeAll { $0 === syncOld }
         }
 
         /// Uploads and downloads cut in the middle resume at the parts

@@ -44,8 +44,13 @@ package struct SyncSchema: Equatable, Sendable {
                 if let relationship = property as? Schema.Relationship {
                     described.relationships[property.name] = Relationship(
                         target: relationship.destination, toMany: !relationship.isToOneRelationship)
-                } else if SyncReplica.carries(property, entity) {
-                    let required = !property.isOptional && entity.defaultRecords[property.field] == nil
+                } else if property is Schema.Attribute {
+                    // An `.externalStorage` value a change lacks is empty
+                    // data: never required (and a zone that recorded the
+                    // schema before such values synced stays compatible).
+                    let required =
+                        !property.isOptional && entity.defaultRecords[property.field] == nil
+                        && entity.externalTrees[property.field] == nil
                     described.attributes[property.name] = Attribute(
                         type: "\(property.valueType)".replacingOccurrences(of: " ", with: ""), required: required)
                 }

@@ -235,10 +235,37 @@ extension SyncReplica {
     }
 
     /// Drops the downloaded parts (every change that referred to them is
-    /// applied), and the values kept to upload once the outbox is empty.
+    /// applied) but those of the parts of changes kept for a later schema
+    /// (`sync.kept`, applied after a migration, with no server at hand),
+    /// and the values kept to upload once the outbox is empty.
     package func forgetExternalValues() throws {
         try store.write { tx in
-            if try tx.treeIfPresent(Self.blobsInTree) != nil { try tx.dropTree(Self.blobsInTree) }
+            if let staged = try tx.treeIfPresent(Self.blobsInTree) {
+                var needed = Set<[UInt8]>()
+                if let kept = try tx.treeIfPresent(Self.keptTree) {
+                    var payloads: [[UInt8]] = []
+                    try tx.forEach(kept) { _, value in
+                        payloads.append(value)
+                        return true
+                    }
+                    for payload in payloads {
+                        // A kept part that does not decode fails its apply.
+                        for reference in (try? Self.externalReferences(in: payload)) ?? [] {
+                            needed.insert(reference.digest)
+                        }
+                    }
+                }
+                if needed.isEmpty {
+                    try tx.dropTree(Self.blobsInTree)
+                } else {
+                    var drop: [[UInt8]] = []
+                    try tx.forEach(staged) { key, _ in
+                        if !needed.contains(Array(key.prefix(32))) { drop.append(key) }
+                        return true
+                    }
+                    for key in drop { try tx.delete(key, in: staged) }
+                }
+            }
             if try tx.treeIfPresent(Self.blobsOutTree) != nil {
                 let outbox = try tx.treeIfPresent(Self.outboxTree)
                 var empty = true
