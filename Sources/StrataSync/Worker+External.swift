@@ -68,36 +68,54 @@ extension Worker {
         try await download(references, for: "the snapshot at change \(through)")
     }
 
+    private struct PartKey: Hashable {
+        let digest: [UInt8]
+        let part: Int
+    }
+
+    /// Downloads what `references` lack, in requests of about
+    /// ``transferBytes``, each kept in one write; then checks each value
+    /// downloaded against its digest.
     private func download(_ references: [ExternalReference], for what: String) async throws(SyncError) {
-        for reference in references {
-            let parts = try store({ try $0.partsToDownload(reference) }, "reading the downloaded parts")
-            guard !parts.isEmpty else { continue }
-            let perRequest = max(1, Self.transferBytes / ExternalReference.partSize)
-            var start = 0
-            while start < parts.count {
-                let wanted = Array(parts[start..<min(start + perRequest, parts.count)])
-                start += wanted.count
-                let found = try await server.parts(zone: zone, wanted.map { (reference.digest, $0) })
-                var kept: [(reference: ExternalReference, part: Int, bytes: [UInt8])] = []
-                for part in wanted {
-                    guard let match = found.first(where: { $0.digest == reference.digest && $0.part == part }) else {
-                        throw SyncError(
-                            .damagedServerChange,
-                            "zone \(zone): \(what) refers to external value \(reference), whose part \(part) the zone lacks")
-                    }
-                    kept.append((reference, part, match.bytes))
+        guard !references.isEmpty else { return }
+        let missing = try store({ try $0.partsToDownload(references) }, "reading the downloaded parts")
+        guard !missing.isEmpty else { return }
+        // The requests: about `transferBytes` of parts each.
+        var requests: [[(reference: ExternalReference, part: Int)]] = [[]]
+        var size = 0
+        for (reference, parts) in missing {
+            for part in parts {
+                if size >= Self.transferBytes {
+                    requests.append([])
+                    size = 0
                 }
-                do {
-                    try replica.with { try $0.keepParts(kept) }
-                } catch {
-                    throw SyncError(.damagedServerChange, "zone \(zone): \(what): \(error); it is downloaded again")
+                requests[requests.count - 1].append((reference, part))
+                size += min(ExternalReference.partSize, reference.length - part * ExternalReference.partSize)
+            }
+        }
+        for wanted in requests {
+            let found = try await server.parts(zone: zone, wanted.map { ($0.reference.digest, $0.part) })
+            var byKey: [PartKey: [UInt8]] = [:]
+            for (digest, part, bytes) in found { byKey[PartKey(digest: digest, part: part)] = bytes }
+            var kept: [(reference: ExternalReference, part: Int, bytes: [UInt8])] = []
+            for (reference, part) in wanted {
+                guard let bytes = byKey[PartKey(digest: reference.digest, part: part)] else {
+                    throw SyncError(
+                        .damagedServerChange,
+                        "zone \(zone): \(what) refers to external value \(reference), whose part \(part) the zone lacks")
                 }
+                kept.append((reference, part, bytes))
             }
             do {
-                try replica.with { try $0.checkDownloaded(reference) }
+                try replica.with { try $0.keepParts(kept) }
             } catch {
                 throw SyncError(.damagedServerChange, "zone \(zone): \(what): \(error); it is downloaded again")
             }
+        }
+        do {
+            try replica.with { try $0.checkDownloaded(missing.map(\.reference)) }
+        } catch {
+            throw SyncError(.damagedServerChange, "zone \(zone): \(what): \(error); it is downloaded again")
         }
     }
 }

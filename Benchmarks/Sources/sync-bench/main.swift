@@ -9,6 +9,15 @@
 // (`start()`, polling every minute, so only LISTEN/NOTIFY wakes B); A
 // saves one model S times, and each sample is the time from A's `save()`
 // returning to B's `didApplyRemoteChanges` for it.
+//
+//     swift run -c release sync-bench --external-only [--count N]
+//
+// External storage (issue 46): A holds N models (default 10,000) with a
+// 100 KiB `.externalStorage` value each (bytes that do not compress),
+// saved in saves of 100; A's push and B's pull are timed, in MB/s of
+// values, each with the peak of the process's anonymous resident memory
+// while it ran (RssAnon, sampled every 5 ms: the store's file pages the
+// engine maps are page cache, not counted).
 import BenchSupport
 import Foundation
 import Strata
@@ -25,6 +34,17 @@ final class Reading {
         self.sensor = sensor
         self.value = value
         self.taken = taken
+    }
+}
+
+@Model
+final class Scan {
+    var label: String
+    @Attribute(.externalStorage) var page: Data
+
+    init(label: String, page: Data) {
+        self.label = label
+        self.page = page
     }
 }
 
@@ -117,9 +137,104 @@ func tasksInProjects(tasks: Int, projects: Int) async throws {
             pullSeconds, Double(tasks + projects) / pullSeconds))
 }
 
+/// The process's anonymous resident memory now, in MiB.
+func anonymousMemory() -> Double {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("RssAnon:") } ?? ""
+    return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+}
+
+/// The peak of ``anonymousMemory()`` while `body` runs, sampled every 5 ms.
+func peakMemory(during body: () async throws -> Void) async throws -> Double {
+    final class Peak: @unchecked Sendable {
+        // Guarded by `lock`.
+        var value = 0.0
+        var running = true
+        let lock = NSLock()
+    }
+    let peak = Peak()
+    let sampler = Thread {
+        while peak.lock.withLock({ peak.running }) {
+            let now = anonymousMemory()
+            peak.lock.withLock { peak.value = max(peak.value, now) }
+            usleep(5_000)
+        }
+    }
+    sampler.start()
+    try await body()
+    let now = anonymousMemory()
+    return peak.lock.withLock {
+        peak.running = false
+        return max(peak.value, now)
+    }
+}
+
+func externalStorage(models: Int, size: Int) async throws {
+    func scanDevice(_ name: String) throws -> (ModelContainer, SyncEngine) {
+        let url = URL(fileURLWithPath: directory.file(name + ".store"))
+        let container = try ModelContainer(for: Scan.self, configurations: ModelConfiguration(url: url))
+        let configuration = try SyncConfiguration(
+            server: cluster.url, password: cluster.password, zone: "scans", pollInterval: .seconds(60))
+        return (container, try SyncEngine(container: container, configuration: configuration))
+    }
+    let (a, syncA) = try scanDevice("scan-a")
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for first in stride(from: 0, to: models, by: 100) {
+        // A context per save: the values saved are not held after it.
+        let context = ModelContext(a)
+        for index in first..<min(models, first + 100) {
+            var page = [UInt8](repeating: 0, count: size)
+            page.withUnsafeMutableBytes { raw in
+                for word in 0..<size / 8 {
+                    state ^= state << 13
+                    state ^= state >> 7
+                    state ^= state << 17
+                    raw.storeBytes(of: state, toByteOffset: word * 8, as: UInt64.self)
+                }
+            }
+            context.insert(Scan(label: "scan \(index)", page: Data(page)))
+        }
+        try context.save()
+    }
+    let megabytes = Double(models) * Double(size) / 1_048_576
+    var clock = ContinuousClock.now
+    let pushPeak = try await peakMemory { try await syncA.syncNow() }
+    let push = ContinuousClock.now - clock
+    let pushSeconds = Double(push.components.seconds) + Double(push.components.attoseconds) / 1e18
+    let (b, syncB) = try scanDevice("scan-b")
+    clock = ContinuousClock.now
+    let pullPeak = try await peakMemory { try await syncB.syncNow() }
+    let pull = ContinuousClock.now - clock
+    let pullSeconds = Double(pull.components.seconds) + Double(pull.components.attoseconds) / 1e18
+    let check = ModelContext(b)
+    let pulled = try check.fetchCount(FetchDescriptor<Scan>())
+    let last = try check.fetch(FetchDescriptor<Scan>(predicate: #Predicate { $0.label == "scan 0" })).first
+    guard pulled == models, last?.page.count == size else {
+        fatalError("b holds \(pulled) scans, the first of \(last?.page.count ?? -1) bytes")
+    }
+    print(
+        String(
+            format: "external storage: %d models of %d KiB (%.0f MiB): push %.2f s, %.1f MiB/s, peak %.0f MiB; "
+                + "pull %.2f s, %.1f MiB/s, peak %.0f MiB",
+            models, size / 1024, megabytes, pushSeconds, megabytes / pushSeconds, pushPeak, pullSeconds,
+            megabytes / pullSeconds, pullPeak))
+}
+
+/// Ends a mode that runs alone: `exit` skips the `defer` above.
+func finish() -> Never {
+    cluster.destroy()
+    try? FileManager.default.removeItem(atPath: directory.path)
+    exit(0)
+}
+
+if CommandLine.arguments.contains("--external-only") {
+    try await externalStorage(models: countArgument(default: 10_000), size: 100 * 1024)
+    finish()
+}
+
 if CommandLine.arguments.contains("--projects-only") {
     for projects in [1, 20, 2_000] { try await tasksInProjects(tasks: 20_000, projects: projects) }
-    exit(0)
+    finish()
 }
 
 print("sync-bench: \(count) models in saves of \(batch); PostgreSQL over 127.0.0.1 with fsync on")

@@ -167,14 +167,26 @@ extension SyncReplica {
     /// Which parts of `reference` still have to be downloaded: none when
     /// the store holds the value to upload it, or every part downloaded.
     package func partsToDownload(_ reference: ExternalReference) throws -> [Int] {
+        try partsToDownload([reference]).first?.parts ?? []
+    }
+
+    /// ``partsToDownload(_:)-(ExternalReference)`` of each of `references`,
+    /// those with parts to download only.
+    package func partsToDownload(_ references: [ExternalReference]) throws
+        -> [(reference: ExternalReference, parts: [Int])]
+    {
         try store.read { tx in
-            if let out = try tx.treeIfPresent(Self.blobsOutTree), try tx.get(reference.digest, in: out) != nil {
-                return []
-            }
+            let out = try tx.treeIfPresent(Self.blobsOutTree)
             let staged = try tx.treeIfPresent(Self.blobsInTree)
-            return try (0..<reference.parts).filter { part in
-                try staged.map { try tx.get(Self.partKey(reference, part), in: $0) == nil } ?? true
+            var result: [(reference: ExternalReference, parts: [Int])] = []
+            for reference in references {
+                if let out, try tx.get(reference.digest, in: out) != nil { continue }
+                let parts = try (0..<reference.parts).filter { part in
+                    try staged.map { try tx.get(Self.partKey(reference, part), in: $0) == nil } ?? true
+                }
+                if !parts.isEmpty { result.append((reference, parts)) }
             }
+            return result
         }
     }
 
@@ -199,31 +211,37 @@ extension SyncReplica {
         }
     }
 
-    /// Checks a value whose parts are all downloaded against its digest;
-    /// when it does not match, drops its parts (so that the next round
-    /// downloads them again) and throws.
-    package func checkDownloaded(_ reference: ExternalReference) throws(DamagedExternal) {
+    /// Checks values whose parts are all downloaded against their digests;
+    /// drops the parts of each that does not match (so that the next round
+    /// downloads them again) and throws for the first.
+    package func checkDownloaded(_ references: [ExternalReference]) throws(DamagedExternal) {
+        guard let first = references.first else { return }
+        let damaged: [ExternalReference]
         do {
-            let matches = try store.read { tx in
-                guard let tree = try tx.treeIfPresent(Self.blobsInTree) else { return false }
-                var hasher = SHA256()
-                var length = 0
-                for part in 0..<reference.parts {
-                    guard let bytes = try tx.get(Self.partKey(reference, part), in: tree) else { return false }
-                    hasher.update(data: bytes)
-                    length += bytes.count
+            damaged = try store.read { tx in
+                guard let tree = try tx.treeIfPresent(Self.blobsInTree) else { return references }
+                return try references.filter { reference in
+                    var hasher = SHA256()
+                    var length = 0
+                    for part in 0..<reference.parts {
+                        guard let bytes = try tx.get(Self.partKey(reference, part), in: tree) else { return true }
+                        hasher.update(data: bytes)
+                        length += bytes.count
+                    }
+                    return length != reference.length || Array(hasher.finalize()) != reference.digest
                 }
-                return length == reference.length && Array(hasher.finalize()) == reference.digest
             }
-            if matches { return }
+            guard !damaged.isEmpty else { return }
             try store.write { tx in
                 guard let tree = try tx.treeIfPresent(Self.blobsInTree) else { return }
-                for part in 0..<reference.parts { try tx.delete(Self.partKey(reference, part), in: tree) }
+                for reference in damaged {
+                    for part in 0..<reference.parts { try tx.delete(Self.partKey(reference, part), in: tree) }
+                }
             }
         } catch {
-            throw DamagedExternal(reference: reference, reason: "reading its parts: \(error)")
+            throw DamagedExternal(reference: first, reason: "reading its parts: \(error)")
         }
-        throw DamagedExternal(reference: reference, reason: "its parts do not match its digest")
+        throw DamagedExternal(reference: damaged[0], reason: "its parts do not match its digest")
     }
 
     /// An external value whose downloaded parts are not the value its
