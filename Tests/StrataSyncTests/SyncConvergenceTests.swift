@@ -15,7 +15,8 @@
     /// `STRATA_SYNC_OPERATIONS` sets its length (1,200 by default);
     /// `STRATA_SYNC_COLLISIONS=1` adds renames that collide on a unique
     /// constraint (off by default: some seeds diverge, see the Sync
-    /// article), `STRATA_SYNC_TRIMS=0` leaves the trims out.
+    /// article), `STRATA_SYNC_TRIMS=0` leaves the trims out and
+    /// `STRATA_SYNC_ATTACHMENTS=0` the external-storage values.
     final class SyncConvergenceTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
 
@@ -26,7 +27,8 @@
             print("SyncConvergenceTests seed \(seed) (STRATA_SYNC_SEED=\(seed) replays it), \(operations) operations")
             try await converge(
                 seed: seed, operations: operations, trims: environment["STRATA_SYNC_TRIMS"] != "0",
-                collisions: environment["STRATA_SYNC_COLLISIONS"] == "1")
+                collisions: environment["STRATA_SYNC_COLLISIONS"] == "1",
+                attachments: environment["STRATA_SYNC_ATTACHMENTS"] != "0")
         }
 
         /// Seeds that once diverged. 326: a change set sent the insert of a
@@ -45,13 +47,32 @@
         /// take a name of the small pool that this device's labels do not
         /// hold, which another device's label may: an update that collides
         /// on the unique constraint, merged on every device.
+        /// `attachments`: a third of the memo renames, from a stream of its
+        /// own, also set the memo's `.externalStorage` attachment: nil, one
+        /// of three values that many memos share, or bytes of its own (one
+        /// in ten over a part, 1 MiB).
         func converge(
-            seed: UInt64, operations: Int, stores prefix: String = "", trims: Bool = false, collisions: Bool = false
+            seed: UInt64, operations: Int, stores prefix: String = "", trims: Bool = false, collisions: Bool = false,
+            attachments: Bool = false
         ) async throws {
             let environment = ProcessInfo.processInfo.environment
             var random = SeededRandom(seed: seed)
             var trimming = SeededRandom(seed: seed ^ 0x5bd1_e995)
             var colliding = SeededRandom(seed: seed ^ 0x2f6b_41c3)
+            var attaching = SeededRandom(seed: seed ^ 0x7a3d_9c21)
+            func attachment() -> Data? {
+                switch Int.random(in: 0..<10, using: &attaching) {
+                case 0..<2: return nil
+                case 2..<5: return Data(repeating: UInt8(Int.random(in: 0..<3, using: &attaching)), count: 5000)
+                case 5:
+                    return Data(
+                        (0..<(ExternalReference.partSize + 100)).map { _ in UInt8.random(in: 0...255, using: &attaching) })
+                default:
+                    return Data(
+                        (0..<Int.random(in: 0..<3000, using: &attaching)).map { _ in UInt8.random(in: 0...255, using: &attaching)
+                        })
+                }
+            }
             let zone = "zone-\(UUID())"
             var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
             for name in ["a", "b", "c"] {
@@ -95,7 +116,12 @@
                     if let memo = memos.randomElement(using: &random) { memo.labels.append(label) }
                 case 30..<42:
                     operation = "rename memo"
-                    memos.randomElement(using: &random)?.text = fresh("m")
+                    let memo = memos.randomElement(using: &random)
+                    memo?.text = fresh("m")
+                    if attachments, let memo, Int.random(in: 0..<3, using: &attaching) == 0 {
+                        operation = "rename memo and attach"
+                        memo.attachment = attachment()
+                    }
                 case 42..<48:
                     operation = "rename folder"
                     folders.randomElement(using: &random)?.name = fresh("f")

@@ -18,6 +18,7 @@
         var text: String
         var folder: Folder?
         var labels: [Label] = []
+        @Attribute(.externalStorage) var attachment: Data?
 
         init(text: String, folder: Folder? = nil) {
             self.text = text
@@ -84,7 +85,13 @@
             }
             for memo in try context.fetch(FetchDescriptor<Memo>()) {
                 let labels = memo.labels.map(\.name).sorted().joined(separator: ",")
-                lines.append("memo \(memo.text) in \(memo.folder?.name ?? "-") labels \(labels)")
+                // The attachment's length and FNV-1a digest.
+                let attachment = memo.attachment.map { data in
+                    "\(data.count):\(data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 })"
+                }
+                lines.append(
+                    "memo \(memo.text) in \(memo.folder?.name ?? "-") labels \(labels)"
+                        + (attachment.map { " attachment \($0)" } ?? ""))
             }
             for label in try context.fetch(FetchDescriptor<Label>()) {
                 let color = label.color.isEmpty ? "" : " (\(label.color))"
