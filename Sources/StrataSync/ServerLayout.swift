@@ -22,8 +22,11 @@ import Foundation
 ///   that may write the zone, `parts` by one that may read it). Each zone
 ///   has its own: a role learns nothing of another zone's values, not even
 ///   whether one holds a value it knows.
-/// - `devices(device, role)`: each device belongs to the role that pushed
-///   from it first, so no role can push in another role's device's name.
+/// - `devices(device, role, zone)`: each device belongs to the role that
+///   pushed from it first, and to that push's zone (a store that leaves
+///   its zone, or joins it again, takes a new device identifier), so no
+///   role can push in another role's device's name, nor replay a device's
+///   saves of one zone into another.
 /// - `changes.set_aside_*`: a change that a device could not read, set
 ///   aside by a device whose role may write the zone (`set_aside`): every
 ///   device then moves past it unread, and the operator lists it
@@ -159,6 +162,15 @@ enum ServerLayout {
             CREATE TABLE IF NOT EXISTS strata_sync.devices (
                 device uuid PRIMARY KEY,
                 role name NOT NULL)
+            """
+        ),
+        ("devices.zone", "ALTER TABLE strata_sync.devices ADD COLUMN IF NOT EXISTS zone text"),
+        (
+            "zones of version 3's devices: where each pushed",
+            """
+            UPDATE strata_sync.devices AS d SET zone = (
+                SELECT c.zone FROM strata_sync.changes AS c WHERE c.device = d.device ORDER BY c.pushed_at LIMIT 1)
+            WHERE d.zone IS NULL
             """
         ),
         // Version 1's tables and schema belonged to a device role; its
@@ -298,14 +310,22 @@ enum ServerLayout {
                         v_seq bigint;
                         v_channel text;
                         v_role name;
+                        v_device_zone text;
                     BEGIN
                         PERFORM strata_sync.require(p_zone, true, true);
-                        INSERT INTO strata_sync.devices AS d (device, role) VALUES (p_device, session_user)
+                        INSERT INTO strata_sync.devices AS d (device, role, zone) VALUES (p_device, session_user, p_zone)
                             ON CONFLICT DO NOTHING;
-                        SELECT d.role INTO v_role FROM strata_sync.devices AS d WHERE d.device = p_device;
+                        SELECT d.role, d.zone INTO v_role, v_device_zone FROM strata_sync.devices AS d
+                            WHERE d.device = p_device;
                         IF v_role <> session_user THEN
                             RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = format(
                                 'role %s may not push as device %s: it belongs to role %s', session_user, p_device, v_role);
+                        END IF;
+                        IF v_device_zone IS NULL THEN
+                            UPDATE strata_sync.devices AS d SET zone = p_zone WHERE d.device = p_device;
+                        ELSIF v_device_zone <> p_zone THEN
+                            RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = format(
+                                'device %s may not push to zone %s: it pushes to another zone', p_device, p_zone);
                         END IF;
                         SELECT z.head, z.channel INTO v_head, v_channel FROM strata_sync.zones AS z
                             WHERE z.zone = p_zone FOR UPDATE;

@@ -292,6 +292,29 @@
             XCTAssertEqual(try head("alice-devices"), before)
         }
 
+        /// A device's saves of one zone cannot be replayed into another,
+        /// even by its own role: a device pushes to one zone.
+        func testAPushReplayedIntoAnotherZoneIsRefused() async throws {
+            let cluster = try server()
+            _ = try await alicesPhone(zone: "alice-replayed", with: "mine")
+            let row = try cluster.psql(
+                "SELECT device, local_token, encode(payload, 'hex') FROM strata_sync.changes WHERE zone = 'alice-replayed' LIMIT 1"
+            ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
+            XCTAssertEqual(row.count, 3)
+            let (_, other) = try device("alice-tablet", zone: "alice-other", user: "alice")
+            try await other.syncNow()  // the zone exists, and Alice owns it
+            let before = try head("alice-other")
+            do {
+                let printed = try cluster.psql(
+                    "SELECT * FROM strata_sync.push('alice-other', '\(row[0])', \(row[1]), \(before), 'x', "
+                        + "decode('\(row[2])', 'hex'))", as: "alice")
+                XCTFail("replayed: \(printed)")
+            } catch {
+                XCTAssertTrue("\(error)".contains("may not push to zone alice-other"), "\(error)")
+            }
+            XCTAssertEqual(try head("alice-other"), before)
+        }
+
         func testInstallIsIdempotentAndNeverDowngrades() async throws {
             let cluster = try server()
             let again = try await operatorServer().install()
