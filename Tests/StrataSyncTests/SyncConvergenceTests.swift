@@ -16,7 +16,8 @@
     /// `STRATA_SYNC_COLLISIONS=1` adds renames that collide on a unique
     /// constraint (off by default: some seeds diverge, see the Sync
     /// article), `STRATA_SYNC_TRIMS=0` leaves the trims out and
-    /// `STRATA_SYNC_ATTACHMENTS=0` the external-storage values.
+    /// `STRATA_SYNC_ATTACHMENTS=0` the external-storage values,
+    /// `STRATA_SYNC_TWO_STORES=0` the second store.
     final class SyncConvergenceTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
 
@@ -28,7 +29,8 @@
             try await converge(
                 seed: seed, operations: operations, trims: environment["STRATA_SYNC_TRIMS"] != "0",
                 collisions: environment["STRATA_SYNC_COLLISIONS"] == "1",
-                attachments: environment["STRATA_SYNC_ATTACHMENTS"] != "0")
+                attachments: environment["STRATA_SYNC_ATTACHMENTS"] != "0",
+                twoStores: environment["STRATA_SYNC_TWO_STORES"] != "0")
         }
 
         /// Seeds that once diverged. 326: a change set sent the insert of a
@@ -51,9 +53,14 @@
         /// own, also set the memo's `.externalStorage` attachment: nil, one
         /// of three values that many memos share, or bytes of its own (one
         /// in ten over a part, 1 MiB).
+        /// `twoStores`: each device's container has a second store of
+        /// drafts, synced with a zone of its own by an engine of its own;
+        /// a quarter of the operations, from a stream of their own, also
+        /// insert, edit or delete a draft in the same save, or sync the
+        /// drafts.
         func converge(
             seed: UInt64, operations: Int, stores prefix: String = "", trims: Bool = false, collisions: Bool = false,
-            attachments: Bool = false
+            attachments: Bool = false, twoStores: Bool = false
         ) async throws {
             let environment = ProcessInfo.processInfo.environment
             var random = SeededRandom(seed: seed)
@@ -73,12 +80,38 @@
                         })
                 }
             }
+            var drafting = SeededRandom(seed: seed ^ 0x1b87_3593)
             let zone = "zone-\(UUID())"
+            let draftsZone = "zone-\(UUID())"
             var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
+            var drafts: [SyncEngine] = []
             for name in ["a", "b", "c"] {
-                let (container, sync) = try device(prefix + name, zone: zone)
-                devices.append((container, sync, ModelContext(container)))
+                if twoStores {
+                    let container = try ModelContainer(
+                        for: Schema([Folder.self, Memo.self, Label.self, Draft.self]),
+                        configurations: [
+                            ModelConfiguration(
+                                "memos", schema: Schema([Folder.self, Memo.self, Label.self]),
+                                url: URL(fileURLWithPath: directory.file(prefix + name + ".store"))),
+                            ModelConfiguration(
+                                "drafts", schema: Schema([Draft.self]),
+                                url: URL(fileURLWithPath: directory.file(prefix + name + "-drafts.store"))),
+                        ])
+                    var memos = try configuration(zone: zone)
+                    memos.store = "memos"
+                    var draftsConfiguration = try configuration(zone: draftsZone)
+                    draftsConfiguration.store = "drafts"
+                    let sync = try SyncEngine(container: container, configuration: memos)
+                    let draftSync = try SyncEngine(container: container, configuration: draftsConfiguration)
+                    engines += [sync, draftSync]
+                    drafts.append(draftSync)
+                    devices.append((track(container), sync, ModelContext(container)))
+                } else {
+                    let (container, sync) = try device(prefix + name, zone: zone)
+                    devices.append((container, sync, ModelContext(container)))
+                }
             }
+            var draftCounter = 0
             var counter = 0
             func fresh(_ prefix: String) -> String {
                 counter += 1
@@ -166,6 +199,25 @@
                         try await devices[index].sync.syncNow()
                     }
                 }
+                if twoStores, Int.random(in: 0..<4, using: &drafting) == 0 {
+                    let existing = try context.fetch(FetchDescriptor<Draft>(sortBy: [SortDescriptor(\.text)]))
+                    let roll = Int.random(in: 0..<100, using: &drafting)
+                    draftCounter += 1
+                    switch roll {
+                    case 0..<40:
+                        counts["insert draft", default: 0] += 1
+                        context.insert(Draft(text: "d\(draftCounter)"))
+                    case 40..<70:
+                        counts["edit draft", default: 0] += 1
+                        existing.randomElement(using: &drafting)?.text = "d\(draftCounter)"
+                    case 70..<85:
+                        counts["delete draft", default: 0] += 1
+                        if let draft = existing.randomElement(using: &drafting) { context.delete(draft) }
+                    default:
+                        counts["sync drafts", default: 0] += 1
+                        try await drafts[index].syncNow()
+                    }
+                }
                 counts[operation, default: 0] += 1
                 if environment["STRATA_SYNC_TRACE"] != nil {
                     let changed = (context.insertedModelsArray + context.changedModelsArray + context.deletedModelsArray).map {
@@ -181,7 +233,21 @@
             }
             print("SyncConvergenceTests operations: \(counts.sorted { $0.key < $1.key })")
             // Everyone syncs: a, b, c, then a and b again for what c pushed.
-            for index in [0, 1, 2, 0, 1] { try await devices[index].sync.syncNow() }
+            for index in [0, 1, 2, 0, 1] {
+                // What the last operation left unsaved goes too.
+                try devices[index].context.save()
+                try await devices[index].sync.syncNow()
+                if twoStores { try await drafts[index].syncNow() }
+            }
+            if twoStores {
+                let texts = try devices.map {
+                    try ModelContext($0.container).fetch(FetchDescriptor<Draft>()).map(\.text).sorted()
+                }
+                XCTAssertEqual(texts[1], texts[0], "b's drafts (seed \(seed))")
+                XCTAssertEqual(texts[2], texts[0], "c's drafts (seed \(seed))")
+                XCTAssertGreaterThan(texts[0].count, 0, "the run ends with drafts (seed \(seed))")
+                for sync in drafts { XCTAssertEqual(sync.status.pendingChanges, 0) }
+            }
             let dumps = try devices.map { try graphDump($0.container) }
             for (index, name) in [(1, "b"), (2, "c")] where dumps[index] != dumps[0] {
                 let onlyA = dumps[0].filter { !dumps[index].contains($0) }
