@@ -217,6 +217,11 @@
                         counts["sync drafts", default: 0] += 1
                         try await drafts[index].syncNow()
                     }
+                    // Saved with the operation's save, or now when it
+                    // saves nothing: a change left unsaved across a sync
+                    // that deletes its model makes the next save throw
+                    // (`modelDeleted`), as for any two contexts.
+                    if operation == "sync" || operation == "trim" { try context.save() }
                 }
                 counts[operation, default: 0] += 1
                 if environment["STRATA_SYNC_TRACE"] != nil {
@@ -224,7 +229,7 @@
                         model -> String in
                         if let memo = model as? Memo { return "memo \(memo.text) in \(memo.folder?.name ?? "-")" }
                         if let folder = model as? Folder { return "folder \(folder.name)" }
-                        if let label = model as? Label { return "label \(label.name)" }
+                        if let label = model as? Label { return "label \(label.name) (\(label.color))" }
                         return "?"
                     }
                     print("trace \(["a", "b", "c"][index]) \(operation) \(changed)")
