@@ -216,17 +216,23 @@
             engines.removeAll { $0 === syncOld }
         }
 
+        /// A device whose server cuts its second request of parts.
+        func cutDevice(_ name: String, zone: String) throws -> (ModelContainer, SyncEngine, CuttingParts) {
+            let url = URL(fileURLWithPath: directory.file(name + ".store"))
+            let container = track(try ModelContainer(for: Photo.self, configurations: ModelConfiguration(url: url)))
+            let server = CuttingParts(PostgresZoneServer(configuration: try configuration(zone: zone)))
+            let sync = try SyncEngine(container: container, configuration: try configuration(zone: zone), server: server)
+            engines.append(sync)
+            return (container, sync, server)
+        }
+
         /// Uploads and downloads cut in the middle resume at the parts
         /// they lack: no part goes twice.
         func testUploadsAndDownloadsResumeWhereTheyStopped() async throws {
             let zone = "zone-\(UUID())"
             let partsPerValue = 2 * Worker.transferBytes / ExternalReference.partSize + 1
             let image = bytes(partsPerValue * ExternalReference.partSize - 3, seed: 9)
-            let urlA = URL(fileURLWithPath: directory.file("a.store"))
-            let a = track(try ModelContainer(for: Photo.self, configurations: ModelConfiguration(url: urlA)))
-            let cutA = CuttingParts(PostgresZoneServer(configuration: try configuration(zone: zone)))
-            let syncA = try SyncEngine(container: a, configuration: try configuration(zone: zone), server: cutA)
-            engines.append(syncA)
+            let (a, syncA, cutA) = try cutDevice("a", zone: zone)
             let context = ModelContext(a)
             context.insert(Photo(name: "large", image: image))
             try context.save()
@@ -240,11 +246,7 @@
             try await syncA.syncNow()
             XCTAssertEqual(cutA.counts.put, partsPerValue, "each part uploaded once")
 
-            let urlB = URL(fileURLWithPath: directory.file("b.store"))
-            let b = track(try ModelContainer(for: Photo.self, configurations: ModelConfiguration(url: urlB)))
-            let cutB = CuttingParts(PostgresZoneServer(configuration: try configuration(zone: zone)))
-            let syncB = try SyncEngine(container: b, configuration: try configuration(zone: zone), server: cutB)
-            engines.append(syncB)
+            let (b, syncB, cutB) = try cutDevice("b", zone: zone)
             do {
                 try await syncB.syncNow()
                 XCTFail("the download was cut")
