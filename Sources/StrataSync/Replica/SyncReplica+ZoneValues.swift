@@ -40,15 +40,18 @@ extension SyncReplica {
     }
 
     /// Records that the zone set `fields` (those of unique constraints) of
-    /// the model at `row`.
+    /// the model at `row`; an entry that holds them already is left as it
+    /// is (most changes leave a unique value alone).
     static func recordZoneValues(_ entity: Schema.Entity, row: Int64, _ fields: [SyncChangeSet.Field], _ tx: WriteTransaction)
         throws
     {
         let names = uniqueNames(entity)
         let set = fields.filter { names.contains($0.name) }
         guard !set.isEmpty else { return }
-        var values = try zoneValues(entity, row: row, tx) ?? [:]
+        let stored = try zoneValues(entity, row: row, tx)
+        var values = stored ?? [:]
         for field in set { values[field.name] = field }
+        if let stored, stored == values { return }
         let change = SyncChangeSet.Change(
             kind: .update, entity: entity.name, id: SyncID(bytes: Array(repeating: 0, count: 16)),
             fields: values.sorted { $0.key < $1.key }.map(\.value))
