@@ -239,6 +239,189 @@
             }
         }
 
+        /// B renames scarlet to red in a save it has not pushed, then pulls
+        /// C's new red label and C's later change of red's memos (sent in
+        /// full): B merged the two at once, the others merge them when B's
+        /// rename arrives; every device ends with red holding all three
+        /// memos, scarlet's among them.
+        func testAMergeAheadOfTheZoneKeepsItsOwnMembers() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            try await syncC.syncNow()
+            try rename("scarlet", to: "red", on: b)
+            let onC = ModelContext(c)
+            let red = Label(name: "red", color: "c's")
+            let m3 = Memo(text: "m3")
+            onC.insert(m3)
+            m3.labels = [red]
+            try onC.save()
+            try await syncC.syncNow()
+            let m4 = Memo(text: "m4")
+            onC.insert(m4)
+            red.memos.append(m4)
+            try onC.save()
+            try await syncC.syncNow()
+            for sync in [syncB, syncA, syncC, syncA, syncB] { try await sync.syncNow() }
+            let expected = [
+                "label crimson (dark): m1", "label red (c's): m2,m3,m4", "memo m1 in - labels crimson",
+                "memo m2 in - labels red", "memo m3 in - labels red", "memo m4 in - labels red",
+            ]
+            for (name, container) in [("a", a), ("b", b), ("c", c)] {
+                XCTAssertEqual(try dump(container), expected, name)
+                XCTAssertEqual(try container.checkIntegrity(), [])
+            }
+        }
+
+        /// C renames crimson to ruby in a save it has not pushed, then
+        /// pulls B's rename of crimson to red, the name C's own label holds:
+        /// C merges the two as every other device does, and C's rename
+        /// then names the merged label everywhere.
+        func testARenameIntoAValueHeldHereMergesThoughRenamedAwayLocally() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            let onC = ModelContext(c)
+            try await syncC.syncNow()
+            let m3 = Memo(text: "m3")
+            onC.insert(m3)
+            m3.labels = [Label(name: "red", color: "c's")]
+            try onC.save()
+            try await syncC.syncNow()
+            try rename("crimson", to: "red", on: b)
+            try await syncB.syncNow()
+            try rename("crimson", to: "ruby", on: c)
+            for sync in [syncC, syncA, syncB, syncC] { try await sync.syncNow() }
+            let dumps = try [a, b, c].map { try dump($0) }
+            XCTAssertEqual(dumps[1], dumps[0], "b")
+            XCTAssertEqual(dumps[2], dumps[0], "c")
+            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, ["label ruby (c's): m1,m3", "label scarlet (bright): m2"])
+            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+        }
+
+        /// C makes red on m3 and pushes it. B renames scarlet to red (B pulls
+        /// C's red first, so B merges the two at once; the others merge them
+        /// when B's rename arrives). C, before it pulls that, renames
+        /// scarlet to ruby and adds m4 to it: its list of scarlet's memos
+        /// is of the scarlet it knew. Every device takes that list as
+        /// changes to scarlet's members, so the merged label keeps m3.
+        func testAListSentForAModelMergedMeanwhileKeepsTheSurvivorsMembers() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            try await syncC.syncNow()
+            let onC = ModelContext(c)
+            let m3 = Memo(text: "m3")
+            onC.insert(m3)
+            m3.labels = [Label(name: "red", color: "c's")]
+            try onC.save()
+            try await syncC.syncNow()
+            try rename("scarlet", to: "red", on: b)
+            try await syncB.syncNow()
+            let scarlet = try XCTUnwrap(
+                onC.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
+            scarlet.name = "ruby"
+            let m4 = Memo(text: "m4")
+            onC.insert(m4)
+            scarlet.memos.append(m4)
+            try onC.save()
+            for sync in [syncA, syncC, syncA, syncB] { try await sync.syncNow() }
+            let dumps = try [a, b, c].map { try dump($0) }
+            XCTAssertEqual(dumps[1], dumps[0], "b")
+            XCTAssertEqual(dumps[2], dumps[0], "c")
+            XCTAssertEqual(
+                dumps[0].filter { $0.hasPrefix("label") }, ["label crimson (dark): m1", "label ruby (c's): m2,m3,m4"])
+            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+        }
+
+        /// B makes red on m3; C, not knowing it, makes red on m4. B pushes
+        /// between C's prepare and C's push, so C's red reaches the zone
+        /// as an insert after B's. Meanwhile A pulls B's red, renames it to
+        /// ruby and crimson to red, and then pulls C's red before it pushes:
+        /// in the zone's order C's red meets B's (ruby here), not crimson,
+        /// and merges into it on every device.
+        func testAnInsertMergesIntoTheZonesHolderThoughRenamedAwayLocally() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, _) = try device("c", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            let hooked = FirstPushHook(PostgresZoneServer(configuration: try configuration(zone: zone))) {
+                try? await syncB.syncNow()
+                try? await syncA.syncNow()
+                let onA = ModelContext(a)
+                for (from, to) in [("red", "ruby"), ("crimson", "red")] {
+                    let label = try? onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == from })).first
+                    label?.name = to
+                    try? onA.save()
+                }
+            }
+            let syncC = try SyncEngine(container: c, configuration: try configuration(zone: zone), server: hooked)
+            engines.append(syncC)
+            for (container, color, text) in [(b, "b's", "m3"), (c, "c's", "m4")] {
+                let context = ModelContext(container)
+                let memo = Memo(text: text)
+                context.insert(memo)
+                memo.labels = [Label(name: "red", color: color)]
+                try context.save()
+            }
+            try await syncC.syncNow()
+            XCTAssertEqual(
+                try dump(a).filter { $0.hasPrefix("label") },
+                ["label red (dark): m1", "label ruby (b's): m3", "label scarlet (bright): m2"])
+            for sync in [syncA, syncB, syncC, syncA, syncB] { try await sync.syncNow() }
+            let dumps = try [a, b, c].map { try dump($0) }
+            XCTAssertEqual(dumps[1], dumps[0], "b")
+            XCTAssertEqual(dumps[2], dumps[0], "c")
+            XCTAssertEqual(
+                dumps[0].filter { $0.hasPrefix("label") },
+                ["label red (dark): m1", "label ruby (c's): m3,m4", "label scarlet (bright): m2"])
+            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+        }
+
+        /// C makes red and pushes it. A renames crimson to red and pulls
+        /// C's red (A merges the two at once); B renames scarlet to red and
+        /// pushes first. A then pulls B's rename: its red holds C's, first
+        /// in the zone, so scarlet merges into it, as on every device, and
+        /// C's later delete of red takes the one merged label everywhere.
+        func testARenameMeetsAModelMergedHereAheadOfTheZone() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            try await syncC.syncNow()
+            let onC = ModelContext(c)
+            let m3 = Memo(text: "m3")
+            onC.insert(m3)
+            m3.labels = [Label(name: "red", color: "c's")]
+            try onC.save()
+            try await syncC.syncNow()
+            try rename("crimson", to: "red", on: a)
+            try rename("scarlet", to: "red", on: b)
+            try await syncB.syncNow()
+            for sync in [syncA, syncC, syncB] { try await sync.syncNow() }
+            var dumps = try [a, b, c].map { try dump($0) }
+            XCTAssertEqual(dumps[1], dumps[0], "b")
+            XCTAssertEqual(dumps[2], dumps[0], "c")
+            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, ["label red (c's): m1,m2,m3"])
+            let red = try XCTUnwrap(onC.fetch(FetchDescriptor<Label>()).first)
+            onC.delete(red)
+            try onC.save()
+            for sync in [syncC, syncA, syncB] { try await sync.syncNow() }
+            dumps = try [a, b, c].map { try dump($0) }
+            XCTAssertEqual(dumps[1], dumps[0], "b")
+            XCTAssertEqual(dumps[2], dumps[0], "c")
+            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, [])
+            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+        }
+
         /// The same with a compound unique constraint: two devices move two
         /// slots to one day and hour.
         func testUpdatesCollidingOnACompoundUniqueConstraintMerge() async throws {

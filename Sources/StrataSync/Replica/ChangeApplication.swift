@@ -56,7 +56,18 @@ extension SyncReplica {
         /// `union`: a model merged into (a unique constraint's upsert): its
         /// to-manys keep their targets and gain the change's, and a to-one
         /// the change leaves empty keeps its target.
-        var pendingLinks: [(model: any PersistentModel, entity: Schema.Entity, fields: [Field], union: Bool)] = []
+        var pendingLinks:
+            [(model: any PersistentModel, entity: Schema.Entity, fields: [Field], union: Bool, previous: [String: [SyncID]]?)] =
+                []
+        /// Pulled models merged ahead of the zone (`SyncReplica+AheadMerges`),
+        /// with the zone's to-many lists of them to record.
+        var aheadMerges: [(id: SyncID, entity: String, fields: [Field])] = []
+        /// Models merged in the zone's order, with the to-many lists they
+        /// brought to their survivor (`SyncReplica+AheadMerges`).
+        var zoneMerges: [(id: SyncID, entity: String, fields: [Field])] = []
+        /// This device's own changes of unique values, now in the zone: the
+        /// merges ahead of the zone into their models end.
+        var aheadEnds: [(entity: Schema.Entity, id: SyncID)] = []
 
         /// The device and save token of the change (nil for a snapshot).
         var origin: (device: SyncID, token: Int64)?
@@ -131,7 +142,17 @@ extension SyncReplica {
                     links.set(change.id, field.name, to: field.value.count == 16 ? SyncID(bytes: field.value) : nil)
                 }
                 if !entity.uniqueGroups.isEmpty { zoneFields.append((change.id, entity, change.fields)) }
-                if own { return }
+                if own {
+                    let unique = SyncReplica.uniqueNames(entity)
+                    if change.fields.contains(where: { unique.contains($0.name) }) { aheadEnds.append((entity, change.id)) }
+                    // Its lists are the zone's last of a merged model.
+                    if change.fields.contains(where: { $0.wire == SyncChangeSet.toMany }),
+                        try store.read({ tx in try SyncReplica.aheadMerge(change.id, tx) }) != nil
+                    {
+                        aheadMerges.append((change.id, entity.name, change.fields))
+                    }
+                    return
+                }
                 switch place {
                 case .deleted: return
                 case .row(let row): try update(row: row, change, entity)
@@ -165,10 +186,28 @@ extension SyncReplica {
             guard !(model is MissingModel), !model.isDeleted else { return }
             let fields = unmasked(change.fields, entity, row: row)
             if try replica.assign(fields, to: model, entity: entity, seq: seq) { applied.updated.append(model.persistentModelID) }
-            link(model, entity, fields)
+            if let lists = try store.read({ tx in try SyncReplica.aheadMerge(change.id, tx) }) {
+                // Merged here ahead of the zone: its lists change the
+                // merged model's.
+                var previous: [String: [SyncID]] = [:]
+                for field in fields where field.wire == SyncChangeSet.toMany {
+                    let value = lists[field.name]?.value ?? []
+                    previous[field.name] = stride(from: 0, to: value.count - value.count % 16, by: 16).map {
+                        SyncID(bytes: Array(value[$0..<$0 + 16]))
+                    }
+                }
+                aheadMerges.append((change.id, entity.name, fields))
+                link(model, entity, fields, previous: previous)
+            } else {
+                link(model, entity, fields)
+            }
             if let (holder, names) = try replica.collidingRow(of: model, entity, except: row) {
                 collisions.append(Collision(entity: entity, updated: row, holder: holder, names: names, fields: change.fields))
             } else if let (holder, names) = try zoneHolder(of: change.fields, entity, row: row) {
+                collisions.append(
+                    Collision(
+                        entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
+            } else if let (holder, names) = try localHolder(ofMasked: change.fields, entity, row: row) {
                 collisions.append(
                     Collision(
                         entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
@@ -195,13 +234,37 @@ extension SyncReplica {
             // into it (SwiftData's upsert), as an update: the zone's first
             // identifier keeps the row, this one points at it too, and
             // attributes of local saves not pushed yet keep their values, as
-            // for any update.
-            if let row = try replica.existingRow(matching: model, entity),
+            // for any update. The model that holds the values in the zone
+            // comes first: a local save not pushed yet may have moved them
+            // away from it here, and given them to another model.
+            let zoneRow = try zoneHolder(of: change.fields, entity, row: -1)?.row
+            if let row = try zoneRow ?? replica.existingRow(matching: model, entity),
                 try !deletedBySet(entity, row),
                 case let existing = context.model(for: replica.identifier(entity, row)),
                 !(existing is MissingModel), !existing.isDeleted
             {
                 merged.append((change.id, entity, row))
+                // A model whose value here comes from a local save not
+                // pushed yet: merged ahead of the zone. In the zone's
+                // order the local model is the one merged away, with the
+                // lists it has now.
+                let ahead: Bool
+                if zoneRow != nil {
+                    ahead = false
+                } else if case let mask?? = masks[entity.name]?[row] {
+                    ahead = !mask.isDisjoint(with: SyncReplica.uniqueNames(entity))
+                } else {
+                    ahead = masks[entity.name]?[row] != nil
+                }
+                if ahead {
+                    aheadMerges.append((change.id, entity.name, change.fields))
+                    if let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) {
+                        let lists = try toManyLists(of: existing, entity)
+                        if !lists.isEmpty { zoneMerges.append((id, entity.name, lists)) }
+                    }
+                } else {
+                    zoneMerges.append((change.id, entity.name, change.fields))
+                }
                 // Later references in this change set find it.
                 insertedByID[change.id] = existing
                 mergedRows[change.id] = row
@@ -227,10 +290,11 @@ extension SyncReplica {
         }
 
         private mutating func link(
-            _ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [Field], union: Bool = false
+            _ model: any PersistentModel, _ entity: Schema.Entity, _ fields: [Field], union: Bool = false,
+            previous: [String: [SyncID]]? = nil
         ) {
             let references = fields.filter { $0.wire == SyncChangeSet.toOne || $0.wire == SyncChangeSet.toMany }
-            if !references.isEmpty { pendingLinks.append((model, entity, references, union)) }
+            if !references.isEmpty { pendingLinks.append((model, entity, references, union, previous)) }
         }
 
         private mutating func doom(_ id: SyncID, _ entity: Schema.Entity, _ row: Int64?) {
@@ -239,10 +303,10 @@ extension SyncReplica {
 
         /// Points the relationships of every model the change touched.
         func linkAll() throws {
-            for (model, entity, fields, union) in pendingLinks where !model.isDeleted {
+            for (model, entity, fields, union, previous) in pendingLinks where !model.isDeleted {
                 try replica.setRelationships(
                     fields, of: model, entity: entity, context: context, inserted: insertedByID,
-                    masks: (masks, fixedMasks), seq: seq, union: union)
+                    masks: (masks, fixedMasks), seq: seq, union: union, previous: previous)
             }
         }
 
@@ -356,9 +420,21 @@ extension SyncReplica {
                 try SyncReplica.forgetZoneValues(entity, row: row, tx)
             }
             for (id, (entity, row)) in doomed {
+                if let row { try SyncReplica.endAheadMerges(into: entity, row: row, all: true, tx) }
                 try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)
                 try links.forget(id, tx)
                 if let row { try SyncReplica.forgetZoneValues(entity, row: row, tx) }
+            }
+            for (id, entity, fields) in aheadMerges where doomed[id] == nil {
+                try SyncReplica.recordAheadMerge(id, entity: entity, fields, tx)
+            }
+            for (id, entity, fields) in zoneMerges where doomed[id] == nil {
+                try SyncReplica.recordAheadMerge(id, entity: entity, fields, inZone: true, tx)
+            }
+            for (entity, id) in aheadEnds {
+                if case .row(let row)? = try SyncReplica.place(of: id, tx) {
+                    try SyncReplica.endAheadMerges(into: entity, row: row, tx)
+                }
             }
             // The zone's values of unique constraints, by where each
             // identifier points now (a merged one at its survivor).

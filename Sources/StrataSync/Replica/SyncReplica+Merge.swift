@@ -15,7 +15,9 @@ import StrataEngine
 // - the later model's to-many relationships join the survivor's, and its
 //   to-ones fill the survivor's empty ones;
 // - the later model's identifier names the survivor from then on, here and
-//   on every device (a change that names it updates the survivor);
+//   on every device (a change that names it updates the survivor; a
+//   to-many list it sends changes the members the later model brought,
+//   see `SyncReplica+AheadMerges`);
 // - the later model's row is deleted here, by a save authored "sync" that
 //   is not pushed.
 //
@@ -76,8 +78,11 @@ extension SyncReplica.ChangeApplication {
             switch holderMask {
             case _ where collision.inZone: holderIsLater = false
             case nil: holderIsLater = false
-            case .some(nil): holderIsLater = true
-            case .some(.some(let names)): holderIsLater = !names.isDisjoint(with: collision.names)
+            // A pulled model merged into the holder ahead of the zone holds
+            // the values in the zone: the holder came first.
+            case .some(nil): holderIsLater = try !holdsInZone(collision)
+            case .some(.some(let names)):
+                holderIsLater = try !names.isDisjoint(with: collision.names) && !holdsInZone(collision)
             }
             let survivor: any PersistentModel
             let loser: any PersistentModel
@@ -104,12 +109,16 @@ extension SyncReplica.ChangeApplication {
                     _ = try replica.assign(carried, to: survivor, entity: entity, seq: seq)
                 }
             }
+            // Lists sent later for the loser change the ones it brings.
+            let loserID = try store.read { tx in try SyncReplica.id(of: entity.name, row: loserRow, tx) }
+            if let loserID {
+                let lists = try toManyLists(of: loser, entity)
+                if !lists.isEmpty { zoneMerges.append((loserID, entity.name, lists)) }
+            }
             // The holder's unpushed to-ones go on top, as its save sends
             // them to the other devices.
             joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? (holderMask ?? nil) : [])
-            if let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: loserRow, tx) }) {
-                merged.append((id, entity, survivor._strataState.rowID))
-            }
+            if let loserID { merged.append((loserID, entity, survivor._strataState.rowID)) }
             mergedAway.append((entity, loserRow))
             context.delete(loser)
             applied.updated.append(survivor.persistentModelID)
@@ -121,6 +130,44 @@ extension SyncReplica.ChangeApplication {
                         model: loser.persistentModelID, reason: .merged(into: survivor.persistentModelID)))
             }
         }
+    }
+
+    /// Whether the collision's holder holds, in the zone, the values the
+    /// change gives the updated model.
+    private func holdsInZone(_ collision: Collision) throws -> Bool {
+        try store.read { tx in
+            guard let theirs = try SyncReplica.zoneValues(collision.entity, row: collision.holder, tx) else {
+                return false
+            }
+            var mine = try SyncReplica.zoneValues(collision.entity, row: collision.updated, tx) ?? [:]
+            for field in collision.fields { mine[field.name] = field }
+            return collision.names.allSatisfy { name in mine[name] != nil && mine[name] == theirs[name] }
+        }
+    }
+
+    /// `model`'s to-many lists, as fields of a change.
+    func toManyLists(of model: any PersistentModel, _ entity: Schema.Entity) throws -> [Field] {
+        // Models this change makes have no stored identifier yet.
+        let made = Dictionary(
+            inserted.map { (ObjectIdentifier($0.1), $0.0) }, uniquingKeysWith: { first, _ in first })
+        var fields: [Field] = []
+        for property in entity.properties {
+            guard let relationship = property as? Schema.Relationship, !relationship.isToOneRelationship,
+                let type = relationship.destinationType, let destination = schema.entity(forType: type)
+            else { continue }
+            let targets = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+            var value: [UInt8] = []
+            for target in targets where !target.isDeleted {
+                let id =
+                    try made[ObjectIdentifier(target)]
+                    ?? store.read { tx in
+                        try SyncReplica.id(of: destination.name, row: target._strataState.rowID, tx)
+                    }
+                if let id { value += id.bytes }
+            }
+            fields.append(Field(name: relationship.name, wire: SyncChangeSet.toMany, value: value))
+        }
+        return fields
     }
 
     /// Moves `loser`'s to-many targets to `survivor` and gives the survivor

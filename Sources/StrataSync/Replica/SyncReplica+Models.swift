@@ -105,7 +105,8 @@ extension SyncReplica {
     /// the fields leave empty.
     func setRelationships(
         _ fields: [SyncChangeSet.Field], of model: any PersistentModel, entity: Schema.Entity, context: ModelContext,
-        inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64, union: Bool = false
+        inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64, union: Bool = false,
+        previous: [String: [SyncID]]? = nil
     ) throws {
         func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
             if let made = inserted[id] { return made }
@@ -166,6 +167,19 @@ extension SyncReplica {
                 if union {
                     let current = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
                     targets = current + targets.filter { target in !current.contains { $0 === target } }
+                } else if let previous = previous?[relationship.name] {
+                    // The list of a model merged here ahead of the zone:
+                    // what it lost since leaves, what it gained joins.
+                    let current = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                    var removed: [any PersistentModel] = []
+                    for id in previous {
+                        guard let found = try target(id, of: relationship), !targets.contains(where: { $0 === found })
+                        else { continue }
+                        removed.append(found)
+                    }
+                    targets =
+                        current.filter { kept in !removed.contains { $0 === kept } }
+                        + targets.filter { target in !current.contains { $0 === target } }
                 }
                 model._strataSetRelationship(field: relationship.field, to: targets)
             }

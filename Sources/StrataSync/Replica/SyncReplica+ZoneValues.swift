@@ -65,6 +65,40 @@ extension SyncReplica {
 }
 
 extension SyncReplica.ChangeApplication {
+    /// The stored model that holds here the values of a unique constraint
+    /// that the pulled `fields` give the model at `row`, where a local save
+    /// not pushed yet changed them on that model (so the model keeps its
+    /// own values here, and the store's unique index finds no collision):
+    /// in the zone's order the two collide now, and every other device
+    /// merges them.
+    func localHolder(ofMasked fields: [Field], _ entity: Schema.Entity, row: Int64) throws
+        -> (row: Int64, names: Set<String>)?
+    {
+        guard !entity.uniqueGroups.isEmpty, case let mask?? = masks[entity.name]?[row] else { return nil }
+        for group in entity.uniqueGroups {
+            let names = Set(group.properties.map(\.name))
+            guard !names.isDisjoint(with: mask), fields.contains(where: { names.contains($0.name) }) else { continue }
+            // The model as the zone has it: stored, with the zone's
+            // values of the constraint and the change's on top.
+            var values = Dictionary(
+                try replica.storedAttributes(entity, row: row, only: nil).map { ($0.name, $0) },
+                uniquingKeysWith: { _, last in last })
+            let zone = try store.read { tx in try SyncReplica.zoneValues(entity, row: row, tx) } ?? [:]
+            for (name, field) in zone where names.contains(name) { values[name] = field }
+            for field in fields where names.contains(field.name) { values[field.name] = field }
+            guard let zoneModel = try? replica.make(entity, Array(values.values), seq: seq) else { continue }
+            let key = group.key(group.values(of: zoneModel), row: 0)
+            let holder: Int64? = try store.read { tx in
+                guard let tree = try tx.treeIfPresent(group.treeName), let bytes = try tx.get(key, in: tree) else {
+                    return nil
+                }
+                return try KeyGroup.row(inUniqueValue: bytes)
+            }
+            if let holder, holder != row, masks[entity.name]?[holder] == nil { return (holder, names) }
+        }
+        return nil
+    }
+
     /// The model of `entity` that holds in the zone the values of a unique
     /// constraint that the pulled `fields` give the model at `row`, while a
     /// local save not pushed yet moved its values away here (a holder of

@@ -1,0 +1,93 @@
+import Foundation
+import Strata
+import StrataEngine
+
+// Merges ahead of the zone. A device that gave a model a unique value in
+// a save not pushed yet, and then pulls another device's model holding
+// that value, merges the pulled model into its own at once (a store holds
+// one model per unique value); every other device merges the two only
+// when the unpushed save arrives, later in the zone's order. Until then,
+// the pulled model's to-many lists that the zone sends in full are, on
+// the other devices, that model's alone; here they are changes to the
+// merged model: what the zone removes from the pulled model's list leaves
+// the merged model, what it adds joins it, and the rest stays.
+//
+// Merges in the zone's order have the same question later: a device that
+// saved a model's to-many list before it learned that the model merged
+// into another sends the list of the model it knew. Every device takes
+// such a list, addressed to the merged identifier, as changes to the list
+// the merged model brought to the survivor, so that the survivor's own
+// members stay.
+//
+// `sync.aheadMerges`: the merged model's identifier (16 bytes) → the
+// zone's last to-many lists of it (a `SyncChangeSet` of one change: an
+// update for a merge ahead of the zone, an insert for one in the zone's
+// order). An entry ahead of the zone goes once this device's own save
+// that holds the unique value is in the zone (its own change applied);
+// an entry in the zone's order stays while its survivor does. Both go when
+// the survivor is deleted.
+
+extension SyncReplica {
+    static let aheadMergesTree = "sync.aheadMerges"
+
+    /// The zone's last to-many lists of `id`, merged ahead of the zone;
+    /// nil when it is not.
+    static func aheadMerge(_ id: SyncID, _ tx: ReadTransaction) throws -> [String: SyncChangeSet.Field]? {
+        try entryOfMerge(id, tx)?.lists
+    }
+
+    /// The entry of `id`: its lists, and whether it merged in the zone's
+    /// order.
+    private static func entryOfMerge(_ id: SyncID, _ tx: ReadTransaction) throws -> (
+        lists: [String: SyncChangeSet.Field], inZone: Bool
+    )? {
+        guard let tree = try tx.treeIfPresent(aheadMergesTree), let bytes = try tx.get(id.bytes, in: tree) else {
+            return nil
+        }
+        let set: SyncChangeSet
+        do {
+            set = try SyncChangeSet.decode(bytes)
+        } catch {
+            throw SwiftDataError(.corruptRecord, "\(aheadMergesTree): the entry of \(id): \(error)")
+        }
+        let lists = Dictionary(
+            (set.changes.first?.fields ?? []).map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        return (lists, set.changes.first?.kind == .insert)
+    }
+
+    /// Records the zone's to-many lists `fields` of `id` (merged ahead of
+    /// the zone, or in the zone's order when `inZone`), over those
+    /// recorded; an entry keeps its kind.
+    static func recordAheadMerge(
+        _ id: SyncID, entity: String, _ fields: [SyncChangeSet.Field], inZone: Bool = false, _ tx: WriteTransaction
+    ) throws {
+        let existing = try entryOfMerge(id, tx)
+        var lists = existing?.lists ?? [:]
+        for field in fields where field.wire == SyncChangeSet.toMany { lists[field.name] = field }
+        let change = SyncChangeSet.Change(
+            kind: existing.map { $0.inZone ? .insert : .update } ?? (inZone ? .insert : .update), entity: entity, id: id,
+            fields: lists.sorted { $0.key < $1.key }.map(\.value))
+        let tree = try tx.treeIfPresent(aheadMergesTree) ?? tx.createTree(aheadMergesTree)
+        try tx.put(id.bytes, SyncChangeSet(changes: [change]).encode(), in: tree)
+    }
+
+    /// Ends the merges ahead of the zone into the model at `row` of
+    /// `entity`: the zone holds this device's save now; or every merge into
+    /// it when `all` (the model is gone).
+    static func endAheadMerges(into entity: Schema.Entity, row: Int64, all: Bool = false, _ tx: WriteTransaction) throws {
+        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return }
+        var keys: [[UInt8]] = []
+        try tx.forEach(tree) { key, _ in
+            keys.append(key)
+            return true
+        }
+        for key in keys where key.count == 16 {
+            let id = SyncID(bytes: key)
+            if let (name, other) = try entry(of: id, tx), other == row, name == entity.name,
+                try all || entryOfMerge(id, tx)?.inZone == false
+            {
+                try tx.delete(key, in: tree)
+            }
+        }
+    }
+}
