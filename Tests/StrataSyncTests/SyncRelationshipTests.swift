@@ -152,6 +152,50 @@
             try await syncB.syncNow()
         }
 
+        /// Three devices of one zone (their stores named with `suffix`),
+        /// all holding crimson (m1) and scarlet (m2).
+        func threeDevicesWithTwoLabels(_ suffix: String = "") async throws -> (
+            ModelContainer, SyncEngine, ModelContainer, SyncEngine, ModelContainer, SyncEngine
+        ) {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a" + suffix, zone: zone)
+            let (b, syncB) = try device("b" + suffix, zone: zone)
+            let (c, syncC) = try device("c" + suffix, zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            try await syncC.syncNow()
+            return (a, syncA, b, syncB, c, syncC)
+        }
+
+        /// Three devices of one zone holding crimson (m1) and scarlet
+        /// (m2); C then makes red (c's) on m3 and pushes it.
+        func threeDevicesAndRedOnC() async throws -> (
+            ModelContainer, SyncEngine, ModelContainer, SyncEngine, ModelContainer, SyncEngine
+        ) {
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels()
+            let onC = ModelContext(c)
+            let m3 = Memo(text: "m3")
+            onC.insert(m3)
+            m3.labels = [Label(name: "red", color: "c's")]
+            try onC.save()
+            try await syncC.syncNow()
+            return (a, syncA, b, syncB, c, syncC)
+        }
+
+        /// Asserts that `containers` hold one graph, whose labels are
+        /// `labels`, and pass their integrity checks; returns the graph.
+        @discardableResult
+        func assertOneGraph(_ containers: [ModelContainer], labels: [String], file: StaticString = #filePath, line: UInt = #line)
+            throws -> [String]
+        {
+            let dumps = try containers.map { try dump($0) }
+            for (index, other) in dumps.enumerated().dropFirst() {
+                XCTAssertEqual(other, dumps[0], "device \(index)", file: file, line: line)
+            }
+            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, labels, file: file, line: line)
+            for container in containers { XCTAssertEqual(try container.checkIntegrity(), [], file: file, line: line) }
+            return dumps[0]
+        }
+
         /// Renames the label named `from` to `to` on `container`.
         func rename(_ from: String, to: String, color: String? = nil, on container: ModelContainer) throws {
             let context = ModelContext(container)
@@ -168,12 +212,7 @@
         /// attributes go on top, and it holds both labels' memos.
         func testUpdatesThatCollideOnAUniqueValueMergeOnEveryDevice() async throws {
             for aFirst in [true, false] {
-                let zone = "zone-\(UUID())"
-                let (a, syncA) = try device("a\(aFirst)", zone: zone)
-                let (b, syncB) = try device("b\(aFirst)", zone: zone)
-                let (c, syncC) = try device("c\(aFirst)", zone: zone)
-                try await twoLabels(a, syncA, syncB)
-                try await syncC.syncNow()
+                let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels("\(aFirst)")
                 try rename("crimson", to: "red", color: "a's", on: a)
                 try rename("scarlet", to: "red", color: "b's", on: b)
                 // The device that renames second in the zone's order is
@@ -245,12 +284,7 @@
         /// rename arrives; every device ends with red holding all three
         /// memos, scarlet's among them.
         func testAMergeAheadOfTheZoneKeepsItsOwnMembers() async throws {
-            let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, syncB) = try device("b", zone: zone)
-            let (c, syncC) = try device("c", zone: zone)
-            try await twoLabels(a, syncA, syncB)
-            try await syncC.syncNow()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels()
             try rename("scarlet", to: "red", on: b)
             let onC = ModelContext(c)
             let red = Label(name: "red", color: "c's")
@@ -280,27 +314,12 @@
         /// C merges the two as every other device does, and C's rename
         /// then names the merged label everywhere.
         func testARenameIntoAValueHeldHereMergesThoughRenamedAwayLocally() async throws {
-            let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, syncB) = try device("b", zone: zone)
-            let (c, syncC) = try device("c", zone: zone)
-            try await twoLabels(a, syncA, syncB)
-            let onC = ModelContext(c)
-            try await syncC.syncNow()
-            let m3 = Memo(text: "m3")
-            onC.insert(m3)
-            m3.labels = [Label(name: "red", color: "c's")]
-            try onC.save()
-            try await syncC.syncNow()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
             try rename("crimson", to: "red", on: b)
             try await syncB.syncNow()
             try rename("crimson", to: "ruby", on: c)
             for sync in [syncC, syncA, syncB, syncC] { try await sync.syncNow() }
-            let dumps = try [a, b, c].map { try dump($0) }
-            XCTAssertEqual(dumps[1], dumps[0], "b")
-            XCTAssertEqual(dumps[2], dumps[0], "c")
-            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, ["label ruby (c's): m1,m3", "label scarlet (bright): m2"])
-            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            try assertOneGraph([a, b, c], labels: ["label ruby (c's): m1,m3", "label scarlet (bright): m2"])
         }
 
         /// C makes red on m3 and pushes it. B renames scarlet to red (B pulls
@@ -310,18 +329,8 @@
         /// is of the scarlet it knew. Every device takes that list as
         /// changes to scarlet's members, so the merged label keeps m3.
         func testAListSentForAModelMergedMeanwhileKeepsTheSurvivorsMembers() async throws {
-            let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, syncB) = try device("b", zone: zone)
-            let (c, syncC) = try device("c", zone: zone)
-            try await twoLabels(a, syncA, syncB)
-            try await syncC.syncNow()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
             let onC = ModelContext(c)
-            let m3 = Memo(text: "m3")
-            onC.insert(m3)
-            m3.labels = [Label(name: "red", color: "c's")]
-            try onC.save()
-            try await syncC.syncNow()
             try rename("scarlet", to: "red", on: b)
             try await syncB.syncNow()
             let scarlet = try XCTUnwrap(
@@ -332,12 +341,7 @@
             scarlet.memos.append(m4)
             try onC.save()
             for sync in [syncA, syncC, syncA, syncB] { try await sync.syncNow() }
-            let dumps = try [a, b, c].map { try dump($0) }
-            XCTAssertEqual(dumps[1], dumps[0], "b")
-            XCTAssertEqual(dumps[2], dumps[0], "c")
-            XCTAssertEqual(
-                dumps[0].filter { $0.hasPrefix("label") }, ["label crimson (dark): m1", "label ruby (c's): m2,m3,m4"])
-            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label ruby (c's): m2,m3,m4"])
         }
 
         /// B makes red on m3; C, not knowing it, makes red on m4. B pushes
@@ -376,13 +380,8 @@
                 try dump(a).filter { $0.hasPrefix("label") },
                 ["label red (dark): m1", "label ruby (b's): m3", "label scarlet (bright): m2"])
             for sync in [syncA, syncB, syncC, syncA, syncB] { try await sync.syncNow() }
-            let dumps = try [a, b, c].map { try dump($0) }
-            XCTAssertEqual(dumps[1], dumps[0], "b")
-            XCTAssertEqual(dumps[2], dumps[0], "c")
-            XCTAssertEqual(
-                dumps[0].filter { $0.hasPrefix("label") },
-                ["label red (dark): m1", "label ruby (c's): m3,m4", "label scarlet (bright): m2"])
-            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            try assertOneGraph(
+                [a, b, c], labels: ["label red (dark): m1", "label ruby (c's): m3,m4", "label scarlet (bright): m2"])
         }
 
         /// C makes red and pushes it. A renames crimson to red and pulls
@@ -391,35 +390,18 @@
         /// in the zone, so scarlet merges into it, as on every device, and
         /// C's later delete of red takes the one merged label everywhere.
         func testARenameMeetsAModelMergedHereAheadOfTheZone() async throws {
-            let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, syncB) = try device("b", zone: zone)
-            let (c, syncC) = try device("c", zone: zone)
-            try await twoLabels(a, syncA, syncB)
-            try await syncC.syncNow()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
             let onC = ModelContext(c)
-            let m3 = Memo(text: "m3")
-            onC.insert(m3)
-            m3.labels = [Label(name: "red", color: "c's")]
-            try onC.save()
-            try await syncC.syncNow()
             try rename("crimson", to: "red", on: a)
             try rename("scarlet", to: "red", on: b)
             try await syncB.syncNow()
             for sync in [syncA, syncC, syncB] { try await sync.syncNow() }
-            var dumps = try [a, b, c].map { try dump($0) }
-            XCTAssertEqual(dumps[1], dumps[0], "b")
-            XCTAssertEqual(dumps[2], dumps[0], "c")
-            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, ["label red (c's): m1,m2,m3"])
+            try assertOneGraph([a, b, c], labels: ["label red (c's): m1,m2,m3"])
             let red = try XCTUnwrap(onC.fetch(FetchDescriptor<Label>()).first)
             onC.delete(red)
             try onC.save()
             for sync in [syncC, syncA, syncB] { try await sync.syncNow() }
-            dumps = try [a, b, c].map { try dump($0) }
-            XCTAssertEqual(dumps[1], dumps[0], "b")
-            XCTAssertEqual(dumps[2], dumps[0], "c")
-            XCTAssertEqual(dumps[0].filter { $0.hasPrefix("label") }, [])
-            for container in [a, b, c] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            try assertOneGraph([a, b, c], labels: [])
         }
 
         /// The same with a compound unique constraint: two devices move two
