@@ -14,12 +14,14 @@
     /// The seed is printed; `STRATA_SYNC_SEED=<seed>` replays a run, and
     /// `STRATA_SYNC_OPERATIONS` sets its length (1,200 by default);
     /// `STRATA_SYNC_COLLISIONS=1` adds renames that collide on a unique
-    /// constraint (off by default: some seeds diverge, see the Sync
-    /// article), `STRATA_SYNC_TRIMS=0` leaves the trims out and
+    /// constraint and slots that collide on a compound one
+    /// (`STRATA_SYNC_SLOTS=0` leaves the slots out; off by default: some
+    /// seeds diverge, see the Sync article),
+    /// `STRATA_SYNC_TRIMS=0` leaves the trims out and
     /// `STRATA_SYNC_ATTACHMENTS=0` the external-storage values,
     /// `STRATA_SYNC_TWO_STORES=0` the second store.
     final class SyncConvergenceTests: SyncTestCase {
-        override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self] }
+        override class var models: [any PersistentModel.Type] { [Folder.self, Memo.self, Label.self, Slot.self] }
 
         func testThreeDevicesConverge() async throws {
             let environment = ProcessInfo.processInfo.environment
@@ -48,7 +50,11 @@
         /// `collisions`: half the label renames, from a stream of its own,
         /// take a name of the small pool that this device's labels do not
         /// hold, which another device's label may: an update that collides
-        /// on the unique constraint, merged on every device.
+        /// on the unique constraint, merged on every device. And a fifth of
+        /// the operations, from a stream of their own, also insert, move,
+        /// edit or delete a slot of a small grid (`#Unique` on day and
+        /// hour): an insert into a cell taken here merges (an upsert), a
+        /// move goes to a cell free here, which another device may hold.
         /// `attachments`: a third of the memo renames, from a stream of its
         /// own, also set the memo's `.externalStorage` attachment: nil, one
         /// of three values that many memos share, or bytes of its own (one
@@ -81,6 +87,8 @@
                 }
             }
             var drafting = SeededRandom(seed: seed ^ 0x1b87_3593)
+            var slotting = SeededRandom(seed: seed ^ 0x4c95_7f2d)
+            var slotCounter = 0
             let zone = "zone-\(UUID())"
             let draftsZone = "zone-\(UUID())"
             var devices: [(container: ModelContainer, sync: SyncEngine, context: ModelContext)] = []
@@ -88,10 +96,10 @@
             for name in ["a", "b", "c"] {
                 if twoStores {
                     let container = try ModelContainer(
-                        for: Schema([Folder.self, Memo.self, Label.self, Draft.self]),
+                        for: Schema([Folder.self, Memo.self, Label.self, Slot.self, Draft.self]),
                         configurations: [
                             ModelConfiguration(
-                                "memos", schema: Schema([Folder.self, Memo.self, Label.self]),
+                                "memos", schema: Schema([Folder.self, Memo.self, Label.self, Slot.self]),
                                 url: URL(fileURLWithPath: directory.file(prefix + name + ".store"))),
                             ModelConfiguration(
                                 "drafts", schema: Schema([Draft.self]),
@@ -199,6 +207,35 @@
                         try await devices[index].sync.syncNow()
                     }
                 }
+                if collisions, environment["STRATA_SYNC_SLOTS"] != "0", Int.random(in: 0..<5, using: &slotting) == 0 {
+                    let slots = try context.fetch(
+                        FetchDescriptor<Slot>(sortBy: [SortDescriptor(\.day), SortDescriptor(\.hour)]))
+                    let roll = Int.random(in: 0..<100, using: &slotting)
+                    slotCounter += 1
+                    switch roll {
+                    case 0..<35:
+                        counts["insert slot", default: 0] += 1
+                        context.insert(
+                            Slot(
+                                day: Int.random(in: 0..<3, using: &slotting), hour: Int.random(in: 0..<3, using: &slotting),
+                                note: "s\(slotCounter)"))
+                    case 35..<75:
+                        let free = (0..<9).map { ($0 / 3, $0 % 3) }.filter { cell in
+                            !slots.contains { $0.day == cell.0 && $0.hour == cell.1 }
+                        }
+                        if let slot = slots.randomElement(using: &slotting), let cell = free.randomElement(using: &slotting) {
+                            counts["move slot", default: 0] += 1
+                            (slot.day, slot.hour) = cell
+                        }
+                    case 75..<90:
+                        counts["edit slot", default: 0] += 1
+                        slots.randomElement(using: &slotting)?.note = "s\(slotCounter)"
+                    default:
+                        counts["delete slot", default: 0] += 1
+                        if let slot = slots.randomElement(using: &slotting) { context.delete(slot) }
+                    }
+                    if operation == "sync" || operation == "trim" { try context.save() }
+                }
                 if twoStores, Int.random(in: 0..<4, using: &drafting) == 0 {
                     let existing = try context.fetch(FetchDescriptor<Draft>(sortBy: [SortDescriptor(\.text)]))
                     let roll = Int.random(in: 0..<100, using: &drafting)
@@ -230,6 +267,7 @@
                         if let memo = model as? Memo { return "memo \(memo.text) in \(memo.folder?.name ?? "-")" }
                         if let folder = model as? Folder { return "folder \(folder.name)" }
                         if let label = model as? Label { return "label \(label.name) (\(label.color))" }
+                        if let slot = model as? Slot { return "slot \(slot.day)/\(slot.hour) \(slot.note)" }
                         return "?"
                     }
                     print("trace \(["a", "b", "c"][index]) \(operation) \(changed)")
@@ -253,7 +291,12 @@
                 XCTAssertGreaterThan(texts[0].count, 0, "the run ends with drafts (seed \(seed))")
                 for sync in drafts { XCTAssertEqual(sync.status.pendingChanges, 0) }
             }
-            let dumps = try devices.map { try graphDump($0.container) }
+            let dumps = try devices.map { device in
+                try graphDump(device.container)
+                    + ModelContext(device.container).fetch(FetchDescriptor<Slot>()).map {
+                        "slot \($0.day)/\($0.hour): \($0.note)"
+                    }.sorted()
+            }
             for (index, name) in [(1, "b"), (2, "c")] where dumps[index] != dumps[0] {
                 let onlyA = dumps[0].filter { !dumps[index].contains($0) }
                 let onlyOther = dumps[index].filter { !dumps[0].contains($0) }

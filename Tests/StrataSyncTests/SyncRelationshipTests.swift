@@ -168,10 +168,10 @@
 
         /// Three devices of one zone holding crimson (m1) and scarlet
         /// (m2); C then makes red (c's) on m3 and pushes it.
-        func threeDevicesAndRedOnC() async throws -> (
+        func threeDevicesAndRedOnC(_ suffix: String = "") async throws -> (
             ModelContainer, SyncEngine, ModelContainer, SyncEngine, ModelContainer, SyncEngine
         ) {
-            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels(suffix)
             let onC = ModelContext(c)
             let m3 = Memo(text: "m3")
             onC.insert(m3)
@@ -179,6 +179,29 @@
             try onC.save()
             try await syncC.syncNow()
             return (a, syncA, b, syncB, c, syncC)
+        }
+
+        /// An engine for `container` whose server runs `hook` once, before
+        /// the first push it passes on.
+        func hookedEngine(_ container: ModelContainer, zone: String, hook: @escaping @Sendable () async -> Void) throws
+            -> SyncEngine
+        {
+            let hooked = FirstPushHook(PostgresZoneServer(configuration: try configuration(zone: zone)), hook: hook)
+            let engine = try SyncEngine(container: container, configuration: try configuration(zone: zone), server: hooked)
+            engines.append(engine)
+            return engine
+        }
+
+        /// On each container, a new memo `text` labeled with a new red label
+        /// of `color`, saved.
+        func redOnNewMemos(_ memos: [(ModelContainer, color: String, text: String)]) throws {
+            for (container, color, text) in memos {
+                let context = ModelContext(container)
+                let memo = Memo(text: text)
+                context.insert(memo)
+                memo.labels = [Label(name: "red", color: color)]
+                try context.save()
+            }
         }
 
         /// Asserts that `containers` hold one graph, whose labels are
@@ -356,7 +379,7 @@
             let (b, syncB) = try device("b", zone: zone)
             let (c, _) = try device("c", zone: zone)
             try await twoLabels(a, syncA, syncB)
-            let hooked = FirstPushHook(PostgresZoneServer(configuration: try configuration(zone: zone))) {
+            let syncC = try hookedEngine(c, zone: zone) {
                 try? await syncB.syncNow()
                 try? await syncA.syncNow()
                 let onA = ModelContext(a)
@@ -366,15 +389,7 @@
                     try? onA.save()
                 }
             }
-            let syncC = try SyncEngine(container: c, configuration: try configuration(zone: zone), server: hooked)
-            engines.append(syncC)
-            for (container, color, text) in [(b, "b's", "m3"), (c, "c's", "m4")] {
-                let context = ModelContext(container)
-                let memo = Memo(text: text)
-                context.insert(memo)
-                memo.labels = [Label(name: "red", color: color)]
-                try context.save()
-            }
+            try redOnNewMemos([(b, "b's", "m3"), (c, "c's", "m4")])
             try await syncC.syncNow()
             XCTAssertEqual(
                 try dump(a).filter { $0.hasPrefix("label") },
@@ -402,6 +417,89 @@
             try onC.save()
             for sync in [syncC, syncA, syncB] { try await sync.syncNow() }
             try assertOneGraph([a, b, c], labels: [])
+        }
+
+        /// C makes red and pushes it. A deletes scarlet (or red), and B
+        /// renames scarlet to red and pushes: in the zone's order scarlet
+        /// merges into red, and A's delete then takes the merged label. A,
+        /// pulling B's rename, deletes the other one at once.
+        func testARenameMergingWithAModelDeletedHereTakesTheMergedOne() async throws {
+            for deleted in ["scarlet", "red"] {
+                let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC(deleted)
+                try await syncA.syncNow()
+                let onA = ModelContext(a)
+                try onA.delete(
+                    XCTUnwrap(onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == deleted })).first))
+                try onA.save()
+                try rename("scarlet", to: "red", on: b)
+                for sync in [syncB, syncA, syncC, syncB] { try await sync.syncNow() }
+                try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1"])
+            }
+        }
+
+        /// A colors scarlet pink, then renames it to red, which C's label
+        /// holds in the zone, and pulls C's red before pushing (A merges
+        /// the two at once). In the zone's order the pink color changes
+        /// scarlet while it is still apart, and the merge keeps red's own
+        /// color, as A's rename brings only the name: A keeps red's too.
+        func testAMergeAheadOfTheZoneDropsWhatEarlierSavesChanged() async throws {
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels()
+            let onC = ModelContext(c)
+            let m3 = Memo(text: "m3")
+            onC.insert(m3)
+            m3.labels = [Label(name: "red", color: "c's")]
+            try onC.save()
+            try await syncC.syncNow()
+            let onA = ModelContext(a)
+            let scarlet = try XCTUnwrap(
+                onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
+            scarlet.color = "pink"
+            try onA.save()
+            scarlet.name = "red"
+            try onA.save()
+            for sync in [syncA, syncB, syncC, syncA] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label red (c's): m2,m3"])
+        }
+
+        /// A and B make red at once; A pushes between B's prepare and B's
+        /// push, so the two merge with both identifiers (B's first on B).
+        /// A trims the zone's history; D, new, restores the snapshot, and B
+        /// then adds m3 to red under its own identifier: D finds the label.
+        func testASnapshotCarriesTheIdentifiersMergedIntoAModel() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, _) = try device("b", zone: zone)
+            let syncB = try hookedEngine(b, zone: zone) { try? await syncA.syncNow() }
+            try redOnNewMemos([(a, "a's", "m1"), (b, "b's", "m2")])
+            for sync in [syncB, syncA] { try await sync.syncNow() }
+            _ = try await syncA.trimServerHistory()
+            let (d, syncD) = try device("d", zone: zone)
+            try await syncD.syncNow()
+            let onB = ModelContext(b)
+            let red = try XCTUnwrap(onB.fetch(FetchDescriptor<Label>()).first)
+            let m3 = Memo(text: "m3")
+            onB.insert(m3)
+            red.memos.append(m3)
+            try onB.save()
+            for sync in [syncB, syncA, syncD] { try await sync.syncNow() }
+            try assertOneGraph([a, b, d], labels: ["label red (b's): m1,m2,m3"])
+        }
+
+        /// C makes red. B renames scarlet to red (the two merge) and A then
+        /// renames red to ruby; A trims. C, behind both renames, restores
+        /// the snapshot: its red becomes ruby and scarlet's identifier names
+        /// ruby too, so C's scarlet merges into it there instead of taking
+        /// the same name (which stopped C's sync).
+        func testARestoreMergesAModelBehindIntoTheOneItMergedInto() async throws {
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
+            try rename("scarlet", to: "red", on: b)
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            try rename("red", to: "ruby", on: a)
+            try await syncA.syncNow()
+            _ = try await syncA.trimServerHistory()
+            for sync in [syncC, syncB] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label ruby (c's): m2,m3"])
         }
 
         /// The same with a compound unique constraint: two devices move two

@@ -27,6 +27,13 @@ extension SyncReplica {
         /// writes is the zone's, so the pushed and prepared marks move past
         /// it, and the next apply does not read it again.
         let nothingPending: Bool
+        /// Rows of entities with unique constraints that a local delete not
+        /// pushed yet removed, by entity name.
+        let deletedHere: [String: [Int64]]
+        /// The models this change set made or changed, by their values of
+        /// each unique constraint (entity name, 0, constraint index, key):
+        /// the store's unique index has not seen them yet.
+        var setHolders: [[UInt8]: any PersistentModel] = [:]
 
         /// The parts of the change this schema lacks, kept for a later one.
         var kept = SyncChangeSet()
@@ -40,6 +47,10 @@ extension SyncReplica {
         /// Identifiers merged into a stored model on a unique constraint.
         var merged: [(SyncID, Schema.Entity, Int64)] = []
         var mergedRows: [SyncID: Int64] = [:]
+        /// Identifiers merged into a model this change set made (a
+        /// snapshot sends each identifier merged into a model as an insert
+        /// of its values).
+        var mergedIntoMade: [(SyncID, any PersistentModel)] = []
         var links = Links()
         /// The identifiers the change set deletes.
         var deletes: Set<SyncID> = []
@@ -51,7 +62,7 @@ extension SyncReplica {
         var zoneFields: [(id: SyncID, entity: Schema.Entity, fields: [Field])] = []
         /// Rows whose models merged into another row: their identifier
         /// points at the other row, and the row is theirs no more.
-        var mergedAway: [(entity: Schema.Entity, row: Int64)] = []
+        var mergedAway: [(entity: Schema.Entity, row: Int64, survivor: Int64)] = []
         /// Relationships are set once every model of the change exists.
         /// `union`: a model merged into (a unique constraint's upsert): its
         /// to-manys keep their targets and gain the change's, and a to-one
@@ -65,6 +76,9 @@ extension SyncReplica {
         /// Models merged in the zone's order, with the to-many lists they
         /// brought to their survivor (`SyncReplica+AheadMerges`).
         var zoneMerges: [(id: SyncID, entity: String, fields: [Field])] = []
+        /// Rows merged ahead of the zone, with the token of the local save
+        /// from which their masks count (`SyncReplica.aheadFromTree`).
+        var aheadFroms: [(entity: String, row: Int64, token: Int64)] = []
         /// This device's own changes of unique values, now in the zone: the
         /// merges ahead of the zone into their models end.
         var aheadEnds: [(entity: Schema.Entity, id: SyncID)] = []
@@ -84,6 +98,17 @@ extension SyncReplica {
             context = ModelContext(replica.container)
             context.author = SyncReplica.author
             (masks, fixedMasks) = ownToken != nil ? ([:], [:]) : try replica.pendingMasks()
+            var deleted: [String: [Int64]] = [:]
+            for (name, rows) in masks where replica.schema.entity(named: name)?.uniqueGroups.isEmpty == false {
+                guard let entity = replica.schema.entity(named: name) else { continue }
+                for (row, mask) in rows where mask == nil {
+                    let stored = try replica.store.read { tx in
+                        try tx.treeIfPresent(entity.recordTree).flatMap { try tx.get(RowKey.encode(row), in: $0) }
+                    }
+                    if stored == nil { deleted[name, default: []].append(row) }
+                }
+            }
+            deletedHere = deleted
             nothingPending =
                 try !replay
                 && replica.store.read { tx in
@@ -183,7 +208,21 @@ extension SyncReplica {
         /// A change to the model this store holds at `row`.
         private mutating func update(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
             let model = context.model(for: replica.identifier(entity, row))
-            guard !(model is MissingModel), !model.isDeleted else { return }
+            // In the zone's order the model merges with the one holding its
+            // new values, and a delete here not pushed yet of either takes
+            // the merged model: both go here now.
+            if model is MissingModel || model.isDeleted {
+                for holder in try zoneHolders(of: change.fields, entity, row: row, deletedHere: false) {
+                    if let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: holder, tx) }) {
+                        doom(id, entity, holder)
+                    }
+                }
+                return
+            }
+            if try !zoneHolders(of: change.fields, entity, row: row, deletedHere: true).isEmpty {
+                doom(change.id, entity, row)
+                return
+            }
             let fields = unmasked(change.fields, entity, row: row)
             if try replica.assign(fields, to: model, entity: entity, seq: seq) { applied.updated.append(model.persistentModelID) }
             if let lists = try store.read({ tx in try SyncReplica.aheadMerge(change.id, tx) }) {
@@ -211,7 +250,15 @@ extension SyncReplica {
                 collisions.append(
                     Collision(
                         entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
+            } else if let made = setHolder(matching: model, entity) {
+                // A model this set made or changed holds the values (the
+                // store's index has not seen it yet): it came first.
+                collisions.append(
+                    Collision(
+                        entity: entity, updated: row, holder: made._strataState.rowID,
+                        names: SyncReplica.uniqueNames(entity), fields: change.fields, inZone: true))
             }
+            holdInSet(model, entity)
         }
 
         /// A change to a model this store does not hold: one this change
@@ -227,6 +274,13 @@ extension SyncReplica {
                     : unmasked(change.fields, entity, row: mergedRows[change.id])
                 _ = try replica.assign(fields, to: model, entity: entity, seq: seq)
                 link(model, entity, fields, union: merging)
+                return
+            }
+            // A model deleted here, not pushed yet, holds its values in
+            // the zone: in the zone's order it merges into that one, which
+            // the delete then takes.
+            if try !zoneHolders(of: change.fields, entity, row: -1, deletedHere: true).isEmpty {
+                doom(change.id, entity, nil)
                 return
             }
             let model = try replica.make(entity, change.fields, seq: seq)
@@ -256,7 +310,20 @@ extension SyncReplica {
                 } else {
                     ahead = masks[entity.name]?[row] != nil
                 }
+                var fields = unmaskedForMerge(change.fields, entity, row: row)
                 if ahead {
+                    // The local saves before the one that gave the model
+                    // its values change, in the zone's order, a model
+                    // still apart: the pulled values go over theirs.
+                    if let (names, from) = try store.read({ tx in try SyncReplica.aheadMask(entity, row: row, tx) }) {
+                        aheadFroms.append((entity.name, row, from))
+                        let kept = names.map { names in change.fields.filter { !names.contains($0.name) } } ?? []
+                        fields =
+                            kept
+                            + change.fields.filter { field in
+                                field.wire == SyncChangeSet.toMany && !kept.contains { $0.name == field.name }
+                            }
+                    }
                     aheadMerges.append((change.id, entity.name, change.fields))
                     if let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) {
                         let lists = try toManyLists(of: existing, entity)
@@ -268,17 +335,92 @@ extension SyncReplica {
                 // Later references in this change set find it.
                 insertedByID[change.id] = existing
                 mergedRows[change.id] = row
-                let fields = unmaskedForMerge(change.fields, entity, row: row)
                 if try replica.assign(fields, to: existing, entity: entity, seq: seq) {
                     applied.updated.append(existing.persistentModelID)
                 }
                 link(existing, entity, fields, union: true)
                 return
             }
+            if let made = setHolder(matching: model, entity) {
+                insertedByID[change.id] = made
+                mergedIntoMade.append((change.id, made))
+                _ = try replica.assign(change.fields, to: made, entity: entity, seq: seq)
+                link(made, entity, change.fields, union: true)
+                return
+            }
             context.insert(model)
             inserted.append((change.id, model))
             insertedByID[change.id] = model
             link(model, entity, change.fields)
+            holdInSet(model, entity)
+        }
+
+        /// The keys of `setHolders` for `model`'s values.
+        private func setKeys(of model: any PersistentModel, _ entity: Schema.Entity) -> [[UInt8]] {
+            entity.uniqueGroups.enumerated().map { index, group in
+                Array(entity.name.utf8) + [0, UInt8(truncatingIfNeeded: index)] + group.key(group.values(of: model), row: 0)
+            }
+        }
+
+        /// Records that `model`, made or changed by this set, holds its
+        /// values of the entity's unique constraints.
+        mutating func holdInSet(_ model: any PersistentModel, _ entity: Schema.Entity) {
+            guard !entity.uniqueGroups.isEmpty else { return }
+            for key in setKeys(of: model, entity) { setHolders[key] = model }
+        }
+
+        /// A model this change set made or changed that holds `model`'s
+        /// values of a unique constraint (the store's index does not hold
+        /// them yet).
+        func setHolder(matching model: any PersistentModel, _ entity: Schema.Entity) -> (any PersistentModel)? {
+            guard !entity.uniqueGroups.isEmpty else { return nil }
+            let keys = setKeys(of: model, entity)
+            for key in keys {
+                // A later change of the set may have moved it off since.
+                if let holder = setHolders[key], holder !== model, !holder.isDeleted,
+                    setKeys(of: holder, entity).contains(key)
+                {
+                    return holder
+                }
+            }
+            return nil
+        }
+
+        /// The rows that hold, in the zone, the values of a unique
+        /// constraint that `fields` give the model at `row` (its zone values
+        /// with the fields on top): those a local delete not pushed yet
+        /// removed here (`deletedHere`, found among the masks), or those
+        /// still here (a scan, for a model deleted here); none when the
+        /// fields set no such value.
+        func zoneHolders(of fields: [Field], _ entity: Schema.Entity, row: Int64, deletedHere: Bool) throws -> [Int64] {
+            let unique = SyncReplica.uniqueNames(entity)
+            guard fields.contains(where: { unique.contains($0.name) }) else { return [] }
+            let deleted = (self.deletedHere[entity.name] ?? []).filter { $0 != row }
+            if deletedHere && deleted.isEmpty { return [] }
+            return try store.read { tx in
+                var values = try SyncReplica.zoneValues(entity, row: row, tx) ?? [:]
+                for field in fields where unique.contains(field.name) { values[field.name] = field }
+                var rows: [Int64] = []
+                for group in entity.uniqueGroups {
+                    let names = Set(group.properties.map(\.name))
+                    guard names.allSatisfy({ values[$0] != nil }) else { continue }
+                    if deletedHere {
+                        for other in deleted where !rows.contains(other) {
+                            let theirs = try SyncReplica.zoneValues(entity, row: other, tx) ?? [:]
+                            if names.allSatisfy({ theirs[$0] == values[$0] }) { rows.append(other) }
+                        }
+                    } else {
+                        for other in try SyncReplica.zoneRows(entity, holding: values, of: names, except: row, tx)
+                        where !rows.contains(other) {
+                            let here = try tx.treeIfPresent(entity.recordTree).flatMap {
+                                try tx.get(RowKey.encode(other), in: $0)
+                            }
+                            if here != nil { rows.append(other) }
+                        }
+                    }
+                }
+                return rows
+            }
         }
 
         /// Whether this change set deletes the model at `row` (so nothing
@@ -415,8 +557,13 @@ extension SyncReplica {
             for (id, entity, row) in merged where doomed[id] == nil {
                 try SyncReplica.map(id, entity: entity.name, row: row, tx)
             }
-            for (entity, row) in mergedAway {
+            for (id, made) in mergedIntoMade where !made.isDeleted && doomed[id] == nil {
+                guard let entity = schema.entity(forType: type(of: made)) else { continue }
+                try SyncReplica.map(id, entity: entity.name, row: made._strataState.rowID, tx)
+            }
+            for (entity, row, survivor) in mergedAway {
                 try SyncReplica.unmap(entity: entity.name, row: row, tx)
+                try SyncReplica.recordMergedRow(entity.name, row, into: survivor, tx)
                 try SyncReplica.forgetZoneValues(entity, row: row, tx)
             }
             for (id, (entity, row)) in doomed {
@@ -427,6 +574,9 @@ extension SyncReplica {
             }
             for (id, entity, fields) in aheadMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, tx)
+            }
+            for (entity, row, token) in aheadFroms {
+                try SyncReplica.recordAheadFrom(entity, row: row, token: token, tx)
             }
             for (id, entity, fields) in zoneMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, inZone: true, tx)

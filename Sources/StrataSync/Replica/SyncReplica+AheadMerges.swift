@@ -90,4 +90,55 @@ extension SyncReplica {
             }
         }
     }
+
+    /// `sync.aheadFrom`: a row merged ahead of the zone (entity name, 0,
+    /// RowKey) → the token of the local save that gave it the values it
+    /// merged on (RowKey). Local saves before that one change a model that,
+    /// in the zone's order, is still apart: the merge there takes none of
+    /// their attributes, so here they mask nothing either.
+    static let aheadFromTree = "sync.aheadFrom"
+
+    static func recordAheadFrom(_ entity: String, row: Int64, token: Int64, _ tx: WriteTransaction) throws {
+        let tree = try tx.treeIfPresent(aheadFromTree) ?? tx.createTree(aheadFromTree)
+        try tx.put(rowKey(entity, row), RowKey.encode(token), in: tree)
+    }
+
+    /// The token from which local saves mask `row` of `entity` (nil: all).
+    static func aheadFrom(_ entity: String, row: Int64, _ tx: ReadTransaction) throws -> Int64? {
+        guard let tree = try tx.treeIfPresent(aheadFromTree), let bytes = try tx.get(rowKey(entity, row), in: tree) else {
+            return nil
+        }
+        return try RowKey.decode(bytes)
+    }
+
+    /// For a merge ahead of the zone into (or of) the model at `row`: the
+    /// attributes that local saves not pushed yet changed on it from the
+    /// first one that gave it values of a unique constraint (nil: every
+    /// attribute, that save inserted it), and that save's token; nil when
+    /// no such save waits.
+    static func aheadMask(_ entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> (
+        names: Set<String>?, from: Int64
+    )? {
+        let pushed = try number("pushed", tx)
+        let last = try HistoryLog.lastToken(tx)
+        guard last > pushed else { return nil }
+        let unique = uniqueNames(entity)
+        var from: Int64?
+        var names: Set<String>? = []
+        for raw in try HistoryLog.readRaw(tx, after: pushed, through: last) where raw.author != author {
+            for change in raw.changes where change.entity == entity.name {
+                guard try survivingRow(change.entity, change.row, tx) == row else { continue }
+                if from == nil {
+                    guard change.kind == .insert || !unique.isDisjoint(with: change.attributes) else { continue }
+                    from = raw.token
+                }
+                if change.kind == .update, let current = names {
+                    names = current.union(wholeConstraints(Set(change.attributes), entity))
+                } else {
+                    names = nil
+                }
+            }
+        }
+        return from.map { (names, $0) }
+    }
 }

@@ -69,4 +69,28 @@ extension SyncReplica {
         try tx.put(id.bytes, [2] + Array(entity.utf8), in: ids)
         if let row, let rows = try tx.treeIfPresent(rowsTree) { try tx.delete(rowKey(entity, row), in: rows) }
     }
+
+    /// `sync.mergedRows`: a row merged away on a unique constraint (entity
+    /// name, 0, RowKey) → the row it merged into (RowKey), so that the
+    /// local saves not pushed yet that name the first mask the second.
+    static let mergedRowsTree = "sync.mergedRows"
+
+    static func recordMergedRow(_ entity: String, _ row: Int64, into survivor: Int64, _ tx: WriteTransaction) throws {
+        let tree = try tx.treeIfPresent(mergedRowsTree) ?? tx.createTree(mergedRowsTree)
+        try tx.put(rowKey(entity, row), RowKey.encode(survivor), in: tree)
+    }
+
+    /// The row that `row` of `entity` merged into, through every merge
+    /// since; `row` itself when it never merged.
+    static func survivingRow(_ entity: String, _ row: Int64, _ tx: ReadTransaction) throws -> Int64 {
+        guard let tree = try tx.treeIfPresent(mergedRowsTree) else { return row }
+        var current = row
+        // Rows only merge into live rows, so a chain ends; the bound keeps
+        // a damaged tree from looping.
+        for _ in 0..<64 {
+            guard let bytes = try tx.get(rowKey(entity, current), in: tree) else { return current }
+            current = try RowKey.decode(bytes)
+        }
+        return current
+    }
 }

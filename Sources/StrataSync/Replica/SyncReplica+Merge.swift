@@ -39,7 +39,7 @@ extension SyncReplica.ChangeApplication {
         /// The row the change updated.
         let updated: Int64
         /// The row that holds the values.
-        let holder: Int64
+        var holder: Int64
         /// The constraint's attribute names.
         let names: Set<String>
         /// The change's fields.
@@ -51,20 +51,30 @@ extension SyncReplica.ChangeApplication {
 
     /// Merges each collision's two models (see the top of this file).
     mutating func mergeCollisions() throws {
-        for collision in collisions {
+        for found in collisions {
+            var collision = found
             let entity = collision.entity
             let updated = context.model(for: replica.identifier(entity, collision.updated))
-            let holder = context.model(for: replica.identifier(entity, collision.holder))
-            guard !(updated is MissingModel), !(holder is MissingModel), !updated.isDeleted, !holder.isDeleted else {
-                continue
+            guard !(updated is MissingModel), !updated.isDeleted else { continue }
+            var holder = context.model(for: replica.identifier(entity, collision.holder))
+            func holds(_ other: any PersistentModel) -> Bool {
+                entity.uniqueGroups.contains(where: { group in
+                    group.key(group.values(of: updated), row: 0) == group.key(group.values(of: other), row: 0)
+                })
             }
-            // An earlier change of this set may have moved the holder off.
-            guard
-                collision.inZone
-                    || entity.uniqueGroups.contains(where: { group in
-                        group.key(group.values(of: updated), row: 0) == group.key(group.values(of: holder), row: 0)
+            if !collision.inZone && (holder is MissingModel || holder.isDeleted || !holds(holder)) {
+                // An earlier change of this set moved the holder off, or
+                // deletes it; another model this set changed may hold the
+                // values now (the store's index has not seen it yet).
+                guard
+                    let other = (context.insertedModelsArray + context.changedModelsArray).first(where: { other in
+                        type(of: other) == entity.type && other !== updated && !other.isDeleted && holds(other)
                     })
-            else { continue }
+                else { continue }
+                holder = other
+                collision.holder = other._strataState.rowID
+            }
+            guard !(holder is MissingModel), !holder.isDeleted else { continue }
             let unprepared = try store.read { tx in
                 try SyncReplica.number("prepared", tx) < HistoryLog.lastToken(tx)
             }
@@ -87,11 +97,23 @@ extension SyncReplica.ChangeApplication {
             let survivor: any PersistentModel
             let loser: any PersistentModel
             let loserRow: Int64
+            // The holder's unpushed attributes that go on top: those of its
+            // saves from the one that gave it the values (the earlier ones
+            // change, in the zone's order, a model still apart).
+            var onTop = holderMask ?? nil
+            if holderIsLater,
+                let (names, from) = try store.read({ tx in
+                    try SyncReplica.aheadMask(entity, row: collision.holder, tx)
+                })
+            {
+                onTop = names
+                aheadFroms.append((entity.name, collision.holder, from))
+            }
             if holderIsLater {
                 // The updated model has the change's values; the holder's
                 // unpushed attributes go on top.
                 (survivor, loser, loserRow) = (updated, holder, collision.holder)
-                let carried = try replica.storedAttributes(entity, row: collision.holder, only: holderMask ?? nil)
+                let carried = try replica.storedAttributes(entity, row: collision.holder, only: onTop)
                 _ = try replica.assign(carried, to: survivor, entity: entity, seq: seq)
             } else {
                 // The holder keeps its values; the change's go on top (not
@@ -117,9 +139,9 @@ extension SyncReplica.ChangeApplication {
             }
             // The holder's unpushed to-ones go on top, as its save sends
             // them to the other devices.
-            joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? (holderMask ?? nil) : [])
+            joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? onTop : [])
             if let loserID { merged.append((loserID, entity, survivor._strataState.rowID)) }
-            mergedAway.append((entity, loserRow))
+            mergedAway.append((entity, loserRow, survivor._strataState.rowID))
             context.delete(loser)
             applied.updated.append(survivor.persistentModelID)
             applied.deleted.append(loser.persistentModelID)

@@ -33,7 +33,9 @@ extension SyncReplica {
                     switch change.kind {
                     case .delete: try builder.delete(entity, row: change.row)
                     case .insert: try builder.upsert(entity, row: change.row, only: nil)
-                    case .update: try builder.upsert(entity, row: change.row, only: Set(change.attributes))
+                    case .update:
+                        try builder.upsert(
+                            entity, row: change.row, only: Self.wholeConstraints(Set(change.attributes), entity))
                     }
                 }
                 if !builder.set.changes.isEmpty { try tx.put(RowKey.encode(raw.token), builder.set.encode(), in: outbox) }
@@ -178,8 +180,20 @@ extension SyncReplica {
             guard last > pushed else { return (all, fixed) }
             for raw in try HistoryLog.readRaw(tx, after: pushed, through: last) where raw.author != Self.author {
                 for change in raw.changes {
-                    let names: Set<String>? = change.kind == .update ? Set(change.attributes) : nil
-                    add(change.entity, change.row, names, fixedToo: raw.token <= prepared)
+                    var names: Set<String>? = change.kind == .update ? Set(change.attributes) : nil
+                    if let changed = names, let entity = schema.entity(named: change.entity) {
+                        names = Self.wholeConstraints(changed, entity)
+                    }
+                    // A save before the one a merge ahead of the zone
+                    // came from changes, in the zone's order, a model
+                    // still apart.
+                    if let from = try Self.aheadFrom(change.entity, row: change.row, tx), raw.token < from {
+                        continue
+                    }
+                    // A model merged since into another: its saves reach
+                    // the zone by its identifier, which names the survivor.
+                    let row = try Self.survivingRow(change.entity, change.row, tx)
+                    add(change.entity, row, names, fixedToo: raw.token <= prepared)
                 }
             }
             return (all, fixed)

@@ -54,6 +54,21 @@ extension SyncReplica {
                 }
                 if any { throw SnapshotRefusal.olderSchema }
             }
+            // Identifiers merged into a model on a unique constraint: each
+            // goes as an insert of the model's values after the model's
+            // own, which merges into it where the snapshot is restored, so
+            // that later changes naming it find the model there too.
+            var aliases: [String: [Int64: [SyncID]]] = [:]
+            if let ids = try tx.treeIfPresent(Self.idsTree) {
+                try tx.forEach(ids) { key, value in
+                    guard value.first == 1, value.count >= 9, key.count == 16 else { return true }
+                    let entity = String(decoding: value[9...], as: UTF8.self)
+                    guard schema.entity(named: entity)?.uniqueGroups.isEmpty == false else { return true }
+                    aliases[entity, default: [:]][try RowKey.decode(Array(value[1..<9])), default: []].append(
+                        SyncID(bytes: key))
+                    return true
+                }
+            }
             var parts: [[UInt8]] = []
             var builder = ChangeSetBuilder(schema: schema, tx: tx)
             for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
@@ -67,6 +82,10 @@ extension SyncReplica {
                     guard let id = try Self.id(of: entity.name, row: row, tx) else { throw SnapshotRefusal.pending }
                     let fields = try builder.fields(of: record, entity: entity, row: row, only: nil)
                     builder.set.changes.append(SyncChangeSet.Change(kind: .insert, entity: entity.name, id: id, fields: fields))
+                    for alias in aliases[entity.name]?[row] ?? [] where alias != id {
+                        builder.set.changes.append(
+                            SyncChangeSet.Change(kind: .insert, entity: entity.name, id: alias, fields: fields))
+                    }
                     if builder.set.changes.count >= Self.uploadChunk {
                         parts.append(builder.set.encode())
                         builder.set = SyncChangeSet()

@@ -24,6 +24,52 @@ extension SyncReplica {
         Set(entity.uniqueGroups.flatMap { $0.properties.map(\.name) })
     }
 
+    /// `names` with every attribute of each compound unique constraint
+    /// they touch. A compound constraint's values travel as one: a save
+    /// that changes one of them sends them all, and a local save not
+    /// pushed yet keeps them all here. Otherwise a pulled change of one
+    /// and a local change of another would make, here, a value that no
+    /// device chose and that the zone holds only once the local save
+    /// arrives (and a merge ahead of the zone on it could be undone by the
+    /// changes in between).
+    static func wholeConstraints(_ names: Set<String>, _ entity: Schema.Entity) -> Set<String> {
+        var whole = names
+        for group in entity.uniqueGroups where group.properties.count > 1 {
+            let members = Set(group.properties.map(\.name))
+            if !members.isDisjoint(with: names) { whole.formUnion(members) }
+        }
+        return whole
+    }
+
+    /// The rows of `entity` but `row` whose zone values of the attributes
+    /// `names` are those of `values` (a scan of the entity's entries, for
+    /// the rare change that meets a model deleted here).
+    static func zoneRows(
+        _ entity: Schema.Entity, holding values: [String: SyncChangeSet.Field], of names: Set<String>, except row: Int64,
+        _ tx: ReadTransaction
+    ) throws -> [Int64] {
+        guard let tree = try tx.treeIfPresent(zoneValuesTree) else { return [] }
+        let prefix = Array(entity.name.utf8) + [0]
+        var rows: [Int64] = []
+        var failure: (any Error)?
+        try tx.forEach(tree, from: prefix) { key, bytes in
+            guard key.count == prefix.count + 8, Array(key.prefix(prefix.count)) == prefix else { return false }
+            do {
+                let other = try RowKey.decode(Array(key.suffix(8)))
+                guard other != row else { return true }
+                let fields = try SyncChangeSet.decode(bytes).changes.first?.fields ?? []
+                let theirs = Dictionary(fields.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+                if names.allSatisfy({ values[$0] != nil && theirs[$0] == values[$0] }) { rows.append(other) }
+            } catch {
+                failure = SwiftDataError(.corruptRecord, "\(zoneValuesTree): an entry of \(entity.name): \(error)")
+                return false
+            }
+            return true
+        }
+        if let failure { throw failure }
+        return rows
+    }
+
     /// The zone's values recorded for `row`, by attribute name.
     static func zoneValues(_ entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws
         -> [String: SyncChangeSet.Field]?
