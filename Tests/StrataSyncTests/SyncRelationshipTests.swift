@@ -443,13 +443,7 @@
         /// scarlet while it is still apart, and the merge keeps red's own
         /// color, as A's rename brings only the name: A keeps red's too.
         func testAMergeAheadOfTheZoneDropsWhatEarlierSavesChanged() async throws {
-            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels()
-            let onC = ModelContext(c)
-            let m3 = Memo(text: "m3")
-            onC.insert(m3)
-            m3.labels = [Label(name: "red", color: "c's")]
-            try onC.save()
-            try await syncC.syncNow()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
             let onA = ModelContext(a)
             let scarlet = try XCTUnwrap(
                 onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
