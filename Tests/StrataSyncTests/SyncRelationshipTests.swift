@@ -496,6 +496,34 @@
             try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label ruby (c's): m2,m3"])
         }
 
+        /// One save on A renames crimson to azure and makes a new crimson
+        /// (before and after the rename, so the change set holds the
+        /// insert on either side of the update). The new crimson merges
+        /// into nothing on B: the set moves the old one off its name,
+        /// though the store's index still holds it there when the insert is
+        /// taken. Seed 67 of the convergence test met this in a snapshot.
+        func testASetThatRenamesAModelAndInsertsItsOldValueKeepsBoth() async throws {
+            for insertFirst in [true, false] {
+                let zone = "zone-\(UUID())"
+                let (a, syncA) = try device("a\(insertFirst)", zone: zone)
+                let (b, syncB) = try device("b\(insertFirst)", zone: zone)
+                try await twoLabels(a, syncA, syncB)
+                let context = ModelContext(a)
+                let crimson = try XCTUnwrap(
+                    context.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "crimson" })).first)
+                let m3 = Memo(text: "m3")
+                if !insertFirst { crimson.name = "azure" }
+                context.insert(m3)
+                m3.labels = [Label(name: "crimson", color: "new")]
+                if insertFirst { crimson.name = "azure" }
+                try context.save()
+                for sync in [syncA, syncB] { try await sync.syncNow() }
+                try assertOneGraph(
+                    [a, b],
+                    labels: ["label azure (dark): m1", "label crimson (new): m3", "label scarlet (bright): m2"])
+            }
+        }
+
         /// The same with a compound unique constraint: two devices move two
         /// slots to one day and hour.
         func testUpdatesCollidingOnACompoundUniqueConstraintMerge() async throws {

@@ -274,6 +274,33 @@ final class UniqueIndexTests: StoreTestCase {
         try assertHealthy(container)
     }
 
+    /// A model renamed away from a unique value in the save that inserts
+    /// a new model with it gives the value up, as a delete would: the
+    /// insert gets a row of its own, and the renamed model keeps its other
+    /// values. Before, the insert took the renamed model's row (its stored
+    /// key was still there), and the renamed model's values were lost.
+    func testRenameThenInsertTheOldUniqueValuesInOneSave() throws {
+        let container = try container()
+        for insertFirst in [true, false] {
+            let (x, y) = ("x\(insertFirst)", "y\(insertFirst)")
+            let context = ModelContext(container)
+            let old = Tag(name: x, uses: 1)
+            context.insert(old)
+            try context.save()
+            let replacement = Tag(name: x, uses: 2)
+            if insertFirst { context.insert(replacement) }
+            old.name = y
+            if !insertFirst { context.insert(replacement) }
+            try context.save()
+            XCTAssertNotEqual(replacement.persistentModelID, old.persistentModelID, "insert first: \(insertFirst)")
+            let stored = try ModelContext(container).fetch(
+                FetchDescriptor<Tag>(
+                    predicate: #Predicate { $0.name == x || $0.name == y }, sortBy: [SortDescriptor(\.uses)]))
+            XCTAssertEqual(stored.map(\.name), [y, x], "insert first: \(insertFirst)")
+            try assertHealthy(container)
+        }
+    }
+
     func testIndexesFollowInsertsUpdatesAndDeletes() throws {
         let container = try container()
         let context = ModelContext(container)

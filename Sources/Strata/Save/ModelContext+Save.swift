@@ -201,6 +201,15 @@ extension ModelContext {
                 try save.deleteRows(entity, rows[entity.ordinal])
             }
             try save.flushDeletes()
+            // Changed models in row order: neighbouring rows share leaves,
+            // so their writes find the pages the previous one used.
+            let changedInOrder = changed.values.map { ($0._strataState.rowID, $0) }.sorted { $0.0 < $1.0 }
+            // A value a changed model gives up is free for the others and
+            // for the inserts: an insert that takes it is no upsert into
+            // the model that gave it up (as after a delete).
+            if changedInOrder.count > 1 || (!changedInOrder.isEmpty && !inserted.isEmpty) {
+                for (_, model) in changedInOrder { try save.releaseUniqueKeys(of: model) }
+            }
             var toResolve = inserted.count
             for model in inserted {
                 toResolve -= 1
@@ -209,12 +218,6 @@ extension ModelContext {
             prepared.upserted = save.remapped
             let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
             for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
-            // Changed models in row order: neighbouring rows share leaves,
-            // so their writes find the pages the previous one used.
-            let changedInOrder = changed.values.map { ($0._strataState.rowID, $0) }.sorted { $0.0 < $1.0 }
-            if changedInOrder.count > 1 {
-                for (_, model) in changedInOrder { try save.releaseUniqueKeys(of: model) }
-            }
             for (_, model) in changedInOrder { try save.write(model, fresh: false) }
             prepared.upsertedRows = save.upsertedRows
             prepared.otherSaves = try store.changesOfOtherSaves(in: tx)

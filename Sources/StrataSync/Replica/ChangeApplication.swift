@@ -34,6 +34,10 @@ extension SyncReplica {
         /// each unique constraint (entity name, 0, constraint index, key):
         /// the store's unique index has not seen them yet.
         var setHolders: [[UInt8]: any PersistentModel] = [:]
+        /// The values of unique constraints that the set gives models this
+        /// store holds, by entity name and row (``noteUniqueValues(of:)``):
+        /// the store's index and `sync.zoneValues` have not seen them yet.
+        var setValues: [String: [Int64: [String: Field]]] = [:]
 
         /// The parts of the change this schema lacks, kept for a later one.
         var kept = SyncChangeSet()
@@ -125,6 +129,37 @@ extension SyncReplica {
             var result = applied
             result.inserted = inserted.filter { !$0.1.isDeleted }.map { $0.1.persistentModelID }
             return result
+        }
+
+        /// Records the values of unique constraints that the set's changes
+        /// give models this store holds, before any is taken: an insert
+        /// taken before a change that moves a stored model off its values
+        /// must not merge into it.
+        mutating func noteUniqueValues(of set: SyncChangeSet) throws {
+            guard !own else { return }
+            for change in set.changes where change.kind != .delete {
+                guard let entity = schema.entity(named: change.entity), !entity.uniqueGroups.isEmpty else { continue }
+                let unique = SyncReplica.uniqueNames(entity)
+                let fields = change.fields.filter { unique.contains($0.name) }
+                guard !fields.isEmpty,
+                    case .row(let row)? = try store.read({ tx in try SyncReplica.place(of: change.id, tx) })
+                else { continue }
+                for field in fields { setValues[entity.name, default: [:]][row, default: [:]][field.name] = field }
+            }
+        }
+
+        /// Whether the set gives the model at `row` other values, under
+        /// every unique constraint, than those `fields` hold: once the set
+        /// is applied it holds none of them, so nothing merges into it.
+        func movedBySet(_ entity: Schema.Entity, row: Int64, from fields: [Field]) -> Bool {
+            guard let values = setValues[entity.name]?[row] else { return false }
+            let given = Dictionary(fields.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+            return entity.uniqueGroups.allSatisfy { group in
+                group.properties.contains { property in
+                    guard let value = values[property.name], let mine = given[property.name] else { return false }
+                    return value != mine
+                }
+            }
         }
 
         /// Takes one change of the set: a delete dooms its model; an insert
@@ -242,11 +277,15 @@ extension SyncReplica {
             }
             if let (holder, names) = try replica.collidingRow(of: model, entity, except: row) {
                 collisions.append(Collision(entity: entity, updated: row, holder: holder, names: names, fields: change.fields))
-            } else if let (holder, names) = try zoneHolder(of: change.fields, entity, row: row) {
+            } else if let (holder, names) = try zoneHolder(of: change.fields, entity, row: row),
+                !movedBySet(entity, row: holder, from: change.fields)
+            {
                 collisions.append(
                     Collision(
                         entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
-            } else if let (holder, names) = try localHolder(ofMasked: change.fields, entity, row: row) {
+            } else if let (holder, names) = try localHolder(ofMasked: change.fields, entity, row: row),
+                !movedBySet(entity, row: holder, from: change.fields)
+            {
                 collisions.append(
                     Collision(
                         entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
@@ -291,8 +330,11 @@ extension SyncReplica {
             // for any update. The model that holds the values in the zone
             // comes first: a local save not pushed yet may have moved them
             // away from it here, and given them to another model.
-            let zoneRow = try zoneHolder(of: change.fields, entity, row: -1)?.row
-            if let row = try zoneRow ?? replica.existingRow(matching: model, entity),
+            var zoneRow = try zoneHolder(of: change.fields, entity, row: -1)?.row
+            if let row = zoneRow, movedBySet(entity, row: row, from: change.fields) { zoneRow = nil }
+            var indexRow = try zoneRow == nil ? replica.existingRow(matching: model, entity) : nil
+            if let row = indexRow, movedBySet(entity, row: row, from: change.fields) { indexRow = nil }
+            if let row = zoneRow ?? indexRow,
                 try !deletedBySet(entity, row),
                 case let existing = context.model(for: replica.identifier(entity, row)),
                 !(existing is MissingModel), !existing.isDeleted

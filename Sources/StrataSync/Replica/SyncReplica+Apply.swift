@@ -105,6 +105,7 @@ extension SyncReplica {
         var application = try ChangeApplication(replica: self, seq: seq, own: own, replay: replay)
         application.origin = origin
         application.deletes = Set(set.changes.filter { $0.kind == .delete }.map(\.id))
+        try application.noteUniqueValues(of: set)
         for change in set.changes { try application.take(change) }
         try application.linkAll()
         try application.cascade()
