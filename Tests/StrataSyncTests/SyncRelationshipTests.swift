@@ -367,6 +367,33 @@
             try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label ruby (c's): m2,m3,m4"])
         }
 
+        /// B puts m1 on scarlet and has not pushed it when it pulls A's
+        /// rename of scarlet to red (scarlet merges into C's red) and then
+        /// A's new list of red's memos, which drops m3. B's save comes last
+        /// in the zone's order and names scarlet: every device ends with the
+        /// list B holds. Before, B kept red's members as they were here (its
+        /// save masked them), while the others took A's list and added only
+        /// what B's save changed of scarlet's; m3 stayed on B alone. Seed
+        /// 69 of the convergence test met this.
+        func testAListSavedForAModelBeforeItMergedIsTheSurvivorsListEverywhere() async throws {
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
+            let onB = ModelContext(b)
+            let scarlet = try XCTUnwrap(
+                onB.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
+            let m1 = try XCTUnwrap(onB.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.text == "m1" })).first)
+            scarlet.memos.append(m1)
+            try onB.save()
+            try rename("scarlet", to: "red", on: a)
+            try await syncA.syncNow()
+            try await syncA.syncNow()
+            let onA = ModelContext(a)
+            let red = try XCTUnwrap(onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "red" })).first)
+            red.memos.removeAll { $0.text == "m3" }
+            try onA.save()
+            for sync in [syncA, syncB, syncC, syncA] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label red (c's): m1,m2,m3"])
+        }
+
         /// B makes red on m3; C, not knowing it, makes red on m4. B pushes
         /// between C's prepare and C's push, so C's red reaches the zone
         /// as an insert after B's. Meanwhile A pulls B's red, renames it to

@@ -87,6 +87,11 @@ extension SyncReplica {
         /// merges ahead of the zone into their models end.
         var aheadEnds: [(entity: Schema.Entity, id: SyncID)] = []
 
+        /// Models merged here whose local saves not pushed yet send to-many
+        /// lists: those lists are sent as the survivor's instead
+        /// (``SyncReplica/sendSurvivorLists(for:_:survivor:_:)``).
+        var listRewrites: [(loser: SyncID, entity: Schema.Entity, survivor: any PersistentModel)] = []
+
         /// The device and save token of the change (nil for a snapshot).
         var origin: (device: SyncID, token: Int64)?
 
@@ -635,6 +640,9 @@ extension SyncReplica {
                 try SyncReplica.recordZoneValues(entity, row: row, fields, tx)
             }
             try links.write(tx)
+            for (loser, entity, survivor) in listRewrites where !survivor.isDeleted {
+                try replica.sendSurvivorLists(for: loser, entity, survivor: survivor, tx)
+            }
             if let token = ownToken {
                 if let outbox = try tx.treeIfPresent(SyncReplica.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
                 try SyncReplica.setPushed(max(token, try SyncReplica.number("pushed", tx)), tx)

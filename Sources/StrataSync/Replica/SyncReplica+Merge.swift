@@ -140,7 +140,15 @@ extension SyncReplica.ChangeApplication {
             // The holder's unpushed to-ones go on top, as its save sends
             // them to the other devices.
             joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? onTop : [])
-            if let loserID { merged.append((loserID, entity, survivor._strataState.rowID)) }
+            if let loserID {
+                merged.append((loserID, entity, survivor._strataState.rowID))
+                // The survivor of a pending insert is not in the zone yet.
+                if masks[entity.name]?[loserRow] != nil,
+                    masks[entity.name]?[survivor._strataState.rowID].map({ $0 != nil }) ?? true
+                {
+                    listRewrites.append((loserID, entity, survivor))
+                }
+            }
             mergedAway.append((entity, loserRow, survivor._strataState.rowID))
             context.delete(loser)
             applied.updated.append(survivor.persistentModelID)
@@ -215,6 +223,68 @@ extension SyncReplica.ChangeApplication {
                 let added = theirs.filter { target in !mine.contains { $0 === target } && !target.isDeleted }
                 if !added.isEmpty { survivor._strataSetRelationship(field: relationship.field, to: mine + added) }
             }
+        }
+    }
+}
+
+extension SyncReplica {
+    /// Sends the to-many lists that the outbox holds for `loser`, a model
+    /// merged here into `survivor`, as the survivor's lists as they are
+    /// now. Here the loser's unpushed saves keep the survivor's lists as
+    /// they are (their masks follow the merge, and a list is sent and kept
+    /// whole); sent for the loser, the others would only change the
+    /// members the loser brought, and keep what the zone changed of the
+    /// survivor meanwhile, which this device does not. Sent for the
+    /// survivor, every device ends with the list this one holds.
+    func sendSurvivorLists(for loser: SyncID, _ entity: Schema.Entity, survivor: any PersistentModel, _ tx: WriteTransaction)
+        throws
+    {
+        guard let outbox = try tx.treeIfPresent(Self.outboxTree),
+            let survivorID = try Self.id(of: entity.name, row: survivor._strataState.rowID, tx)
+        else { return }
+        var entries: [(key: [UInt8], set: SyncChangeSet)] = []
+        var failure: (any Error)?
+        try tx.forEach(outbox) { key, value in
+            do {
+                let set = try SyncChangeSet.decode(value)
+                if set.changes.contains(where: { change in
+                    change.id == loser && change.fields.contains { $0.wire == SyncChangeSet.toMany }
+                }) {
+                    entries.append((key, set))
+                }
+            } catch {
+                failure = SwiftDataError(.corruptRecord, "\(Self.outboxTree): an entry: \(error)")
+                return false
+            }
+            return true
+        }
+        if let failure { throw failure }
+        for (key, var set) in entries {
+            var changes: [SyncChangeSet.Change] = []
+            for var change in set.changes {
+                let names = change.fields.filter { $0.wire == SyncChangeSet.toMany }.map(\.name)
+                guard change.id == loser, !names.isEmpty else {
+                    changes.append(change)
+                    continue
+                }
+                change.fields.removeAll { $0.wire == SyncChangeSet.toMany }
+                if change.kind == .insert || !change.fields.isEmpty { changes.append(change) }
+                var lists = SyncChangeSet.Change(kind: .update, entity: entity.name, id: survivorID)
+                for name in names {
+                    guard let relationship = entity.properties.first(where: { $0.name == name }) as? Schema.Relationship,
+                        let type = relationship.destinationType, let destination = schema.entity(forType: type)
+                    else { continue }
+                    var value: [UInt8] = []
+                    for target in (survivor[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                    where !target.isDeleted {
+                        value += try Self.id(of: destination.name, row: target._strataState.rowID, tx)?.bytes ?? []
+                    }
+                    lists.fields.append(SyncChangeSet.Field(name: name, wire: SyncChangeSet.toMany, value: value))
+                }
+                changes.append(lists)
+            }
+            set.changes = changes
+            try tx.put(key, set.encode(), in: outbox)
         }
     }
 }
