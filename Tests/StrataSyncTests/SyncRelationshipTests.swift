@@ -394,6 +394,39 @@
             try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label red (c's): m1,m2,m3"])
         }
 
+        /// A and B each make red, which merge: red has A's identifier and
+        /// B's. A makes ruby; C, before it pulls ruby, renames red to ruby,
+        /// so red merges into ruby on A and B. A trims, and B, behind the
+        /// trim, restores the snapshot. Before, only the identifier a row
+        /// had first followed its merge, so each device kept one of red's
+        /// identifiers pointing at red's row, gone: the snapshot left it
+        /// out, and B, meeting the other under ruby's values, took ruby for
+        /// a model deleted here and deleted it. Seed 50 of the convergence
+        /// test met this.
+        func testEveryIdentifierOfAModelFollowsItsMerge() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, _) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            let syncB = try hookedEngine(b, zone: zone) { try? await syncA.syncNow() }
+            try redOnNewMemos([(a, "a's", "m1"), (b, "b's", "m2")])
+            for sync in [syncB, syncA, syncC] { try await sync.syncNow() }
+            let onA = ModelContext(a)
+            let m3 = Memo(text: "m3")
+            onA.insert(m3)
+            m3.labels = [Label(name: "ruby", color: "a's ruby")]
+            try onA.save()
+            try await syncA.syncNow()
+            try rename("red", to: "ruby", on: c)
+            for sync in [syncC, syncA, syncB] { try await sync.syncNow() }
+            onA.insert(Memo(text: "m4"))
+            try onA.save()
+            try await syncA.syncNow()
+            _ = try await syncA.trimServerHistory()
+            for sync in [syncB, syncC, syncA, syncB] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c], labels: ["label ruby (a's ruby): m1,m2,m3"])
+        }
+
         /// B makes red on m3; C, not knowing it, makes red on m4. B pushes
         /// between C's prepare and C's push, so C's red reaches the zone
         /// as an insert after B's. Meanwhile A pulls B's red, renames it to
