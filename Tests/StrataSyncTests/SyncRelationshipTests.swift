@@ -427,6 +427,28 @@
             try assertOneGraph([a, b, c], labels: ["label ruby (a's ruby): m1,m2,m3"])
         }
 
+        /// A renames scarlet to red and has not pushed it when it pulls B's
+        /// new red (which merges into scarlet here, ahead of the zone) and
+        /// then B's delete of scarlet. In the zone's order red never merged
+        /// and stays, and A's rename of a deleted model counts for nothing:
+        /// A keeps red as B's. Before, the delete took the merged model
+        /// with it, and red was gone on A alone. Seed 7 of the convergence
+        /// test (slots) met this.
+        func testADeleteOfAModelMergedIntoAheadOfTheZoneKeepsThePulledOne() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            try redOnNewMemos([(b, "b's", "m3")])
+            let onB = ModelContext(b)
+            try onB.delete(model: Label.self, where: #Predicate { $0.name == "scarlet" })
+            try onB.save()
+            try await syncB.syncNow()
+            try rename("scarlet", to: "red", on: a)
+            for sync in [syncA, syncB, syncA] { try await sync.syncNow() }
+            try assertOneGraph([a, b], labels: ["label crimson (dark): m1", "label red (b's): m3"])
+        }
+
         /// B makes red on m3; C, not knowing it, makes red on m4. B pushes
         /// between C's prepare and C's push, so C's red reaches the zone
         /// as an insert after B's. Meanwhile A pulls B's red, renames it to

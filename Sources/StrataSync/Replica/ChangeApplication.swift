@@ -92,6 +92,10 @@ extension SyncReplica {
         /// (``SyncReplica/sendSurvivorLists(for:_:survivor:_:)``).
         var listRewrites: [(loser: SyncID, entity: Schema.Entity, survivor: any PersistentModel)] = []
 
+        /// Rows whose own model the zone deleted while a pulled model was
+        /// merged into them ahead of the zone: the row becomes that model's.
+        var unmerged: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
+
         /// The device and save token of the change (nil for a snapshot).
         var origin: (device: SyncID, token: Int64)?
 
@@ -192,7 +196,23 @@ extension SyncReplica {
             if replay && change.kind == .update && place == nil { return }
             switch change.kind {
             case .delete:
-                if case .row(let row) = place {
+                if case .row(let row) = place,
+                    let (kept, lists) = try store.read({ tx in try SyncReplica.mergedAhead(into: entity, row: row, tx) }),
+                    try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) == change.id
+                {
+                    // A model another one merged into ahead of the zone:
+                    // in the zone's order that one never merged, and the
+                    // unpushed save that would have merged them changes a
+                    // deleted model. The row stays, as the other model,
+                    // with the zone's lists of it.
+                    doom(change.id, entity, nil)
+                    unmerged.append((kept, entity, row))
+                    let model = context.model(for: replica.identifier(entity, row))
+                    if !(model is MissingModel), !model.isDeleted {
+                        link(model, entity, Array(lists.values))
+                        applied.updated.append(model.persistentModelID)
+                    }
+                } else if case .row(let row) = place {
                     doom(change.id, entity, row)
                 } else if place == nil || own {
                     doom(change.id, entity, nil)
@@ -618,6 +638,14 @@ extension SyncReplica {
                 try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)
                 try links.forget(id, tx)
                 if let row { try SyncReplica.forgetZoneValues(entity, row: row, tx) }
+            }
+            for (id, entity, row) in unmerged {
+                // The row is the kept model's from now on; the local saves
+                // so far changed the deleted one and mask nothing.
+                try SyncReplica.unmap(entity: entity.name, row: row, tx)
+                try SyncReplica.map(id, entity: entity.name, row: row, tx)
+                if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
+                try SyncReplica.recordAheadFrom(entity.name, row: row, token: try HistoryLog.lastToken(tx) + 1, tx)
             }
             for (id, entity, fields) in aheadMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, tx)

@@ -91,6 +91,28 @@ extension SyncReplica {
         }
     }
 
+    /// A pulled model merged ahead of the zone into the model at `row`,
+    /// with the zone's last lists of it; nil when there is none.
+    static func mergedAhead(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> (
+        id: SyncID, lists: [String: SyncChangeSet.Field]
+    )? {
+        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return nil }
+        var keys: [[UInt8]] = []
+        try tx.forEach(tree) { key, _ in
+            keys.append(key)
+            return true
+        }
+        for key in keys where key.count == 16 {
+            let id = SyncID(bytes: key)
+            if let (name, other) = try entry(of: id, tx), other == row, name == entity.name,
+                let merge = try entryOfMerge(id, tx), !merge.inZone
+            {
+                return (id, merge.lists)
+            }
+        }
+        return nil
+    }
+
     /// `sync.aheadFrom`: a row merged ahead of the zone (entity name, 0,
     /// RowKey) → the token of the local save that gave it the values it
     /// merged on (RowKey). Local saves before that one change a model that,
