@@ -396,14 +396,14 @@
 
         /// A and B each make red, which merge: red has A's identifier and
         /// B's. A makes ruby; C, before it pulls ruby, renames red to ruby,
-        /// so red merges into ruby on A and B. A trims, and B, behind the
-        /// trim, restores the snapshot. Before, only the identifier a row
-        /// had first followed its merge, so each device kept one of red's
-        /// identifiers pointing at red's row, gone: the snapshot left it
-        /// out, and B, meeting the other under ruby's values, took ruby for
-        /// a model deleted here and deleted it. Seed 50 of the convergence
-        /// test met this.
-        func testEveryIdentifierOfAModelFollowsItsMerge() async throws {
+        /// so red merges into ruby on A and B. A merge points only the
+        /// row's first identifier at the survivor; the other still names
+        /// red's row, gone. A trims, and B, behind the trim, restores the
+        /// snapshot. Before, B took that identifier's row for a model
+        /// deleted here: it sent a delete of it, and the snapshot's ruby,
+        /// meeting it, was deleted too. A row merged away here is no
+        /// delete. Seed 50 of the convergence test met this.
+        func testARestoreKeepsAModelThatARowMergedAwayHereNamed() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)
             let (b, _) = try device("b", zone: zone)

@@ -272,6 +272,9 @@ extension SyncReplica {
             // new values, and a delete here not pushed yet of either takes
             // the merged model: both go here now.
             if model is MissingModel || model.isDeleted {
+                // A row merged away here is no delete: the identifier's
+                // model lives on in the row it merged into.
+                if try store.read({ tx in try SyncReplica.survivingRow(entity.name, row, tx) }) != row { return }
                 for holder in try zoneHolders(of: change.fields, entity, row: row, deletedHere: false) {
                     if let id = try store.read({ tx in try SyncReplica.id(of: entity.name, row: holder, tx) }) {
                         doom(id, entity, holder)

@@ -27,20 +27,13 @@ extension SyncReplica {
         guard let tree = try tx.treeIfPresent(idsTree), let value = try tx.get(id.bytes, in: tree), value.first == 1,
             value.count >= 9
         else { return nil }
-        let entity = String(decoding: value[9...], as: UTF8.self)
-        return (entity, try survivingRow(entity, try RowKey.decode(Array(value[1..<9])), tx))
+        return (String(decoding: value[9...], as: UTF8.self), try RowKey.decode(Array(value[1..<9])))
     }
 
     static func place(of id: SyncID, _ tx: ReadTransaction) throws -> Place? {
         guard let tree = try tx.treeIfPresent(idsTree), let value = try tx.get(id.bytes, in: tree) else { return nil }
         switch value.first {
-        case 1 where value.count >= 9:
-            // An identifier merged into a row that merged away since names
-            // the row it merged into (only the row's first identifier is
-            // pointed there when it merges).
-            let row = try RowKey.decode(Array(value[1..<9]))
-            guard try tx.treeIfPresent(mergedRowsTree) != nil else { return .row(row) }
-            return .row(try survivingRow(String(decoding: value[9...], as: UTF8.self), row, tx))
+        case 1 where value.count >= 9: return .row(try RowKey.decode(Array(value[1..<9])))
         case 2: return .deleted
         default: throw SwiftDataError(.corruptRecord, "sync.ids: a damaged entry for \(id)")
         }

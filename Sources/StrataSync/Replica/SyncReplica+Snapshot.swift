@@ -64,8 +64,8 @@ extension SyncReplica {
                     guard value.first == 1, value.count >= 9, key.count == 16 else { return true }
                     let entity = String(decoding: value[9...], as: UTF8.self)
                     guard schema.entity(named: entity)?.uniqueGroups.isEmpty == false else { return true }
-                    let row = try Self.survivingRow(entity, try RowKey.decode(Array(value[1..<9])), tx)
-                    aliases[entity, default: [:]][row, default: []].append(SyncID(bytes: key))
+                    aliases[entity, default: [:]][try RowKey.decode(Array(value[1..<9])), default: []].append(
+                        SyncID(bytes: key))
                     return true
                 }
             }
@@ -155,8 +155,9 @@ extension SyncReplica {
             if let ids = try tx.treeIfPresent(Self.idsTree) {
                 try tx.forEach(ids) { key, value in
                     if value.first == 1, value.count >= 9, key.count == 16 {
-                        // An identifier of a row merged away names the row
-                        // it merged into.
+                        // An identifier of a row merged away here counts as
+                        // the row it merged into: the snapshot reaches it if
+                        // it reaches that one.
                         let entity = String(decoding: value[9...], as: UTF8.self)
                         let row = try Self.survivingRow(entity, try RowKey.decode(Array(value[1..<9])), tx)
                         live.append((SyncID(bytes: key), entity, row))
