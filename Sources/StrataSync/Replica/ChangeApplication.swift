@@ -38,6 +38,8 @@ extension SyncReplica {
         /// store holds, by entity name and row (``noteUniqueValues(of:)``):
         /// the store's index and `sync.zoneValues` have not seen them yet.
         var setValues: [String: [Int64: [String: Field]]] = [:]
+        /// The rows ``noteUniqueValues(of:)`` found, for ``take(_:)``.
+        var notedRows: [SyncID: Int64] = [:]
 
         /// The parts of the change this schema lacks, kept for a later one.
         var kept = SyncChangeSet()
@@ -153,6 +155,7 @@ extension SyncReplica {
                 guard !fields.isEmpty,
                     case .row(let row)? = try store.read({ tx in try SyncReplica.place(of: change.id, tx) })
                 else { continue }
+                notedRows[change.id] = row
                 for field in fields { setValues[entity.name, default: [:]][row, default: [:]][field.name] = field }
             }
         }
@@ -192,13 +195,17 @@ extension SyncReplica {
                         SyncChangeSet.Change(kind: .update, entity: change.entity, id: change.id, fields: unknown))
                 }
             }
-            let place = try store.read { tx in try SyncReplica.place(of: change.id, tx) }
+            let place =
+                try notedRows.removeValue(forKey: change.id).map { SyncReplica.Place.row($0) }
+                ?? store.read { tx in try SyncReplica.place(of: change.id, tx) }
             if replay && change.kind == .update && place == nil { return }
             switch change.kind {
             case .delete:
-                if case .row(let row) = place,
-                    let (kept, lists) = try store.read({ tx in try SyncReplica.mergedAhead(into: entity, row: row, tx) }),
-                    try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) == change.id
+                // Only a model with unique values merges, and only into a
+                // row that is still its own.
+                if case .row(let row) = place, !entity.uniqueGroups.isEmpty,
+                    try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) == change.id,
+                    let (kept, lists) = try store.read({ tx in try SyncReplica.mergedAhead(into: entity, row: row, tx) })
                 {
                     // A model another one merged into ahead of the zone:
                     // in the zone's order that one never merged, and the

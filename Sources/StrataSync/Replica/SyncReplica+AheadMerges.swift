@@ -71,23 +71,36 @@ extension SyncReplica {
         try tx.put(id.bytes, SyncChangeSet(changes: [change]).encode(), in: tree)
     }
 
-    /// Ends the merges ahead of the zone into the model at `row` of
-    /// `entity`: the zone holds this device's save now; or every merge into
-    /// it when `all` (the model is gone).
-    static func endAheadMerges(into entity: Schema.Entity, row: Int64, all: Bool = false, _ tx: WriteTransaction) throws {
-        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return }
+    /// The entries of merges into the model at `row` of `entity`, in the
+    /// order of their identifiers.
+    private static func merges(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> [(
+        id: SyncID, lists: [String: SyncChangeSet.Field], inZone: Bool
+    )] {
+        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return [] }
         var keys: [[UInt8]] = []
         try tx.forEach(tree) { key, _ in
             keys.append(key)
             return true
         }
+        var found: [(id: SyncID, lists: [String: SyncChangeSet.Field], inZone: Bool)] = []
         for key in keys where key.count == 16 {
             let id = SyncID(bytes: key)
             if let (name, other) = try entry(of: id, tx), other == row, name == entity.name,
-                try all || entryOfMerge(id, tx)?.inZone == false
+                let merge = try entryOfMerge(id, tx)
             {
-                try tx.delete(key, in: tree)
+                found.append((id, merge.lists, merge.inZone))
             }
+        }
+        return found
+    }
+
+    /// Ends the merges ahead of the zone into the model at `row` of
+    /// `entity`: the zone holds this device's save now; or every merge into
+    /// it when `all` (the model is gone).
+    static func endAheadMerges(into entity: Schema.Entity, row: Int64, all: Bool = false, _ tx: WriteTransaction) throws {
+        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return }
+        for merge in try merges(into: entity, row: row, tx) where all || !merge.inZone {
+            try tx.delete(merge.id.bytes, in: tree)
         }
     }
 
@@ -96,21 +109,7 @@ extension SyncReplica {
     static func mergedAhead(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> (
         id: SyncID, lists: [String: SyncChangeSet.Field]
     )? {
-        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return nil }
-        var keys: [[UInt8]] = []
-        try tx.forEach(tree) { key, _ in
-            keys.append(key)
-            return true
-        }
-        for key in keys where key.count == 16 {
-            let id = SyncID(bytes: key)
-            if let (name, other) = try entry(of: id, tx), other == row, name == entity.name,
-                let merge = try entryOfMerge(id, tx), !merge.inZone
-            {
-                return (id, merge.lists)
-            }
-        }
-        return nil
+        try merges(into: entity, row: row, tx).first { !$0.inZone }.map { ($0.id, $0.lists) }
     }
 
     /// `sync.aheadFrom`: a row merged ahead of the zone (entity name, 0,

@@ -185,15 +185,11 @@ extension SyncReplica.ChangeApplication {
             guard let relationship = property as? Schema.Relationship, !relationship.isToOneRelationship,
                 let type = relationship.destinationType, let destination = schema.entity(forType: type)
             else { continue }
-            let targets = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
-            var value: [UInt8] = []
-            for target in targets where !target.isDeleted {
-                let id =
-                    try made[ObjectIdentifier(target)]
+            let value = try SyncReplica.listValue(of: model, relationship) { target in
+                try made[ObjectIdentifier(target)]
                     ?? store.read { tx in
                         try SyncReplica.id(of: destination.name, row: target._strataState.rowID, tx)
                     }
-                if let id { value += id.bytes }
             }
             fields.append(Field(name: relationship.name, wire: SyncChangeSet.toMany, value: value))
         }
@@ -228,6 +224,19 @@ extension SyncReplica.ChangeApplication {
 }
 
 extension SyncReplica {
+    /// `model`'s to-many list `relationship` on the wire: the identifiers
+    /// of its members not deleted, as `id` finds them (a member it finds
+    /// none for is left out).
+    static func listValue(
+        of model: any PersistentModel, _ relationship: Schema.Relationship, id: (any PersistentModel) throws -> SyncID?
+    ) rethrows -> [UInt8] {
+        var value: [UInt8] = []
+        for target in (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? [] where !target.isDeleted {
+            if let found = try id(target) { value += found.bytes }
+        }
+        return value
+    }
+
     /// Sends the to-many lists that the outbox holds for `loser`, a model
     /// merged here into `survivor`, as the survivor's lists as they are
     /// now. Here the loser's unpushed saves keep the survivor's lists as
@@ -274,10 +283,8 @@ extension SyncReplica {
                     guard let relationship = entity.properties.first(where: { $0.name == name }) as? Schema.Relationship,
                         let type = relationship.destinationType, let destination = schema.entity(forType: type)
                     else { continue }
-                    var value: [UInt8] = []
-                    for target in (survivor[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
-                    where !target.isDeleted {
-                        value += try Self.id(of: destination.name, row: target._strataState.rowID, tx)?.bytes ?? []
+                    let value = try Self.listValue(of: survivor, relationship) { target in
+                        try Self.id(of: destination.name, row: target._strataState.rowID, tx)
                     }
                     lists.fields.append(SyncChangeSet.Field(name: name, wire: SyncChangeSet.toMany, value: value))
                 }
