@@ -204,6 +204,18 @@
             }
         }
 
+        /// Two devices of `zone` that each make red at once: A pushes
+        /// between B's prepare and B's push, so the two reds merge with
+        /// both identifiers (B's first on B).
+        func redMadeAtOnceOnTwo(zone: String) async throws -> (ModelContainer, SyncEngine, ModelContainer, SyncEngine) {
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, _) = try device("b", zone: zone)
+            let syncB = try hookedEngine(b, zone: zone) { try? await syncA.syncNow() }
+            try redOnNewMemos([(a, "a's", "m1"), (b, "b's", "m2")])
+            for sync in [syncB, syncA] { try await sync.syncNow() }
+            return (a, syncA, b, syncB)
+        }
+
         /// Asserts that `containers` hold one graph, whose labels are
         /// `labels`, and pass their integrity checks; returns the graph.
         @discardableResult
@@ -405,12 +417,9 @@
         /// delete. Seed 50 of the convergence test met this.
         func testARestoreKeepsAModelThatARowMergedAwayHereNamed() async throws {
             let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, _) = try device("b", zone: zone)
+            let (a, syncA, b, syncB) = try await redMadeAtOnceOnTwo(zone: zone)
             let (c, syncC) = try device("c", zone: zone)
-            let syncB = try hookedEngine(b, zone: zone) { try? await syncA.syncNow() }
-            try redOnNewMemos([(a, "a's", "m1"), (b, "b's", "m2")])
-            for sync in [syncB, syncA, syncC] { try await sync.syncNow() }
+            try await syncC.syncNow()
             let onA = ModelContext(a)
             let m3 = Memo(text: "m3")
             onA.insert(m3)
@@ -543,11 +552,7 @@
         /// then adds m3 to red under its own identifier: D finds the label.
         func testASnapshotCarriesTheIdentifiersMergedIntoAModel() async throws {
             let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, _) = try device("b", zone: zone)
-            let syncB = try hookedEngine(b, zone: zone) { try? await syncA.syncNow() }
-            try redOnNewMemos([(a, "a's", "m1"), (b, "b's", "m2")])
-            for sync in [syncB, syncA] { try await sync.syncNow() }
+            let (a, syncA, b, syncB) = try await redMadeAtOnceOnTwo(zone: zone)
             _ = try await syncA.trimServerHistory()
             let (d, syncD) = try device("d", zone: zone)
             try await syncD.syncNow()
@@ -603,6 +608,35 @@
                 try assertOneGraph(
                     [a, b],
                     labels: ["label azure (dark): m1", "label crimson (new): m3", "label scarlet (bright): m2"])
+            }
+        }
+
+        /// One save on A renames crimson to azure and scarlet to crimson.
+        /// On B the update of scarlet meets crimson's old name, held by the
+        /// store's index or, when B renamed crimson to maroon and has not
+        /// pushed it, by the zone's values; but the set moves crimson off
+        /// it: nothing collides, and both labels stay.
+        func testASetThatPassesAUniqueValueOnKeepsBoth() async throws {
+            for (azureFirst, maroonOnB) in [(true, false), (false, false), (true, true), (false, true)] {
+                let zone = "zone-\(UUID())"
+                let (a, syncA) = try device("a\(azureFirst)\(maroonOnB)", zone: zone)
+                let (b, syncB) = try device("b\(azureFirst)\(maroonOnB)", zone: zone)
+                try await twoLabels(a, syncA, syncB)
+                if maroonOnB { try rename("crimson", to: "maroon", on: b) }
+                let context = ModelContext(a)
+                let labels = try context.fetch(FetchDescriptor<Label>(sortBy: [SortDescriptor(\.name)]))
+                let (crimson, scarlet) = (labels[0], labels[1])
+                if azureFirst {
+                    crimson.name = "azure"
+                    scarlet.name = "crimson"
+                } else {
+                    scarlet.name = "crimson"
+                    crimson.name = "azure"
+                }
+                try context.save()
+                for sync in [syncA, syncB, syncA] { try await sync.syncNow() }
+                let labelsNow = ["label \(maroonOnB ? "maroon" : "azure") (dark): m1", "label crimson (bright): m2"]
+                try assertOneGraph([a, b], labels: labelsNow.sorted())
             }
         }
 
