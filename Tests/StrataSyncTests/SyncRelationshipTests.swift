@@ -640,6 +640,27 @@
             }
         }
 
+        /// C makes red and pushes it. A adds m1 to scarlet, then makes its
+        /// own red on m4, and pushes neither before it pulls C's red (which
+        /// merges into A's red here, ahead of the zone) and B's rename of
+        /// scarlet to red (which merges scarlet into A's red, the holder).
+        /// A's list of scarlet stays addressed to scarlet: the survivor is
+        /// A's insert, which the zone has not seen when that list comes.
+        func testAListSavedForAModelThatMergedIntoAnUnpushedInsertStaysItsOwn() async throws {
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
+            let onA = ModelContext(a)
+            let scarlet = try XCTUnwrap(
+                onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
+            let m1 = try XCTUnwrap(onA.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.text == "m1" })).first)
+            scarlet.memos.append(m1)
+            try onA.save()
+            try redOnNewMemos([(a, "a's", "m4")])
+            try rename("scarlet", to: "red", on: b)
+            try await syncB.syncNow()
+            for sync in [syncA, syncB, syncC, syncA] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label red (a's): m1,m2,m3,m4"])
+        }
+
         /// The same with a compound unique constraint: two devices move two
         /// slots to one day and hour.
         func testUpdatesCollidingOnACompoundUniqueConstraintMerge() async throws {

@@ -142,10 +142,8 @@ extension SyncReplica.ChangeApplication {
             joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? onTop : [])
             if let loserID {
                 merged.append((loserID, entity, survivor._strataState.rowID))
-                // The survivor of a pending insert is not in the zone yet.
-                if masks[entity.name]?[loserRow] != nil,
-                    masks[entity.name]?[survivor._strataState.rowID].map({ $0 != nil }) ?? true
-                {
+                // Unpushed saves of either may send lists of them.
+                if masks[entity.name]?[loserRow] != nil || masks[entity.name]?[survivor._strataState.rowID] != nil {
                     listRewrites.append((loserID, entity, survivor))
                 }
             }
@@ -237,58 +235,98 @@ extension SyncReplica {
         return value
     }
 
+    /// The outbox's entries, in order, that hold a change `matching`.
+    private static func outboxEntries(
+        _ outbox: Tree, _ tx: ReadTransaction, where matching: (SyncChangeSet.Change) -> Bool
+    ) throws -> [(key: [UInt8], set: SyncChangeSet)] {
+        var entries: [(key: [UInt8], set: SyncChangeSet)] = []
+        var failure: (any Error)?
+        try tx.forEach(outbox) { key, value in
+            do {
+                let set = try SyncChangeSet.decode(value)
+                if set.changes.contains(where: matching) { entries.append((key, set)) }
+            } catch {
+                failure = SwiftDataError(.corruptRecord, "\(outboxTree): an entry: \(error)")
+                return false
+            }
+            return true
+        }
+        if let failure { throw failure }
+        return entries
+    }
+
     /// Sends the to-many lists that the outbox holds for `loser`, a model
-    /// merged here into `survivor`, as the survivor's lists as they are
-    /// now. Here the loser's unpushed saves keep the survivor's lists as
-    /// they are (their masks follow the merge, and a list is sent and kept
-    /// whole); sent for the loser, the others would only change the
-    /// members the loser brought, and keep what the zone changed of the
-    /// survivor meanwhile, which this device does not. Sent for the
-    /// survivor, every device ends with the list this one holds.
+    /// merged here into `survivor`, and for the survivor itself, as the
+    /// survivor's lists as they are now. Here unpushed saves of either
+    /// keep the survivor's lists as they are (their masks follow the
+    /// merge, and a list is sent and kept whole), members the merge
+    /// brought included. Sent as they were saved, the others would apply
+    /// a list for the loser only to the members it brought, and a list for
+    /// the survivor without what the merge brought, which this device
+    /// keeps. Sent as the survivor's lists now, every device ends with the
+    /// lists this one holds. A list the loser's saves changed goes, at the
+    /// last of them, to the survivor, unless a save of the survivor sends
+    /// it there or later (its insert among them: the zone has not seen the
+    /// survivor before).
     func sendSurvivorLists(for loser: SyncID, _ entity: Schema.Entity, survivor: any PersistentModel, _ tx: WriteTransaction)
         throws
     {
         guard let outbox = try tx.treeIfPresent(Self.outboxTree),
             let survivorID = try Self.id(of: entity.name, row: survivor._strataState.rowID, tx)
         else { return }
-        var entries: [(key: [UInt8], set: SyncChangeSet)] = []
-        var failure: (any Error)?
-        try tx.forEach(outbox) { key, value in
-            do {
-                let set = try SyncChangeSet.decode(value)
-                if set.changes.contains(where: { change in
-                    change.id == loser && change.fields.contains { $0.wire == SyncChangeSet.toMany }
-                }) {
-                    entries.append((key, set))
-                }
-            } catch {
-                failure = SwiftDataError(.corruptRecord, "\(Self.outboxTree): an entry: \(error)")
-                return false
-            }
-            return true
+        func sendsLists(_ change: SyncChangeSet.Change) -> Bool {
+            (change.id == loser || change.id == survivorID) && change.fields.contains { $0.wire == SyncChangeSet.toMany }
         }
-        if let failure { throw failure }
-        for (key, var set) in entries {
+        let entries = try Self.outboxEntries(outbox, tx, where: sendsLists)
+        var lists: [String: SyncChangeSet.Field] = [:]
+        func list(_ name: String) throws -> SyncChangeSet.Field? {
+            if let known = lists[name] { return known }
+            guard let relationship = entity.properties.first(where: { $0.name == name }) as? Schema.Relationship,
+                let type = relationship.destinationType, let destination = schema.entity(forType: type)
+            else { return nil }
+            let value = try Self.listValue(of: survivor, relationship) { target in
+                try Self.id(of: destination.name, row: target._strataState.rowID, tx)
+            }
+            let field = SyncChangeSet.Field(name: name, wire: SyncChangeSet.toMany, value: value)
+            lists[name] = field
+            return field
+        }
+        // The loser's lists not sent for the survivor at or after the
+        // last entry that sends them.
+        var owed: Set<String> = []
+        var owedAt: Int?
+        for (index, entry) in entries.enumerated() {
+            for change in entry.set.changes where sendsLists(change) {
+                let names = change.fields.filter { $0.wire == SyncChangeSet.toMany }.map(\.name)
+                if change.id == loser {
+                    owed.formUnion(names)
+                    owedAt = index
+                } else {
+                    owed.subtract(names)
+                }
+            }
+        }
+        for (index, (key, var set)) in entries.enumerated() {
             var changes: [SyncChangeSet.Change] = []
             for var change in set.changes {
-                let names = change.fields.filter { $0.wire == SyncChangeSet.toMany }.map(\.name)
-                guard change.id == loser, !names.isEmpty else {
+                guard sendsLists(change) else {
+                    changes.append(change)
+                    continue
+                }
+                if change.id == survivorID {
+                    for (at, field) in change.fields.enumerated() where field.wire == SyncChangeSet.toMany {
+                        if let now = try list(field.name) { change.fields[at] = now }
+                    }
                     changes.append(change)
                     continue
                 }
                 change.fields.removeAll { $0.wire == SyncChangeSet.toMany }
                 if change.kind == .insert || !change.fields.isEmpty { changes.append(change) }
-                var lists = SyncChangeSet.Change(kind: .update, entity: entity.name, id: survivorID)
-                for name in names {
-                    guard let relationship = entity.properties.first(where: { $0.name == name }) as? Schema.Relationship,
-                        let type = relationship.destinationType, let destination = schema.entity(forType: type)
-                    else { continue }
-                    let value = try Self.listValue(of: survivor, relationship) { target in
-                        try Self.id(of: destination.name, row: target._strataState.rowID, tx)
-                    }
-                    lists.fields.append(SyncChangeSet.Field(name: name, wire: SyncChangeSet.toMany, value: value))
-                }
-                changes.append(lists)
+            }
+            if index == owedAt, !owed.isEmpty {
+                var update = SyncChangeSet.Change(kind: .update, entity: entity.name, id: survivorID)
+                for name in owed.sorted() { if let now = try list(name) { update.fields.append(now) } }
+                changes.append(update)
             }
             set.changes = changes
             try tx.put(key, set.encode(), in: outbox)
