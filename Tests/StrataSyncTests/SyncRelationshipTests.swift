@@ -611,6 +611,38 @@
             }
         }
 
+        /// Three devices rename three labels to red, each before it pulls
+        /// the others' renames: in the zone the three merge into the first.
+        /// A trims; C, behind since it pulled the three labels, restores
+        /// the snapshot, which names the one red with all three identifiers.
+        /// C holds three models for them: the second and the third both
+        /// merge into the first. Before, the third merged into the second,
+        /// which was merging away, and C stopped on the unique constraint.
+        /// Seed 16 of the convergence test met this.
+        func testARestoreMergesThreeModelsItHoldsIntoOne() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            let (d, syncD) = try device("d", zone: zone)
+            let context = ModelContext(a)
+            for (name, text) in [("x", "m1"), ("y", "m2"), ("z", "m3")] {
+                let memo = Memo(text: text)
+                context.insert(memo)
+                memo.labels = [Label(name: name, color: name)]
+            }
+            try context.save()
+            for sync in [syncA, syncB, syncC, syncD] { try await sync.syncNow() }
+            for (from, container, sync) in [("x", a, syncA), ("y", b, syncB), ("z", d, syncD)] {
+                try rename(from, to: "red", on: container)
+                try await sync.syncNow()
+            }
+            for sync in [syncA, syncB, syncD, syncA] { try await sync.syncNow() }
+            _ = try await syncA.trimServerHistory()
+            for sync in [syncC, syncB, syncD] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c, d], labels: ["label red (x): m1,m2,m3"])
+        }
+
         /// One save on A renames crimson to azure and scarlet to crimson.
         /// On B the update of scarlet meets crimson's old name, held by the
         /// store's index or, when B renamed crimson to maroon and has not

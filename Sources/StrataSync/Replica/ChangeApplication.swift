@@ -440,10 +440,19 @@ extension SyncReplica {
         }
 
         /// Records that `model`, made or changed by this set, holds its
-        /// values of the entity's unique constraints.
+        /// values of the entity's unique constraints, where no model of the
+        /// set holds them already: the first holds them, and the others
+        /// merge into it.
         mutating func holdInSet(_ model: any PersistentModel, _ entity: Schema.Entity) {
             guard !entity.uniqueGroups.isEmpty else { return }
-            for key in setKeys(of: model, entity) { setHolders[key] = model }
+            for key in setKeys(of: model, entity) {
+                if let holder = setHolders[key], holder !== model, !holder.isDeleted,
+                    setKeys(of: holder, entity).contains(key)
+                {
+                    continue
+                }
+                setHolders[key] = model
+            }
         }
 
         /// A model this change set made or changed that holds `model`'s
