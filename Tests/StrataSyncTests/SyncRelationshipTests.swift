@@ -611,6 +611,39 @@
             }
         }
 
+        /// C makes azure and pushes it; B makes red before it pulls azure,
+        /// and pushes red. A renames scarlet to red before it pulls B's red:
+        /// in the zone scarlet merges into B's red, whose identifier is the
+        /// model's own on B, and scarlet's goes with it. B trims. C, behind
+        /// since it pushed azure, renames azure to red and, before it
+        /// pushes, restores B's snapshot: red (B's identifier, then
+        /// scarlet's) and, after it in B's rows, azure. C knows scarlet's
+        /// identifier and not red's: the snapshot's red is C's scarlet, and
+        /// C's azure, red by C's own save, merges into it. Before, C took
+        /// red's identifier first and made a second red (azure, moving off
+        /// red in the zone, did not count), and C stopped on the unique
+        /// constraint. Seed 48 of the convergence test met this.
+        func testARestoreTakesTheIdentifierItKnowsOfAMergedModelFirst() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let (c, syncC) = try device("c", zone: zone)
+            try await twoLabels(a, syncA, syncB)
+            try await syncC.syncNow()
+            let onC = ModelContext(c)
+            onC.insert(Label(name: "azure", color: "c's"))
+            try onC.save()
+            try await syncC.syncNow()
+            try redOnNewMemos([(b, "b's", "m3")])
+            try await syncB.syncNow()
+            try rename("scarlet", to: "red", on: a)
+            for sync in [syncA, syncA, syncB] { try await sync.syncNow() }
+            _ = try await syncB.trimServerHistory()
+            try rename("azure", to: "red", on: c)
+            for sync in [syncC, syncA, syncB, syncC] { try await sync.syncNow() }
+            try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label red (b's): m2,m3"])
+        }
+
         /// Three devices rename three labels to red, each before it pulls
         /// the others' renames: in the zone the three merge into the first.
         /// A trims; C, behind since it pulled the three labels, restores

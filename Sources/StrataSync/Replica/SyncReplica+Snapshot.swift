@@ -127,6 +127,30 @@ extension SyncReplica {
         }
     }
 
+    /// The snapshot's inserts with each model's identifiers (the model's
+    /// own, then those merged into it, all with its values) ordered so
+    /// that one this store knows comes first: the model it names here
+    /// takes the values, and the others merge into it. Taken first, an
+    /// identifier new here would make a second model with the values that
+    /// the known one is then given too.
+    static func knownFirst(_ changes: [SyncChangeSet.Change], known: Set<SyncID>) -> [SyncChangeSet.Change] {
+        var ordered: [SyncChangeSet.Change] = []
+        ordered.reserveCapacity(changes.count)
+        var start = 0
+        while start < changes.count {
+            var end = start + 1
+            while end < changes.count, changes[end].entity == changes[start].entity,
+                changes[end].fields == changes[start].fields
+            {
+                end += 1
+            }
+            let group = changes[start..<end]
+            ordered += group.filter { known.contains($0.id) } + group.filter { !known.contains($0.id) }
+            start = end
+        }
+        return ordered
+    }
+
     /// Makes the store the zone's state at `through` from the downloaded
     /// snapshot, as one save authored ``author`` that moves the position to
     /// `through`: every model of the snapshot inserted or updated (local
@@ -172,6 +196,7 @@ extension SyncReplica {
             }
             present.insert(change.id)
         }
+        set.changes = Self.knownFirst(set.changes, known: Set(live.map(\.id)))
         // The models the zone still holds: those of the snapshot's
         // identifiers (a model merged on a unique value has several), and
         // those of local inserts not pushed yet. Every other model the zone
