@@ -726,6 +726,27 @@
             try assertOneGraph([a, b, c], labels: ["label crimson (dark): m1", "label red (a's): m1,m2,m3,m4"])
         }
 
+        /// A and B make red at once, and A's reaches the zone first. B
+        /// pulls A's red after its own is pushed and before it is back:
+        /// A's merges into B's here, ahead of the zone. In the zone's order
+        /// B's red merges into A's, so once B's save is back, B's row is
+        /// A's red, as on every other device. B then takes m1 off red, and
+        /// every device ends with red's list as B holds it. Before, B sent
+        /// the list for its own red, which the others took as a change to
+        /// what B's red brought (m2 alone), and they kept m1. Seed 7 of the
+        /// convergence test met this.
+        func testListsSavedAfterAMergeAheadOfTheZoneEndedAreTheZoneModels() async throws {
+            let (a, syncA, b, syncB) = try await redMadeAtOnceOnTwo(zone: "zone-\(UUID())")
+            try await syncB.syncNow()
+            let onB = ModelContext(b)
+            let red = try XCTUnwrap(onB.fetch(FetchDescriptor<Label>()).first)
+            XCTAssertEqual(red.memos.map(\.text).sorted(), ["m1", "m2"])
+            red.memos.removeAll { $0.text == "m1" }
+            try onB.save()
+            for sync in [syncB, syncA] { try await sync.syncNow() }
+            try assertOneGraph([a, b], labels: ["label red (b's): m2"])
+        }
+
         /// The same with a compound unique constraint: two devices move two
         /// slots to one day and hour.
         func testUpdatesCollidingOnACompoundUniqueConstraintMerge() async throws {

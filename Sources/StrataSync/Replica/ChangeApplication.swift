@@ -86,8 +86,9 @@ extension SyncReplica {
         /// from which their masks count (`SyncReplica.aheadFromTree`).
         var aheadFroms: [(entity: String, row: Int64, token: Int64)] = []
         /// This device's own changes of unique values, now in the zone: the
-        /// merges ahead of the zone into their models end.
-        var aheadEnds: [(entity: Schema.Entity, id: SyncID)] = []
+        /// merges ahead of the zone into their models end. With the lists
+        /// each sends.
+        var aheadEnds: [(entity: Schema.Entity, id: SyncID, lists: [Field])] = []
 
         /// Models merged here whose local saves not pushed yet send to-many
         /// lists: those lists are sent as the survivor's instead
@@ -236,7 +237,9 @@ extension SyncReplica {
                 if !entity.uniqueGroups.isEmpty { zoneFields.append((change.id, entity, change.fields)) }
                 if own {
                     let unique = SyncReplica.uniqueNames(entity)
-                    if change.fields.contains(where: { unique.contains($0.name) }) { aheadEnds.append((entity, change.id)) }
+                    if change.fields.contains(where: { unique.contains($0.name) }) {
+                        aheadEnds.append((entity, change.id, change.fields.filter { $0.wire == SyncChangeSet.toMany }))
+                    }
                     // Its lists are the zone's last of a merged model.
                     if change.fields.contains(where: { $0.wire == SyncChangeSet.toMany }),
                         try store.read({ tx in try SyncReplica.aheadMerge(change.id, tx) }) != nil
@@ -675,9 +678,22 @@ extension SyncReplica {
             for (id, entity, fields) in zoneMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, inZone: true, tx)
             }
-            for (entity, id) in aheadEnds {
-                if case .row(let row)? = try SyncReplica.place(of: id, tx) {
-                    try SyncReplica.endAheadMerges(into: entity, row: row, tx)
+            for (entity, id, lists) in aheadEnds {
+                guard case .row(let row)? = try SyncReplica.place(of: id, tx) else { continue }
+                let ended = try SyncReplica.endAheadMerges(into: entity, row: row, tx)
+                // In the zone's order this model merges into the pulled
+                // one, which held the values first: on every other device
+                // the row is that one's, and lists sent for this one change
+                // only what it brought. The row is the pulled one's here
+                // too, and the saves not pushed yet, made knowing the
+                // merge, send their lists whole for it.
+                if let kept = ended.first, try SyncReplica.id(of: entity.name, row: row, tx) == id {
+                    try SyncReplica.unmap(entity: entity.name, row: row, tx)
+                    try SyncReplica.map(kept, entity: entity.name, row: row, tx)
+                    if !lists.isEmpty {
+                        try SyncReplica.recordAheadMerge(id, entity: entity.name, lists, inZone: true, tx)
+                    }
+                    try SyncReplica.readdressOutbox(from: id, to: kept, tx)
                 }
             }
             // The zone's values of unique constraints, by where each

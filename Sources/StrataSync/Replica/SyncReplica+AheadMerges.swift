@@ -96,12 +96,19 @@ extension SyncReplica {
 
     /// Ends the merges ahead of the zone into the model at `row` of
     /// `entity`: the zone holds this device's save now; or every merge into
-    /// it when `all` (the model is gone).
-    static func endAheadMerges(into entity: Schema.Entity, row: Int64, all: Bool = false, _ tx: WriteTransaction) throws {
-        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return }
+    /// it when `all` (the model is gone). Returns the identifiers of the
+    /// merges ended ahead of the zone.
+    @discardableResult
+    static func endAheadMerges(into entity: Schema.Entity, row: Int64, all: Bool = false, _ tx: WriteTransaction) throws
+        -> [SyncID]
+    {
+        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return [] }
+        var ended: [SyncID] = []
         for merge in try merges(into: entity, row: row, tx) where all || !merge.inZone {
             try tx.delete(merge.id.bytes, in: tree)
+            if !merge.inZone { ended.append(merge.id) }
         }
+        return ended
     }
 
     /// A pulled model merged ahead of the zone into the model at `row`,

@@ -12,6 +12,8 @@ import StrataEngine
 // `sync.rows`: entity name (UTF-8), 0, row (8 bytes, RowKey) → identifier.
 // A row keeps the first identifier it had: an identifier merged into it
 // (a unique constraint's upsert) points at the row in `sync.ids` only.
+// One exception: when a merge made here ahead of the zone ends, the row
+// takes the identifier of the pulled model, the one the zone keeps.
 
 extension SyncReplica {
     static func rowKey(_ entity: String, _ row: Int64) -> [UInt8] { Array(entity.utf8) + [0] + RowKey.encode(row) }

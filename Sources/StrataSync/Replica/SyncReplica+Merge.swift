@@ -255,6 +255,16 @@ extension SyncReplica {
         return entries
     }
 
+    /// Readdresses the outbox's changes of `id` to `other`, an identifier
+    /// of the same model.
+    static func readdressOutbox(from id: SyncID, to other: SyncID, _ tx: WriteTransaction) throws {
+        guard let outbox = try tx.treeIfPresent(outboxTree) else { return }
+        for (key, var set) in try outboxEntries(outbox, tx, where: { $0.id == id }) {
+            for index in set.changes.indices where set.changes[index].id == id { set.changes[index].id = other }
+            try tx.put(key, set.encode(), in: outbox)
+        }
+    }
+
     /// Sends the to-many lists that the outbox holds for `loser`, a model
     /// merged here into `survivor`, and for the survivor itself, as the
     /// survivor's lists as they are now. Here unpushed saves of either
