@@ -231,6 +231,16 @@
             return dumps[0]
         }
 
+        /// Adds the memo `text` to the memos of the label `name` on
+        /// `container`, saved.
+        func label(_ text: String, with name: String, on container: ModelContainer) throws {
+            let context = ModelContext(container)
+            let label = try XCTUnwrap(context.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == name })).first)
+            let memo = try XCTUnwrap(context.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.text == text })).first)
+            label.memos.append(memo)
+            try context.save()
+        }
+
         /// Renames the label named `from` to `to` on `container`.
         func rename(_ from: String, to: String, color: String? = nil, on container: ModelContainer) throws {
             let context = ModelContext(container)
@@ -389,12 +399,7 @@
         /// 69 of the convergence test met this.
         func testAListSavedForAModelBeforeItMergedIsTheSurvivorsListEverywhere() async throws {
             let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
-            let onB = ModelContext(b)
-            let scarlet = try XCTUnwrap(
-                onB.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
-            let m1 = try XCTUnwrap(onB.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.text == "m1" })).first)
-            scarlet.memos.append(m1)
-            try onB.save()
+            try label("m1", with: "scarlet", on: b)
             try rename("scarlet", to: "red", on: a)
             try await syncA.syncNow()
             try await syncA.syncNow()
@@ -624,12 +629,7 @@
         /// red in the zone, did not count), and C stopped on the unique
         /// constraint. Seed 48 of the convergence test met this.
         func testARestoreTakesTheIdentifierItKnowsOfAMergedModelFirst() async throws {
-            let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, syncB) = try device("b", zone: zone)
-            let (c, syncC) = try device("c", zone: zone)
-            try await twoLabels(a, syncA, syncB)
-            try await syncC.syncNow()
+            let (a, syncA, b, syncB, c, syncC) = try await threeDevicesWithTwoLabels()
             let onC = ModelContext(c)
             onC.insert(Label(name: "azure", color: "c's"))
             try onC.save()
@@ -709,16 +709,13 @@
         /// own red on m4, and pushes neither before it pulls C's red (which
         /// merges into A's red here, ahead of the zone) and B's rename of
         /// scarlet to red (which merges scarlet into A's red, the holder).
-        /// A's list of scarlet stays addressed to scarlet: the survivor is
-        /// A's insert, which the zone has not seen when that list comes.
-        func testAListSavedForAModelThatMergedIntoAnUnpushedInsertStaysItsOwn() async throws {
+        /// A's saves send red's list as A holds it, with the members both
+        /// merges brought: every device ends with it. Before, A's insert
+        /// sent red's list as A saved it (m4 and C's m3), and the others,
+        /// taking it whole, dropped scarlet's m1 and m2.
+        func testAListSavedForAnUnpushedInsertThatModelsMergedIntoIsItsListNow() async throws {
             let (a, syncA, b, syncB, c, syncC) = try await threeDevicesAndRedOnC()
-            let onA = ModelContext(a)
-            let scarlet = try XCTUnwrap(
-                onA.fetch(FetchDescriptor<Label>(predicate: #Predicate { $0.name == "scarlet" })).first)
-            let m1 = try XCTUnwrap(onA.fetch(FetchDescriptor<Memo>(predicate: #Predicate { $0.text == "m1" })).first)
-            scarlet.memos.append(m1)
-            try onA.save()
+            try label("m1", with: "scarlet", on: a)
             try redOnNewMemos([(a, "a's", "m4")])
             try rename("scarlet", to: "red", on: b)
             try await syncB.syncNow()
