@@ -781,6 +781,50 @@
             }
         }
 
+        /// B saves two slots, the later save changing the slot that A
+        /// then moves into the first one's cell: B merges the two as A's
+        /// move arrives, and the later save's note wins there as in the
+        /// zone's order. The first slot is B's insert, not pushed (merged
+        /// ahead of the zone: it goes on top of the moved one there), or
+        /// B's pushed slot that B then edited.
+        func testTheLaterUnpushedSaveOfTwoModelsMergingWins() async throws {
+            for insertHere in [true, false] {
+                let zone = "zone-\(UUID())"
+                let schema = Schema([Slot.self])
+                let (a, syncA) = try device("a\(insertHere)", zone: zone, schema: schema)
+                let (b, syncB) = try device("b\(insertHere)", zone: zone, schema: schema)
+                let onA = ModelContext(a)
+                let standup = Slot(day: 1, hour: 9, note: "standup")
+                onA.insert(standup)
+                try onA.save()
+                try await syncA.syncNow()
+                try await syncB.syncNow()
+                let onB = ModelContext(b)
+                let first = Slot(day: 3, hour: 11, note: insertHere ? "inserted on b" : "review")
+                onB.insert(first)
+                try onB.save()
+                if !insertHere {
+                    try await syncB.syncNow()
+                    first.note = "edited on b"
+                    try onB.save()
+                }
+                let moved = try XCTUnwrap(onB.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.day == 1 })).first)
+                moved.note = "later on b"
+                try onB.save()
+                standup.day = 3
+                standup.hour = 11
+                try onA.save()
+                for sync in [syncA, syncB, syncA] { try await sync.syncNow() }
+                for container in [a, b] {
+                    let slots = try ModelContext(container).fetch(FetchDescriptor<Slot>()).map {
+                        "\($0.day)/\($0.hour) \($0.note)"
+                    }
+                    XCTAssertEqual(slots, ["3/11 later on b"], "inserted here: \(insertHere)")
+                    XCTAssertEqual(try container.checkIntegrity(), [])
+                }
+            }
+        }
+
         func testRelationshipsSyncByGlobalIdentity() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

@@ -147,26 +147,50 @@ extension SyncReplica {
     static func aheadMask(_ entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> (
         names: Set<String>?, from: Int64
     )? {
-        let pushed = try number("pushed", tx)
-        let last = try HistoryLog.lastToken(tx)
-        guard last > pushed else { return nil }
         let unique = uniqueNames(entity)
         var from: Int64?
         var names: Set<String>? = []
+        for (token, changed) in try unpushedSaves(entity, row: row, tx) {
+            if from == nil {
+                guard changed.map({ !unique.isDisjoint(with: $0) }) ?? true else { continue }
+                from = token
+            }
+            if let changed, let current = names { names = current.union(changed) } else { names = nil }
+        }
+        return from.map { (names, $0) }
+    }
+
+    /// The local saves not pushed yet that changed the model at `row` of
+    /// `entity`, in order: each one's token and the attributes it changed
+    /// (a compound constraint's as one; nil: it inserted the model).
+    private static func unpushedSaves(_ entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> [(
+        token: Int64, names: Set<String>?
+    )] {
+        let pushed = try number("pushed", tx)
+        let last = try HistoryLog.lastToken(tx)
+        guard last > pushed else { return [] }
+        var saves: [(token: Int64, names: Set<String>?)] = []
         for raw in try HistoryLog.readRaw(tx, after: pushed, through: last) where raw.author != author {
             for change in raw.changes where change.entity == entity.name {
                 guard try survivingRow(change.entity, change.row, tx) == row else { continue }
-                if from == nil {
-                    guard change.kind == .insert || !unique.isDisjoint(with: change.attributes) else { continue }
-                    from = raw.token
-                }
-                if change.kind == .update, let current = names {
-                    names = current.union(wholeConstraints(Set(change.attributes), entity))
-                } else {
-                    names = nil
-                }
+                saves.append(
+                    (raw.token, change.kind == .update ? wholeConstraints(Set(change.attributes), entity) : nil))
             }
         }
-        return from.map { (names, $0) }
+        return saves
+    }
+
+    /// Each property of the model at `row` of `entity` that local saves
+    /// not pushed yet changed, from the one with token `from` on (nil:
+    /// all), with the token of the last of them: of two models that merge,
+    /// the later save of a property comes later in the zone's order too.
+    static func unpushedTokens(_ entity: Schema.Entity, row: Int64, from: Int64? = nil, _ tx: ReadTransaction) throws
+        -> [String: Int64]
+    {
+        var tokens: [String: Int64] = [:]
+        for (token, names) in try unpushedSaves(entity, row: row, tx) where token >= from ?? token {
+            for name in names ?? Set(entity.properties.map(\.name)) { tokens[name] = token }
+        }
+        return tokens
     }
 }

@@ -12,6 +12,8 @@ import StrataEngine
 //   with its other values; the later one's changed attributes go on top
 //   (those of the pulled change, or of the local saves not pushed yet that
 //   gave the holder its values: they come later in the zone's order);
+//   where local saves not pushed yet changed an attribute of both models,
+//   the later save's value stays, as it comes later in the zone's order;
 // - the later model's to-many relationships join the survivor's, and its
 //   to-ones fill the survivor's empty ones;
 // - the later model's identifier names the survivor from then on, here and
@@ -106,7 +108,17 @@ extension SyncReplica.ChangeApplication {
                     try SyncReplica.aheadMask(entity, row: collision.holder, tx)
                 })
             {
-                onTop = names
+                // Less what the updated model's unpushed saves changed
+                // later: they come later in the zone's order too.
+                let (holderTokens, updatedTokens) = try store.read { tx in
+                    try (
+                        SyncReplica.unpushedTokens(entity, row: collision.holder, from: from, tx),
+                        SyncReplica.unpushedTokens(entity, row: collision.updated, tx)
+                    )
+                }
+                onTop = (names ?? Set(holderTokens.keys)).filter { name in
+                    (updatedTokens[name] ?? .min) < (holderTokens[name] ?? .max)
+                }
                 aheadFroms.append((entity.name, collision.holder, from))
             }
             if holderIsLater {
@@ -126,8 +138,17 @@ extension SyncReplica.ChangeApplication {
                     fields, of: survivor, entity: entity, context: context, inserted: insertedByID,
                     masks: (masks, fixedMasks), seq: seq, union: true)
                 if let updatedMask {
+                    // Those the holder's unpushed saves changed later stay.
+                    let (holderTokens, updatedTokens) = try store.read { tx in
+                        try (
+                            SyncReplica.unpushedTokens(entity, row: collision.holder, tx),
+                            SyncReplica.unpushedTokens(entity, row: collision.updated, tx)
+                        )
+                    }
                     var carried = try replica.storedAttributes(entity, row: collision.updated, only: updatedMask)
-                    if case .some(.some(let names)) = holderMask { carried.removeAll { names.contains($0.name) } }
+                    carried.removeAll { field in
+                        (holderTokens[field.name] ?? .min) > (updatedTokens[field.name] ?? .max)
+                    }
                     _ = try replica.assign(carried, to: survivor, entity: entity, seq: seq)
                 }
             }
