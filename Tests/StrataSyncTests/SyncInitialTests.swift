@@ -177,7 +177,7 @@
             // B pushes its label between A's prepare and A's push: A pulls
             // it behind its own prepared insert, so each device's label
             // has both identifiers, its own first.
-            let hooked = FirstPushHook(PostgresZoneServer(configuration: try configuration(zone: zone))) {
+            let hooked = PushHook(PostgresZoneServer(configuration: try configuration(zone: zone))) {
                 try? await syncB.syncNow()
             }
             let syncA = try SyncEngine(container: a, configuration: try configuration(zone: zone), server: hooked)
@@ -205,25 +205,31 @@
     }
 
     /// A server that runs `hook` once, before the first push it passes on.
-    final class FirstPushHook: ForwardingServer, @unchecked Sendable {
-        let hook: @Sendable () async -> Void
+    /// A server that runs a hook before it passes on the push of each
+    /// given number (0: the first push through it), once.
+    final class PushHook: ForwardingServer, @unchecked Sendable {
         // Guarded by `lock`.
-        private var ran = false
+        private var hooks: [Int: @Sendable () async -> Void]
+        private var pushes = 0
         private let lock = NSLock()
 
-        init(_ base: any ZoneServer, hook: @escaping @Sendable () async -> Void) {
-            self.hook = hook
+        init(_ base: any ZoneServer, before hooks: [Int: @Sendable () async -> Void]) {
+            self.hooks = hooks
             super.init(base)
+        }
+
+        convenience init(_ base: any ZoneServer, hook: @escaping @Sendable () async -> Void) {
+            self.init(base, before: [0: hook])
         }
 
         override func push(
             zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8]
         ) async throws(SyncError) -> PushOutcome {
-            let first = lock.withLock {
-                defer { ran = true }
-                return !ran
+            let hook = lock.withLock {
+                defer { pushes += 1 }
+                return hooks.removeValue(forKey: pushes)
             }
-            if first { await hook() }
+            if let hook { await hook() }
             return try await base.push(
                 zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
         }

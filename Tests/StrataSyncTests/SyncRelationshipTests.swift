@@ -182,11 +182,15 @@
         }
 
         /// An engine for `container` whose server runs `hook` once, before
-        /// the first push it passes on.
-        func hookedEngine(_ container: ModelContainer, zone: String, hook: @escaping @Sendable () async -> Void) throws
-            -> SyncEngine
-        {
-            let hooked = FirstPushHook(PostgresZoneServer(configuration: try configuration(zone: zone)), hook: hook)
+        /// the first push it passes on (or each of `hooks` before the push
+        /// of its number).
+        func hookedEngine(
+            _ container: ModelContainer, zone: String, hooks: [Int: @Sendable () async -> Void] = [:],
+            hook: (@Sendable () async -> Void)? = nil
+        ) throws -> SyncEngine {
+            var hooks = hooks
+            if let hook { hooks[0] = hook }
+            let hooked = PushHook(PostgresZoneServer(configuration: try configuration(zone: zone)), before: hooks)
             let engine = try SyncEngine(container: container, configuration: try configuration(zone: zone), server: hooked)
             engines.append(engine)
             return engine
@@ -741,6 +745,42 @@
             red.memos.removeAll { $0.text == "m1" }
             try onB.save()
             for sync in [syncB, syncA] { try await sync.syncNow() }
+            try assertOneGraph([a, b], labels: ["label red (b's): m2"])
+        }
+
+        /// The same with the list saved, and prepared, before B's save is
+        /// back: B's insert waits behind A's pushes twice, B takes m1 off
+        /// red in between, and A pushes again between B's two pushes. The
+        /// round that pulls B's insert back readdresses the prepared list
+        /// to A's red, and every device ends with it. Sent under B's own
+        /// identifier, the others would take it as a change to what B's
+        /// red brought (m2 alone), and keep m1.
+        func testAListPreparedBeforeAMergeAheadOfTheZoneEndsIsTheZoneModels() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, _) = try device("b", zone: zone)
+            @Sendable func pushOnA(_ text: String) async {
+                let context = ModelContext(a)
+                context.insert(Memo(text: text))
+                try? context.save()
+                try? await syncA.syncNow()
+            }
+            let syncB = try hookedEngine(
+                b, zone: zone,
+                hooks: [
+                    0: { try? await syncA.syncNow() },
+                    1: {
+                        let onB = ModelContext(b)
+                        if let red = try? onB.fetch(FetchDescriptor<Label>()).first {
+                            red.memos.removeAll { $0.text == "m1" }
+                            try? onB.save()
+                        }
+                        await pushOnA("x")
+                    },
+                    3: { await pushOnA("y") },
+                ])
+            try redOnNewMemos([(a, "a's", "m1"), (b, "b's", "m2")])
+            for sync in [syncB, syncB, syncA] { try await sync.syncNow() }
             try assertOneGraph([a, b], labels: ["label red (b's): m2"])
         }
 
