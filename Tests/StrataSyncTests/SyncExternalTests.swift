@@ -185,6 +185,50 @@
             XCTAssertEqual(try photos(b)["one"]?.image, image)
         }
 
+        /// A part of the wrong length, or one the zone lacks, fails the
+        /// change's apply with a typed error naming the part: nothing is
+        /// stored or kept, the position stays, and once the server holds
+        /// the part again the next round applies the change.
+        func testAPartOfTheWrongLengthOrMissingFailsTheApply() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a", zone: zone)
+            let (b, syncB) = try device("b", zone: zone)
+            let image = bytes(ExternalReference.partSize + 10, seed: 8)
+            let context = ModelContext(a)
+            context.insert(Photo(name: "one", image: image))
+            try context.save()
+            try await syncA.syncNow()
+            let reference = ExternalReference(of: image)
+            let part = "zone = '\(zone)' AND part = 1"
+            let saved = "saved_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
+            try server().psql("CREATE TABLE \(saved) AS SELECT * FROM strata_sync.parts WHERE \(part)")
+
+            for (damage, says) in [
+                (
+                    "UPDATE strata_sync.parts SET payload = substring(payload FROM 1 FOR 9) WHERE \(part)",
+                    "part 1 has 9 bytes, not 10"
+                ),
+                ("DELETE FROM strata_sync.parts WHERE \(part)", "whose part 1 the zone lacks"),
+            ] {
+                try server().psql(damage)
+                do {
+                    try await syncB.syncNow()
+                    XCTFail("a change whose part is damaged is not applied (\(says))")
+                } catch {
+                    XCTAssertEqual(error.code, .damagedServerChange, "\(error)")
+                    XCTAssertTrue("\(error)".contains(says), "\(error)")
+                }
+                XCTAssertEqual(try photos(b).count, 0)
+                XCTAssertEqual(syncB.status.serverPosition, 0)
+                XCTAssertEqual(try SyncReplica(container: b).partsToDownload(reference), [0, 1], "nothing is kept")
+                try server().psql(
+                    "DELETE FROM strata_sync.parts WHERE \(part); INSERT INTO strata_sync.parts SELECT * FROM \(saved)")
+            }
+            try server().psql("DROP TABLE \(saved)")
+            try await syncB.syncNow()
+            XCTAssertEqual(try photos(b)["one"]?.image, image)
+        }
+
         /// An older device keeps the image its schema lacks, and has it once
         /// it migrates, with no server at hand: the parts of kept changes
         /// stay until they are applied.
