@@ -98,6 +98,11 @@ extension SyncReplica {
         /// Rows whose own model the zone deleted while a pulled model was
         /// merged into them ahead of the zone: the row becomes that model's.
         var unmerged: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
+        /// Local models merged ahead of the zone into a pulled one
+        /// (`SyncReplica.aheadLosersTree`), and those the zone deleted
+        /// before the save that merged them: the pulled one stays apart.
+        var aheadLosers: [(id: SyncID, entity: Schema.Entity, loser: SyncReplica.AheadLoser)] = []
+        var aheadLosersGone: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
 
         /// The device and save token of the change (nil for a snapshot).
         var origin: (device: SyncID, token: Int64)?
@@ -220,6 +225,16 @@ extension SyncReplica {
                         link(model, entity, Array(lists.values))
                         applied.updated.append(model.persistentModelID)
                     }
+                } else if case .row(let row) = place, !entity.uniqueGroups.isEmpty,
+                    let loser = try store.read({ tx in try SyncReplica.aheadLoser(change.id, tx) })
+                {
+                    // A model of this device merged ahead of the zone into
+                    // a pulled one: in the zone's order the delete comes
+                    // before the save that would merge them, so the pulled
+                    // model stays apart, with its own values and members.
+                    doom(change.id, entity, nil)
+                    aheadLosersGone.append((change.id, entity, loser.row))
+                    try giveBack(loser, to: row, entity)
                 } else if case .row(let row) = place {
                     doom(change.id, entity, row)
                 } else if place == nil || own {
@@ -321,12 +336,13 @@ extension SyncReplica {
                 collisions.append(
                     Collision(
                         entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
-            } else if let (holder, names) = try localHolder(ofMasked: change.fields, entity, row: row),
+            } else if let (holder, names, masked) = try localHolder(ofMasked: change.fields, entity, row: row),
                 !movedBySet(entity, row: holder, from: change.fields)
             {
                 collisions.append(
                     Collision(
-                        entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true))
+                        entity: entity, updated: row, holder: holder, names: names, fields: change.fields, inZone: true,
+                        heldLocally: masked))
             } else if let made = setHolder(matching: model, entity) {
                 // A model this set made or changed holds the values (the
                 // store's index has not seen it yet): it came first.
@@ -433,6 +449,32 @@ extension SyncReplica {
             insertedByID[change.id] = model
             link(model, entity, change.fields)
             holdInSet(model, entity)
+        }
+
+        /// Gives the model at `row` back what a local model merged into it
+        /// ahead of the zone took: its attributes' values, and its to-manys
+        /// without the members the local model brought.
+        private mutating func giveBack(_ loser: SyncReplica.AheadLoser, to row: Int64, _ entity: Schema.Entity) throws {
+            let model = context.model(for: replica.identifier(entity, row))
+            guard !(model is MissingModel), !model.isDeleted else { return }
+            let attributes = loser.fields.filter { $0.wire != SyncChangeSet.toMany }
+            _ = try replica.assign(attributes, to: model, entity: entity, seq: seq)
+            for field in loser.fields where field.wire == SyncChangeSet.toMany {
+                guard let relationship = entity.properties.first(where: { $0.name == field.name }) as? Schema.Relationship
+                else { continue }
+                let brought = try stride(from: 0, to: field.value.count - field.value.count % 16, by: 16).compactMap {
+                    start -> (any PersistentModel)? in
+                    let id = SyncID(bytes: Array(field.value[start..<start + 16]))
+                    guard case .row(let member)? = try store.read({ tx in try SyncReplica.place(of: id, tx) }),
+                        let type = relationship.destinationType, let destination = schema.entity(forType: type)
+                    else { return nil }
+                    return context.model(for: replica.identifier(destination, member))
+                }
+                let members = (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
+                let kept = members.filter { member in !brought.contains { $0 === member } }
+                if kept.count != members.count { model._strataSetRelationship(field: relationship.field, to: kept) }
+            }
+            applied.updated.append(model.persistentModelID)
         }
 
         /// The keys of `setHolders` for `model`'s values.
@@ -669,6 +711,15 @@ extension SyncReplica {
                 if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
                 try SyncReplica.recordAheadFrom(entity.name, row: row, token: try HistoryLog.lastToken(tx) + 1, tx)
             }
+            for (id, entity, loser) in aheadLosers where doomed[id] == nil {
+                try SyncReplica.recordAheadLoser(id, entity: entity.name, loser, tx)
+            }
+            for (id, entity, row) in aheadLosersGone {
+                // Its saves so far changed a deleted model, and mask nothing.
+                try SyncReplica.forgetAheadLosers(id, tx)
+                if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
+                try SyncReplica.recordAheadFrom(entity.name, row: row, token: try HistoryLog.lastToken(tx) + 1, tx)
+            }
             for (id, entity, fields) in aheadMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, tx)
             }
@@ -709,6 +760,7 @@ extension SyncReplica {
             if let token = ownToken {
                 if let outbox = try tx.treeIfPresent(SyncReplica.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
                 try SyncReplica.setPushed(max(token, try SyncReplica.number("pushed", tx)), tx)
+                try SyncReplica.forgetAheadLosers(nil, tx)
             }
             if nothingPending, !own {
                 let last = try HistoryLog.lastToken(tx)

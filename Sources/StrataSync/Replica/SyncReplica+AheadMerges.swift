@@ -194,3 +194,67 @@ extension SyncReplica {
         return tokens
     }
 }
+
+// Local models merged ahead of the zone into a pulled one. A device that
+// gave a model a unique value in a save not pushed yet, and then pulls a
+// change that gives another model that value, keeps the pulled model and
+// merges its own into it at once when its own save is the later one (it
+// comes later in the zone's order). Until that save is in the zone, the
+// zone may delete the local model first: in the zone's order the two never
+// merge then, and the pulled model keeps its own values and members.
+//
+// `sync.aheadLosers`: the local model's identifier (16 bytes) → the token
+// of the save that gave it the values (RowKey), its row before the merge
+// (RowKey), and a `SyncChangeSet` of one update: the pulled model's
+// attributes that the local model's values went over, and the members
+// (to-many fields) the local model brought. An entry counts while its save
+// is not pushed.
+
+extension SyncReplica {
+    static let aheadLosersTree = "sync.aheadLosers"
+
+    /// A local model merged ahead of the zone into a pulled one, as
+    /// recorded; nil when `id` is none.
+    struct AheadLoser {
+        var from: Int64
+        var row: Int64
+        /// The pulled model's attributes to give back, and the members the
+        /// local model brought (to-many fields).
+        var fields: [SyncChangeSet.Field]
+    }
+
+    static func recordAheadLoser(_ id: SyncID, entity: String, _ loser: AheadLoser, _ tx: WriteTransaction) throws {
+        let tree = try tx.treeIfPresent(aheadLosersTree) ?? tx.createTree(aheadLosersTree)
+        let set = SyncChangeSet(changes: [.init(kind: .update, entity: entity, id: id, fields: loser.fields)])
+        try tx.put(id.bytes, RowKey.encode(loser.from) + RowKey.encode(loser.row) + set.encode(), in: tree)
+    }
+
+    /// The entry of `id` while the save that merged it is not pushed.
+    static func aheadLoser(_ id: SyncID, _ tx: ReadTransaction) throws -> AheadLoser? {
+        guard let tree = try tx.treeIfPresent(aheadLosersTree), let bytes = try tx.get(id.bytes, in: tree) else {
+            return nil
+        }
+        guard bytes.count > 16 else { throw SwiftDataError(.corruptRecord, "\(aheadLosersTree): the entry of \(id)") }
+        let from = try RowKey.decode(Array(bytes[0..<8]))
+        guard from > (try number("pushed", tx)) else { return nil }
+        do {
+            let set = try SyncChangeSet.decode(Array(bytes[16...]))
+            return AheadLoser(from: from, row: try RowKey.decode(Array(bytes[8..<16])), fields: set.changes.first?.fields ?? [])
+        } catch {
+            throw SwiftDataError(.corruptRecord, "\(aheadLosersTree): the entry of \(id): \(error)")
+        }
+    }
+
+    /// Drops the entry of `id`, and those whose saves are pushed.
+    static func forgetAheadLosers(_ id: SyncID?, _ tx: WriteTransaction) throws {
+        guard let tree = try tx.treeIfPresent(aheadLosersTree) else { return }
+        let pushed = try number("pushed", tx)
+        var gone: [[UInt8]] = []
+        try tx.forEach(tree) { key, value in
+            let from = value.count >= 8 ? try RowKey.decode(Array(value[0..<8])) : .min
+            if key == id?.bytes || from <= pushed { gone.append(key) }
+            return true
+        }
+        for key in gone { try tx.delete(key, in: tree) }
+    }
+}

@@ -49,6 +49,10 @@ extension SyncReplica.ChangeApplication {
         /// The holder holds the values in the zone (`sync.zoneValues`), and
         /// a local save not pushed yet moved them away here.
         var inZone = false
+        /// The updated model holds the values in the zone only, the holder
+        /// here by a local save not pushed yet, which decides which of the
+        /// two came first.
+        var heldLocally = false
     }
 
     /// Merges each collision's two models (see the top of this file).
@@ -64,10 +68,11 @@ extension SyncReplica.ChangeApplication {
                     group.key(group.values(of: updated), row: 0) == group.key(group.values(of: other), row: 0)
                 })
             }
-            if !collision.inZone && (holder is MissingModel || holder.isDeleted || !holds(holder)) {
+            if holder is MissingModel || holder.isDeleted || (!collision.inZone && !holds(holder)) {
                 // An earlier change of this set moved the holder off, or
-                // deletes it; another model this set changed may hold the
-                // values now (the store's index has not seen it yet).
+                // deletes it (a holder by the zone's values too); another
+                // model this set changed may hold the values now (the
+                // store's index has not seen it yet).
                 guard
                     let other = (context.insertedModelsArray + context.changedModelsArray).first(where: { other in
                         type(of: other) == entity.type && other !== updated && !other.isDeleted && holds(other)
@@ -88,7 +93,7 @@ extension SyncReplica.ChangeApplication {
             let updatedMask = masks[entity.name]?[collision.updated]
             let holderIsLater: Bool
             switch holderMask {
-            case _ where collision.inZone: holderIsLater = false
+            case _ where collision.inZone && !collision.heldLocally: holderIsLater = false
             case nil: holderIsLater = false
             // A pulled model merged into the holder ahead of the zone holds
             // the values in the zone: the holder came first.
@@ -103,6 +108,7 @@ extension SyncReplica.ChangeApplication {
             // saves from the one that gave it the values (the earlier ones
             // change, in the zone's order, a model still apart).
             var onTop = holderMask ?? nil
+            var aheadFrom: Int64?
             if holderIsLater,
                 let (names, from) = try store.read({ tx in
                     try SyncReplica.aheadMask(entity, row: collision.holder, tx)
@@ -120,12 +126,23 @@ extension SyncReplica.ChangeApplication {
                     (updatedTokens[name] ?? .min) < (holderTokens[name] ?? .max)
                 }
                 aheadFroms.append((entity.name, collision.holder, from))
+                aheadFrom = from
             }
+            // The updated model's values that the holder's go over, to give
+            // back if the zone deletes the holder before its save arrives.
+            var givenBack: [Field] = []
             if holderIsLater {
                 // The updated model has the change's values; the holder's
                 // unpushed attributes go on top.
                 (survivor, loser, loserRow) = (updated, holder, collision.holder)
                 let carried = try replica.storedAttributes(entity, row: collision.holder, only: onTop)
+                if aheadFrom != nil {
+                    givenBack = try replica.storedAttributes(entity, row: collision.updated, only: Set(carried.map(\.name)))
+                    for field in collision.fields where carried.contains(where: { $0.name == field.name }) {
+                        givenBack.removeAll { $0.name == field.name }
+                        givenBack.append(field)
+                    }
+                }
                 _ = try replica.assign(carried, to: survivor, entity: entity, seq: seq)
             } else {
                 // The holder keeps its values; the change's go on top (not
@@ -160,7 +177,13 @@ extension SyncReplica.ChangeApplication {
             }
             // The holder's unpushed to-ones go on top, as its save sends
             // them to the other devices.
-            joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? onTop : [])
+            let brought = joinRelationships(of: loser, into: survivor, entity, onTop: holderIsLater ? onTop : [])
+            if let loserID, let from = aheadFrom {
+                givenBack += try brought.map { relationship, members in
+                    Field(name: relationship.name, wire: SyncChangeSet.toMany, value: try ids(of: members, relationship) ?? [])
+                }
+                aheadLosers.append((loserID, entity, SyncReplica.AheadLoser(from: from, row: loserRow, fields: givenBack)))
+            }
             if let loserID {
                 merged.append((loserID, entity, survivor._strataState.rowID))
                 // Unpushed saves of either may send lists of them.
@@ -196,31 +219,42 @@ extension SyncReplica.ChangeApplication {
 
     /// `model`'s to-many lists, as fields of a change.
     func toManyLists(of model: any PersistentModel, _ entity: Schema.Entity) throws -> [Field] {
-        // Models this change makes have no stored identifier yet.
-        let made = Dictionary(
-            inserted.map { (ObjectIdentifier($0.1), $0.0) }, uniquingKeysWith: { first, _ in first })
         var fields: [Field] = []
         for property in entity.properties {
             guard let relationship = property as? Schema.Relationship, !relationship.isToOneRelationship,
-                let type = relationship.destinationType, let destination = schema.entity(forType: type)
+                let value = try ids(of: (model[keyPath: relationship.keypath] as? [any PersistentModel]) ?? [], relationship)
             else { continue }
-            let value = try SyncReplica.listValue(of: model, relationship) { target in
-                try made[ObjectIdentifier(target)]
-                    ?? store.read { tx in
-                        try SyncReplica.id(of: destination.name, row: target._strataState.rowID, tx)
-                    }
-            }
             fields.append(Field(name: relationship.name, wire: SyncChangeSet.toMany, value: value))
         }
         return fields
     }
 
+    /// The identifiers of `members`, targets of `relationship`, on the
+    /// wire (a member deleted, or without one, is left out); nil when the
+    /// relationship's destination is not in the schema.
+    func ids(of members: [any PersistentModel], _ relationship: Schema.Relationship) throws -> [UInt8]? {
+        guard let type = relationship.destinationType, let destination = schema.entity(forType: type) else { return nil }
+        // Models this change makes have no stored identifier yet.
+        let made = Dictionary(
+            inserted.map { (ObjectIdentifier($0.1), $0.0) }, uniquingKeysWith: { first, _ in first })
+        var value: [UInt8] = []
+        for target in members where !target.isDeleted {
+            let id =
+                try made[ObjectIdentifier(target)]
+                ?? store.read { tx in try SyncReplica.id(of: destination.name, row: target._strataState.rowID, tx) }
+            if let id { value += id.bytes }
+        }
+        return value
+    }
+
     /// Moves `loser`'s to-many targets to `survivor` and gives the survivor
     /// the loser's to-ones where it has none, or where they are `onTop`
     /// (nil: all), so that the loser's delete takes nothing with it.
+    /// Returns the targets each to-many gained.
     private func joinRelationships(
         of loser: any PersistentModel, into survivor: any PersistentModel, _ entity: Schema.Entity, onTop: Set<String>?
-    ) {
+    ) -> [(Schema.Relationship, [any PersistentModel])] {
+        var gained: [(Schema.Relationship, [any PersistentModel])] = []
         for property in entity.properties {
             guard let relationship = property as? Schema.Relationship else { continue }
             if relationship.isToOneRelationship {
@@ -236,9 +270,13 @@ extension SyncReplica.ChangeApplication {
                 loser._strataSetRelationship(field: relationship.field, to: [any PersistentModel]())
                 let mine = (survivor[keyPath: relationship.keypath] as? [any PersistentModel]) ?? []
                 let added = theirs.filter { target in !mine.contains { $0 === target } && !target.isDeleted }
-                if !added.isEmpty { survivor._strataSetRelationship(field: relationship.field, to: mine + added) }
+                if !added.isEmpty {
+                    survivor._strataSetRelationship(field: relationship.field, to: mine + added)
+                    gained.append((relationship, added))
+                }
             }
         }
+        return gained
     }
 }
 

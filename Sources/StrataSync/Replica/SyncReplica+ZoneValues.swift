@@ -116,9 +116,10 @@ extension SyncReplica.ChangeApplication {
     /// not pushed yet changed them on that model (so the model keeps its
     /// own values here, and the store's unique index finds no collision):
     /// in the zone's order the two collide now, and every other device
-    /// merges them.
+    /// merges them. The holder may hold the values by a local save not
+    /// pushed yet too (`masked`): that save comes later in the zone's order.
     func localHolder(ofMasked fields: [Field], _ entity: Schema.Entity, row: Int64) throws
-        -> (row: Int64, names: Set<String>)?
+        -> (row: Int64, names: Set<String>, masked: Bool)?
     {
         guard !entity.uniqueGroups.isEmpty, case let mask?? = masks[entity.name]?[row] else { return nil }
         for group in entity.uniqueGroups {
@@ -140,7 +141,7 @@ extension SyncReplica.ChangeApplication {
                 }
                 return try KeyGroup.row(inUniqueValue: bytes)
             }
-            if let holder, holder != row, masks[entity.name]?[holder] == nil { return (holder, names) }
+            if let holder, holder != row { return (holder, names, masks[entity.name]?[holder] != nil) }
         }
         return nil
     }
