@@ -149,18 +149,27 @@
             XCTAssertEqual(seen["none"].map { $0.image == nil }, true)
         }
 
-        /// A part damaged on the server fails the change's apply with a
-        /// typed error; nothing is stored, the position stays, and the next
-        /// round downloads the value again.
-        func testADamagedPartFailsTheApplyAndIsDownloadedAgain() async throws {
+        /// A new zone where A pushed a photo whose image takes two parts
+        /// (the second of 10 bytes), and B, which has not synced yet.
+        func twoPartImagePushed(seed: UInt64) async throws -> (
+            zone: String, image: Data, b: ModelContainer, syncB: SyncEngine
+        ) {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)
             let (b, syncB) = try device("b", zone: zone)
-            let image = bytes(ExternalReference.partSize + 10, seed: 7)
+            let image = bytes(ExternalReference.partSize + 10, seed: seed)
             let context = ModelContext(a)
             context.insert(Photo(name: "one", image: image))
             try context.save()
             try await syncA.syncNow()
+            return (zone, image, b, syncB)
+        }
+
+        /// A part damaged on the server fails the change's apply with a
+        /// typed error; nothing is stored, the position stays, and the next
+        /// round downloads the value again.
+        func testADamagedPartFailsTheApplyAndIsDownloadedAgain() async throws {
+            let (zone, image, b, syncB) = try await twoPartImagePushed(seed: 7)
 
             let flip = """
                 UPDATE strata_sync.parts SET payload = set_byte(payload, 5, get_byte(payload, 5) # 255)
@@ -190,14 +199,7 @@
         /// stored or kept, the position stays, and once the server holds
         /// the part again the next round applies the change.
         func testAPartOfTheWrongLengthOrMissingFailsTheApply() async throws {
-            let zone = "zone-\(UUID())"
-            let (a, syncA) = try device("a", zone: zone)
-            let (b, syncB) = try device("b", zone: zone)
-            let image = bytes(ExternalReference.partSize + 10, seed: 8)
-            let context = ModelContext(a)
-            context.insert(Photo(name: "one", image: image))
-            try context.save()
-            try await syncA.syncNow()
+            let (zone, image, b, syncB) = try await twoPartImagePushed(seed: 8)
             let reference = ExternalReference(of: image)
             let part = "zone = '\(zone)' AND part = 1"
             let saved = "saved_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"

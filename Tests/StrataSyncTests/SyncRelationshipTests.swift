@@ -788,16 +788,7 @@
         /// slots to one day and hour.
         func testUpdatesCollidingOnACompoundUniqueConstraintMerge() async throws {
             for aFirst in [true, false] {
-                let zone = "zone-\(UUID())"
-                let schema = Schema([Slot.self])
-                let (a, syncA) = try device("a\(aFirst)", zone: zone, schema: schema)
-                let (b, syncB) = try device("b\(aFirst)", zone: zone, schema: schema)
-                let context = ModelContext(a)
-                context.insert(Slot(day: 1, hour: 9, note: "standup"))
-                context.insert(Slot(day: 2, hour: 10, note: "review"))
-                try context.save()
-                try await syncA.syncNow()
-                try await syncB.syncNow()
+                let (a, syncA, b, syncB) = try await twoSlotsOnTwo("\(aFirst)", [(1, 9, "standup"), (2, 10, "review")])
                 func move(_ note: String, on container: ModelContainer, note newNote: String) throws {
                     let context = ModelContext(container)
                     let slot = try XCTUnwrap(
@@ -865,15 +856,16 @@
             }
         }
 
-        /// Slots `x` at 1/1 and `p` at 2/2 on A and B, synced.
-        func twoSlotsOnTwo(_ suffix: String) async throws -> (ModelContainer, SyncEngine, ModelContainer, SyncEngine) {
+        /// Slots `x` at 1/1 and `p` at 2/2 (or `slots`) on A and B, synced.
+        func twoSlotsOnTwo(_ suffix: String, _ slots: [(day: Int, hour: Int, note: String)] = [(1, 1, "x"), (2, 2, "p")])
+            async throws -> (ModelContainer, SyncEngine, ModelContainer, SyncEngine)
+        {
             let zone = "zone-\(UUID())"
             let schema = Schema([Slot.self])
             let (a, syncA) = try device("a\(suffix)", zone: zone, schema: schema)
             let (b, syncB) = try device("b\(suffix)", zone: zone, schema: schema)
             let onA = ModelContext(a)
-            onA.insert(Slot(day: 1, hour: 1, note: "x"))
-            onA.insert(Slot(day: 2, hour: 2, note: "p"))
+            for slot in slots { onA.insert(Slot(day: slot.day, hour: slot.hour, note: slot.note)) }
             try onA.save()
             try await syncA.syncNow()
             try await syncB.syncNow()
@@ -883,6 +875,19 @@
         /// The slots of `container` as "day/hour note", sorted.
         func slots(_ container: ModelContainer) throws -> [String] {
             try ModelContext(container).fetch(FetchDescriptor<Slot>()).map { "\($0.day)/\($0.hour) \($0.note)" }.sorted()
+        }
+
+        /// Syncs each device in turn, then asserts that each holds the
+        /// slots `expected` and passes its integrity check.
+        func assertSlots(
+            _ expected: [String], afterSyncing devices: [(ModelContainer, SyncEngine)], file: StaticString = #filePath,
+            line: UInt = #line
+        ) async throws {
+            for (_, sync) in devices { try await sync.syncNow() }
+            for (container, _) in devices {
+                XCTAssertEqual(try slots(container), expected, file: file, line: line)
+                XCTAssertEqual(try container.checkIntegrity(), [], file: file, line: line)
+            }
         }
 
         /// Changes `note`'s slot on `container` and saves.
@@ -902,10 +907,7 @@
             try change("x", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
             try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (4, 4) }
             try change("p", on: a) { slot, _ in (slot.day, slot.hour) = (3, 3) }
-            for sync in [syncA, syncB, syncA] { try await sync.syncNow() }
-            XCTAssertEqual(try slots(a), ["4/4 p"])
-            XCTAssertEqual(try slots(b), try slots(a))
-            for container in [a, b] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            try await assertSlots(["4/4 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
         }
 
         /// B moves x to 3/3 and renames it, not pushed; A moves p to 3/3 and
@@ -920,10 +922,7 @@
             }
             try change("p", on: a) { slot, _ in (slot.day, slot.hour) = (3, 3) }
             try change("x", on: a) { slot, context in context.delete(slot) }
-            for sync in [syncA, syncB, syncA] { try await sync.syncNow() }
-            XCTAssertEqual(try slots(a), ["3/3 p"])
-            XCTAssertEqual(try slots(b), try slots(a))
-            for container in [a, b] { XCTAssertEqual(try container.checkIntegrity(), []) }
+            try await assertSlots(["3/3 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
         }
 
         /// A zone change that gives two models the cell of a third, which
