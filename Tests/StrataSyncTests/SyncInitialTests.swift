@@ -204,7 +204,6 @@
         }
     }
 
-    /// A server that runs `hook` once, before the first push it passes on.
     /// A server that runs a hook before it passes on the push of each
     /// given number (0: the first push through it), once.
     final class PushHook: ForwardingServer, @unchecked Sendable {

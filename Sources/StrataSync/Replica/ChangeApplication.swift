@@ -99,9 +99,10 @@ extension SyncReplica {
         /// merged into them ahead of the zone: the row becomes that model's.
         var unmerged: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
         /// Local models merged ahead of the zone into a pulled one
-        /// (`SyncReplica.aheadLosersTree`), and those the zone deleted
-        /// before the save that merged them: the pulled one stays apart.
+        /// (`SyncReplica.aheadLosersTree`).
         var aheadLosers: [(id: SyncID, entity: Schema.Entity, loser: SyncReplica.AheadLoser)] = []
+        /// Those the zone deleted before the save that merged them (the
+        /// pulled one stays apart), with their rows before the merge.
         var aheadLosersGone: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
 
         /// The device and save token of the change (nil for a snapshot).

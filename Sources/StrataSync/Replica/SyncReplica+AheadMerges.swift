@@ -214,7 +214,7 @@ extension SyncReplica {
     static let aheadLosersTree = "sync.aheadLosers"
 
     /// A local model merged ahead of the zone into a pulled one, as
-    /// recorded; nil when `id` is none.
+    /// recorded.
     struct AheadLoser {
         var from: Int64
         var row: Int64
@@ -229,7 +229,8 @@ extension SyncReplica {
         try tx.put(id.bytes, RowKey.encode(loser.from) + RowKey.encode(loser.row) + set.encode(), in: tree)
     }
 
-    /// The entry of `id` while the save that merged it is not pushed.
+    /// The entry of `id` while the save that merged it is not pushed; nil
+    /// when there is none.
     static func aheadLoser(_ id: SyncID, _ tx: ReadTransaction) throws -> AheadLoser? {
         guard let tree = try tx.treeIfPresent(aheadLosersTree), let bytes = try tx.get(id.bytes, in: tree) else {
             return nil

@@ -49,9 +49,10 @@ extension SyncReplica.ChangeApplication {
         /// The holder holds the values in the zone (`sync.zoneValues`), and
         /// a local save not pushed yet moved them away here.
         var inZone = false
-        /// The updated model holds the values in the zone only, the holder
-        /// here by a local save not pushed yet, which decides which of the
-        /// two came first.
+        /// The updated model holds the values in the zone only, and the
+        /// holder here, where a local save not pushed yet changed it: its
+        /// saves decide which of the two came first, as for a holder the
+        /// store's index finds.
         var heldLocally = false
     }
 
