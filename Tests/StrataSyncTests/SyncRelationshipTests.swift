@@ -925,6 +925,21 @@
             try await assertSlots(["3/3 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
         }
 
+        /// A moves p off 2/2 and then inserts n at 2/2, neither pushed; B
+        /// moves p away and back to 2/2. In the zone's order p leaves 2/2
+        /// before n takes it: the two never merge.
+        func testACellALocalSaveTookAfterMovingThePulledModelOffStaysApart() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-moved-off")
+            try change("p", on: a) { slot, _ in (slot.day, slot.hour) = (3, 3) }
+            let onA = ModelContext(a)
+            onA.insert(Slot(day: 2, hour: 2, note: "n"))
+            try onA.save()
+            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (5, 5) }
+            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (2, 2) }
+            try await syncB.syncNow()
+            try await assertSlots(["1/1 x", "2/2 n", "3/3 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
         /// A zone change that gives two models the cell of a third, which
         /// it deletes and B moved away in a save not pushed yet (as a
         /// snapshot does for two identifiers of one model, or a damaged

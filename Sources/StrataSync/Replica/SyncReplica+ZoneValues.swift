@@ -141,7 +141,15 @@ extension SyncReplica.ChangeApplication {
                 }
                 return try KeyGroup.row(inUniqueValue: bytes)
             }
-            if let holder, holder != row { return (holder, names, masks[entity.name]?[holder] != nil) }
+            guard let holder, holder != row else { continue }
+            // A local save that moved this model off the values before the
+            // one that gave them to the holder: in the zone's order the
+            // holder finds them free.
+            let (movedFrom, holderTokens) = try store.read { tx in
+                (try SyncReplica.aheadMask(entity, row: row, tx)?.from, try SyncReplica.unpushedTokens(entity, row: holder, tx))
+            }
+            if let movedFrom, let given = names.compactMap({ holderTokens[$0] }).max(), movedFrom < given { continue }
+            return (holder, names, masks[entity.name]?[holder] != nil)
         }
         return nil
     }
