@@ -971,6 +971,33 @@
             XCTAssertEqual(try b.checkIntegrity(), [])
         }
 
+        /// A snapshot names a model merged on a unique value once per
+        /// identifier, each an insert of its values, while B moved that
+        /// model on in a save not pushed yet: both identifiers are the one
+        /// model B moved.
+        func testASnapshotsTwoIdentifiersOfAModelMovedHereStayOneModel() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-snapshot")
+            try change("x", on: b) { slot, _ in (slot.day, slot.hour) = (4, 4) }
+            let replica = try SyncReplica(container: b)
+            let x = try XCTUnwrap(
+                try ModelContext(b).fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "x" })).first)
+            let id = try XCTUnwrap(
+                try replica.store.read { tx in try SyncReplica.id(of: "Slot", row: x._strataState.rowID, tx) })
+            // 3, zigzag-encoded; the note "x".
+            let fields = [
+                SyncChangeSet.Field(name: "day", wire: 0, value: [6]), .init(name: "hour", wire: 0, value: [6]),
+                .init(name: "note", wire: 2, value: [1, 0x78]),
+            ]
+            let set = SyncChangeSet(changes: [
+                .init(kind: .insert, entity: "Slot", id: id, fields: fields),
+                .init(kind: .insert, entity: "Slot", id: SyncID.make(), fields: fields),
+            ])
+            try replica.apply(seq: syncB.status.serverPosition + 1, set: set, own: nil, replay: false)
+            XCTAssertEqual(try slots(b), ["2/2 p", "4/4 x"])
+            XCTAssertEqual(try b.checkIntegrity(), [])
+            _ = (a, syncA)
+        }
+
         func testRelationshipsSyncByGlobalIdentity() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

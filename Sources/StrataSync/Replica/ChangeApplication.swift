@@ -181,6 +181,27 @@ extension SyncReplica {
             }
         }
 
+        /// A stored model that the set gives, under some unique constraint,
+        /// the values `fields` hold: in the zone it holds them, whatever a
+        /// local save not pushed yet made of it here. (A snapshot sends a
+        /// model merged on a unique value once per identifier, each an
+        /// insert of its values.) Not the row `id` names here: a model
+        /// parted from the one it merged into ahead of the zone.
+        func setValueHolder(of fields: [Field], _ entity: Schema.Entity, except id: SyncID) throws -> Int64? {
+            guard let rows = setValues[entity.name] else { return nil }
+            let given = Dictionary(fields.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+            let own = try store.read { tx in try SyncReplica.place(of: id, tx) }
+            for (row, values) in rows.sorted(by: { $0.key < $1.key }) where own != .row(row) {
+                let holds = entity.uniqueGroups.contains { group in
+                    group.properties.allSatisfy { property in
+                        values[property.name].map { $0 == given[property.name] } ?? false
+                    }
+                }
+                if holds { return row }
+            }
+            return nil
+        }
+
         /// Takes one change of the set: a delete dooms its model; an insert
         /// or update records its cascading to-ones and, unless the change is
         /// this device's own, updates, merges or makes its model.
@@ -387,6 +408,7 @@ extension SyncReplica {
             // away from it here, and given them to another model.
             var zoneRow = try zoneHolder(of: change.fields, entity, row: -1)?.row
             if let row = zoneRow, movedBySet(entity, row: row, from: change.fields) { zoneRow = nil }
+            if zoneRow == nil { zoneRow = try setValueHolder(of: change.fields, entity, except: change.id) }
             var indexRow = try zoneRow == nil ? replica.existingRow(matching: model, entity) : nil
             if let row = indexRow, movedBySet(entity, row: row, from: change.fields) { indexRow = nil }
             if let row = zoneRow ?? indexRow,
