@@ -234,6 +234,29 @@
         }
     }
 
+    /// A server that runs a hook before it passes on the pull of each
+    /// given number (0: the first pull through it), once.
+    final class PullHook: ForwardingServer, @unchecked Sendable {
+        // Guarded by `lock`.
+        private var hooks: [Int: @Sendable () async -> Void]
+        private var pulls = 0
+        private let lock = NSLock()
+
+        init(_ base: any ZoneServer, before hooks: [Int: @Sendable () async -> Void]) {
+            self.hooks = hooks
+            super.init(base)
+        }
+
+        override func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
+            let hook = lock.withLock {
+                defer { pulls += 1 }
+                return hooks.removeValue(forKey: pulls)
+            }
+            if let hook { await hook() }
+            return try await base.pull(zone: zone, after: after, limit: limit)
+        }
+    }
+
     /// A new device catching up on a large zone.
     final class SyncInitialSyncTests: SyncTestCase {
         override class var models: [any PersistentModel.Type] { [Note.self] }

@@ -183,14 +183,16 @@
 
         /// An engine for `container` whose server runs `hook` once, before
         /// the first push it passes on (or each of `hooks` before the push
-        /// of its number).
+        /// of its number, and each of `pullHooks` before the pull of its
+        /// number).
         func hookedEngine(
             _ container: ModelContainer, zone: String, hooks: [Int: @Sendable () async -> Void] = [:],
-            hook: (@Sendable () async -> Void)? = nil
+            pullHooks: [Int: @Sendable () async -> Void] = [:], hook: (@Sendable () async -> Void)? = nil
         ) throws -> SyncEngine {
             var hooks = hooks
             if let hook { hooks[0] = hook }
-            let hooked = PushHook(PostgresZoneServer(configuration: try configuration(zone: zone)), before: hooks)
+            let hooked = PushHook(
+                PullHook(PostgresZoneServer(configuration: try configuration(zone: zone)), before: pullHooks), before: hooks)
             let engine = try SyncEngine(container: container, configuration: try configuration(zone: zone), server: hooked)
             engines.append(engine)
             return engine
@@ -923,6 +925,62 @@
             try change("p", on: a) { slot, _ in (slot.day, slot.hour) = (3, 3) }
             try change("x", on: a) { slot, context in context.delete(slot) }
             try await assertSlots(["3/3 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
+        /// A inserts l at 3/3, not pushed; B inserts q at 3/3, pushes, then
+        /// moves q on to 4/4 and pushes. A merges q into l as q arrives (its
+        /// own save comes later in the zone's order), but in the zone q
+        /// holds 4/4 by the time l arrives, and the two never merge: A parts
+        /// them again once its save is in the zone.
+        func testAPulledModelMergedAheadThatMovesOnBeforeTheSavePartsAgain() async throws {
+            let (a, syncA, b, syncB) = try await lAndQ("parted")
+            try change("q", on: b) { slot, _ in (slot.day, slot.hour) = (4, 4) }
+            try await syncB.syncNow()
+            try await assertSlots(["3/3 l", "4/4 q"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
+        /// The same, but B deletes q instead of moving it: A keeps l.
+        func testAPulledModelMergedAheadThatTheZoneDeletesLeavesTheLocalOne() async throws {
+            let (a, syncA, b, syncB) = try await lAndQ("deleted")
+            try change("q", on: b) { slot, context in context.delete(slot) }
+            try await syncB.syncNow()
+            try await assertSlots(["3/3 l"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
+        /// A merges q into its l ahead of the zone, then deletes the slot
+        /// before it pushes: q goes on every device, as it went here.
+        func testALocalDeleteOfAModelMergedAheadDeletesThePulledOne() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, _, b, syncB) = try await lAndQ("local", zone: zone)
+            // The second pull of the round finds nothing: the first one's
+            // merge is in, and the outbox not prepared yet.
+            let syncA = try hookedEngine(
+                a, zone: zone,
+                pullHooks: [
+                    1: {
+                        let onA = ModelContext(a)
+                        for slot in (try? onA.fetch(FetchDescriptor<Slot>())) ?? [] { onA.delete(slot) }
+                        try? onA.save()
+                    }
+                ])
+            try await assertSlots([], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
+        /// A holds l at 3/3, not pushed; B holds q at 3/3, pushed.
+        func lAndQ(_ suffix: String, zone: String = "zone-\(UUID())") async throws -> (
+            ModelContainer, SyncEngine, ModelContainer, SyncEngine
+        ) {
+            let schema = Schema([Slot.self])
+            let (a, syncA) = try device("a-\(suffix)", zone: zone, schema: schema)
+            let (b, syncB) = try device("b-\(suffix)", zone: zone, schema: schema)
+            let onA = ModelContext(a)
+            onA.insert(Slot(day: 3, hour: 3, note: "l"))
+            try onA.save()
+            let onB = ModelContext(b)
+            onB.insert(Slot(day: 3, hour: 3, note: "q"))
+            try onB.save()
+            try await syncB.syncNow()
+            return (a, syncA, b, syncB)
         }
 
         /// A moves p off 2/2 and then inserts n at 2/2, neither pushed; B

@@ -104,6 +104,11 @@ extension SyncReplica {
         /// Those the zone deleted before the save that merged them (the
         /// pulled one stays apart), with their rows before the merge.
         var aheadLosersGone: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
+        /// Pulled models merged ahead of the zone that the zone moved off
+        /// the values they merged on, or deleted, before the local save
+        /// that merged them arrived: in the zone's order they never merge.
+        /// With the row they merged into.
+        var parted: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
 
         /// The device and save token of the change (nil for a snapshot).
         var origin: (device: SyncID, token: Int64)?
@@ -257,6 +262,17 @@ extension SyncReplica {
                     doom(change.id, entity, nil)
                     aheadLosersGone.append((change.id, entity, loser.row))
                     try giveBack(loser, to: row, entity)
+                } else if case .row(let row) = place, !entity.uniqueGroups.isEmpty,
+                    let merge = try store.read({ tx in try SyncReplica.aheadEntry(change.id, tx) }), !merge.inZone,
+                    try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) != change.id
+                {
+                    // A pulled model merged ahead of the zone into a local
+                    // one: in the zone's order the delete comes before the
+                    // save that would merge them, and takes only the pulled
+                    // model, with the members it brought.
+                    doom(change.id, entity, nil)
+                    parted.append((change.id, entity, row))
+                    try dropMembers(merge.fields, of: row, entity)
                 } else if case .row(let row) = place {
                     doom(change.id, entity, row)
                 } else if place == nil || own {
@@ -314,6 +330,7 @@ extension SyncReplica {
 
         /// A change to the model this store holds at `row`.
         private mutating func update(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
+            if try partAheadMerge(row: row, change, entity) { return }
             let model = context.model(for: replica.identifier(entity, row))
             // In the zone's order the model merges with the one holding its
             // new values, and a delete here not pushed yet of either takes
@@ -345,7 +362,13 @@ extension SyncReplica {
                         SyncID(bytes: Array(value[$0..<$0 + 16]))
                     }
                 }
-                aheadMerges.append((change.id, entity.name, fields))
+                // The entry keeps the zone's other fields whole.
+                let lists = Set(fields.filter { $0.wire == SyncChangeSet.toMany }.map(\.name))
+                aheadMerges.append(
+                    (
+                        change.id, entity.name,
+                        fields.filter { lists.contains($0.name) } + change.fields.filter { $0.wire != SyncChangeSet.toMany }
+                    ))
                 link(model, entity, fields, previous: previous)
             } else {
                 link(model, entity, fields)
@@ -472,6 +495,51 @@ extension SyncReplica {
             insertedByID[change.id] = model
             link(model, entity, change.fields)
             holdInSet(model, entity)
+        }
+
+        /// Parts a pulled model merged ahead of the zone into the local
+        /// model at `row` when `change` moves it, in the zone, off the
+        /// values it merged on under every unique constraint: the local save
+        /// that would merge the two comes later in the zone's order, and
+        /// finds it apart. The pulled model gets a row of its own again,
+        /// with the zone's fields of it (it may merge into another model
+        /// there), and the local model loses the members it brought. False
+        /// when the change is no such move.
+        private mutating func partAheadMerge(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws
+            -> Bool
+        {
+            guard !entity.uniqueGroups.isEmpty, change.kind == .update,
+                change.fields.contains(where: { SyncReplica.uniqueNames(entity).contains($0.name) }),
+                let merge = try store.read({ tx in try SyncReplica.aheadEntry(change.id, tx) }), !merge.inZone,
+                try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) != change.id
+            else { return false }
+            let local = context.model(for: replica.identifier(entity, row))
+            guard !(local is MissingModel), !local.isDeleted else { return false }
+            var state = merge.fields
+            for field in change.fields { state[field.name] = field }
+            let fields = state.sorted { $0.key < $1.key }.map(\.value)
+            let pulled: any PersistentModel
+            do {
+                pulled = try replica.make(entity, fields, seq: seq)
+            } catch is MissingExternal {
+                return false
+            }
+            guard Set(setKeys(of: pulled, entity)).isDisjoint(with: setKeys(of: local, entity)) else { return false }
+            parted.append((change.id, entity, row))
+            try dropMembers(merge.fields, of: row, entity)
+            zoneFields.append((change.id, entity, fields))
+            try insert(SyncChangeSet.Change(kind: .insert, entity: entity.name, id: change.id, fields: fields), entity)
+            return true
+        }
+
+        /// Takes from the model at `row` the members of the to-many lists
+        /// among `fields` (a pulled model's, parted from it).
+        private mutating func dropMembers(_ fields: [String: Field], of row: Int64, _ entity: Schema.Entity) throws {
+            let model = context.model(for: replica.identifier(entity, row))
+            guard !(model is MissingModel), !model.isDeleted else { return }
+            let lists = fields.values.filter { $0.wire == SyncChangeSet.toMany }
+            guard !lists.isEmpty else { return }
+            try giveBack(SyncReplica.AheadLoser(from: 0, row: row, fields: lists), to: row, entity)
         }
 
         /// Gives the model at `row` back what a local model merged into it
@@ -709,7 +777,8 @@ extension SyncReplica {
                 try SyncReplica.map(id, entity: entity.name, row: model._strataState.rowID, tx)
             }
             for (id, entity, row) in merged where doomed[id] == nil {
-                try SyncReplica.map(id, entity: entity.name, row: row, tx)
+                let ahead = aheadMerges.contains { $0.id == id }
+                try SyncReplica.map(id, entity: entity.name, row: row, claim: !ahead, tx)
             }
             for (id, made) in mergedIntoMade where !made.isDeleted && doomed[id] == nil {
                 guard let entity = schema.entity(forType: type(of: made)) else { continue }
@@ -748,6 +817,15 @@ extension SyncReplica {
             }
             for (entity, row, token) in aheadFroms {
                 try SyncReplica.recordAheadFrom(entity, row: row, token: token, tx)
+            }
+            for (id, entity, row) in parted {
+                // The row is the local model's alone again; the zone's
+                // values it held were the pulled model's.
+                if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
+                if try SyncReplica.mergedAheadIDs(into: entity, row: row, tx).isEmpty {
+                    try SyncReplica.forgetAheadFrom(entity.name, row: row, tx)
+                }
+                try SyncReplica.forgetZoneValues(entity, row: row, tx)
             }
             for (id, entity, fields) in zoneMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, inZone: true, tx)

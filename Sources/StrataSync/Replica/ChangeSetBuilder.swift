@@ -17,8 +17,14 @@ extension SyncReplica {
         /// as an insert under the identifier it has).
         var sent: Set<String>?
 
-        /// A delete of a model the zone knows (one it never knew is left out).
+        /// A delete of a model the zone knows (one it never knew is left out),
+        /// and of the pulled models merged into it ahead of the zone: in the
+        /// zone's order they are still apart, and here they went with it.
         mutating func delete(_ entity: Schema.Entity, row: Int64) throws {
+            for id in try SyncReplica.endAheadMerges(into: entity, row: row, tx) {
+                set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity.name, id: id))
+                try SyncReplica.markDeleted(id, entity: entity.name, row: nil, tx)
+            }
             guard let id = try SyncReplica.id(of: entity.name, row: row, tx) else { return }
             set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity.name, id: id))
             try SyncReplica.markDeleted(id, entity: entity.name, row: row, tx)

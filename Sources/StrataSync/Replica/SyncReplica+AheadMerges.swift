@@ -22,7 +22,9 @@ import StrataEngine
 // `sync.aheadMerges`: the merged model's identifier (16 bytes) → the
 // zone's last to-many lists of it (a `SyncChangeSet` of one change: an
 // update for a merge ahead of the zone, an insert for one in the zone's
-// order). An entry ahead of the zone goes once this device's own save
+// order); for a merge ahead of the zone, its other fields as the zone
+// last gave them too, so that it can part again (see
+// `ChangeApplication.partAheadMerge`). An entry ahead of the zone goes once this device's own save
 // that holds the unique value is in the zone (its own change applied);
 // an entry in the zone's order stays while its survivor does. Both go when
 // the survivor is deleted.
@@ -41,6 +43,14 @@ extension SyncReplica {
     private static func entryOfMerge(_ id: SyncID, _ tx: ReadTransaction) throws -> (
         lists: [String: SyncChangeSet.Field], inZone: Bool
     )? {
+        try aheadEntry(id, tx).map { entry in (entry.fields.filter { $0.value.wire == SyncChangeSet.toMany }, entry.inZone) }
+    }
+
+    /// The entry of `id`: every field it records, and whether it merged in
+    /// the zone's order.
+    static func aheadEntry(_ id: SyncID, _ tx: ReadTransaction) throws -> (
+        fields: [String: SyncChangeSet.Field], inZone: Bool
+    )? {
         guard let tree = try tx.treeIfPresent(aheadMergesTree), let bytes = try tx.get(id.bytes, in: tree) else {
             return nil
         }
@@ -50,23 +60,25 @@ extension SyncReplica {
         } catch {
             throw SwiftDataError(.corruptRecord, "\(aheadMergesTree): the entry of \(id): \(error)")
         }
-        let lists = Dictionary(
+        let fields = Dictionary(
             (set.changes.first?.fields ?? []).map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        return (lists, set.changes.first?.kind == .insert)
+        return (fields, set.changes.first?.kind == .insert)
     }
 
     /// Records the zone's to-many lists `fields` of `id` (merged ahead of
     /// the zone, or in the zone's order when `inZone`), over those
-    /// recorded; an entry keeps its kind.
+    /// recorded, and for a merge ahead of the zone its other fields too;
+    /// an entry keeps its kind.
     static func recordAheadMerge(
         _ id: SyncID, entity: String, _ fields: [SyncChangeSet.Field], inZone: Bool = false, _ tx: WriteTransaction
     ) throws {
-        let existing = try entryOfMerge(id, tx)
-        var lists = existing?.lists ?? [:]
-        for field in fields where field.wire == SyncChangeSet.toMany { lists[field.name] = field }
+        let existing = try aheadEntry(id, tx)
+        let kept = existing?.inZone ?? inZone
+        var recorded = existing?.fields ?? [:]
+        for field in fields where !kept || field.wire == SyncChangeSet.toMany { recorded[field.name] = field }
         let change = SyncChangeSet.Change(
-            kind: existing.map { $0.inZone ? .insert : .update } ?? (inZone ? .insert : .update), entity: entity, id: id,
-            fields: lists.sorted { $0.key < $1.key }.map(\.value))
+            kind: kept ? .insert : .update, entity: entity, id: id,
+            fields: recorded.sorted { $0.key < $1.key }.map(\.value))
         let tree = try tx.treeIfPresent(aheadMergesTree) ?? tx.createTree(aheadMergesTree)
         try tx.put(id.bytes, SyncChangeSet(changes: [change]).encode(), in: tree)
     }
@@ -109,6 +121,18 @@ extension SyncReplica {
             if !merge.inZone { ended.append(merge.id) }
         }
         return ended
+    }
+
+    /// The pulled models merged ahead of the zone into the model at `row`
+    /// of `entity`: in the zone's order they are apart from it still.
+    static func mergedAheadIDs(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> [SyncID] {
+        try merges(into: entity, row: row, tx).filter { !$0.inZone }.map(\.id)
+    }
+
+    /// Forgets that `row` of `entity` merged ahead of the zone from some
+    /// save on: no pulled model is merged into it ahead of the zone now.
+    static func forgetAheadFrom(_ entity: String, row: Int64, _ tx: WriteTransaction) throws {
+        if let tree = try tx.treeIfPresent(aheadFromTree) { try tx.delete(rowKey(entity, row), in: tree) }
     }
 
     /// A pulled model merged ahead of the zone into the model at `row`,

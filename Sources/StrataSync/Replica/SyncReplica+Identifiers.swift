@@ -51,13 +51,20 @@ extension SyncReplica {
         return SyncID(bytes: value)
     }
 
-    static func map(_ id: SyncID, entity: String, row: Int64, _ tx: WriteTransaction) throws {
+    /// Points `id` at `row`; the row takes it as its own when it has none
+    /// and `claim` is true. A pulled model merged ahead of the zone into a
+    /// model that a local save not pushed yet inserted does not claim its
+    /// row: that model is still apart in the zone, and goes there under an
+    /// identifier of its own.
+    static func map(_ id: SyncID, entity: String, row: Int64, claim: Bool = true, _ tx: WriteTransaction) throws {
         let ids = try tx.treeIfPresent(idsTree) ?? tx.createTree(idsTree)
         let rows = try tx.treeIfPresent(rowsTree) ?? tx.createTree(rowsTree)
         try tx.put(id.bytes, [1] + RowKey.encode(row) + Array(entity.utf8), in: ids)
         // The first identifier a row had stays its own: an identifier
         // merged into it (a unique constraint's upsert) points at it too.
-        if try tx.get(rowKey(entity, row), in: rows) == nil { try tx.put(rowKey(entity, row), id.bytes, in: rows) }
+        if claim, try tx.get(rowKey(entity, row), in: rows) == nil {
+            try tx.put(rowKey(entity, row), id.bytes, in: rows)
+        }
     }
 
     /// Forgets which identifier `row` has (its model merged into another
