@@ -109,6 +109,10 @@ extension SyncReplica {
         /// that merged them arrived: in the zone's order they never merge.
         /// With the row they merged into.
         var parted: [(id: SyncID, entity: Schema.Entity, row: Int64)] = []
+        /// Local models merged ahead of the zone into a pulled one that the
+        /// zone moved off the values before their saves arrived: they get
+        /// rows of their own again. With the rows their saves name.
+        var partedLosers: [(id: SyncID, entity: Schema.Entity, savedRow: Int64, model: any PersistentModel)] = []
 
         /// The device and save token of the change (nil for a snapshot).
         var origin: (device: SyncID, token: Int64)?
@@ -273,6 +277,16 @@ extension SyncReplica {
                     doom(change.id, entity, nil)
                     parted.append((change.id, entity, row))
                     try dropMembers(merge.fields, of: row, entity)
+                } else if case .row(let row) = place, !entity.uniqueGroups.isEmpty,
+                    try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) == change.id,
+                    case let losers = try store.read({ tx in try SyncReplica.aheadLosers(into: entity, row: row, tx) }),
+                    !losers.isEmpty
+                {
+                    // Local models merged ahead of the zone into the deleted
+                    // one: their saves come after the delete in the zone's
+                    // order, and find it gone. They stay, apart.
+                    try remake(losers, from: try replica.storedAttributes(entity, row: row, only: nil), of: row, entity)
+                    doom(change.id, entity, row)
                 } else if case .row(let row) = place {
                     doom(change.id, entity, row)
                 } else if place == nil || own {
@@ -331,6 +345,7 @@ extension SyncReplica {
         /// A change to the model this store holds at `row`.
         private mutating func update(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws {
             if try partAheadMerge(row: row, change, entity) { return }
+            if try partAheadLosers(row: row, change, entity) { return }
             let model = context.model(for: replica.identifier(entity, row))
             // In the zone's order the model merges with the one holding its
             // new values, and a delete here not pushed yet of either takes
@@ -530,6 +545,71 @@ extension SyncReplica {
             zoneFields.append((change.id, entity, fields))
             try insert(SyncChangeSet.Change(kind: .insert, entity: entity.name, id: change.id, fields: fields), entity)
             return true
+        }
+
+        /// Parts the local models merged ahead of the zone into the pulled
+        /// model at `row` (their saves come later in the zone's order) when
+        /// `change` moves that model, in the zone, off the values they
+        /// merged on under every unique constraint: their saves find it
+        /// gone from them. Each gets a row of its own again, with the values
+        /// the merged model has here (its own, which went on top) and the
+        /// members it brought; the pulled model gets back the values they
+        /// went over, and the change. False when the change is no such
+        /// move.
+        private mutating func partAheadLosers(row: Int64, _ change: SyncChangeSet.Change, _ entity: Schema.Entity) throws
+            -> Bool
+        {
+            guard !entity.uniqueGroups.isEmpty, change.kind == .update,
+                change.fields.contains(where: { SyncReplica.uniqueNames(entity).contains($0.name) })
+            else { return false }
+            let losers = try store.read { tx in try SyncReplica.aheadLosers(into: entity, row: row, tx) }
+            guard !losers.isEmpty else { return false }
+            let merged = context.model(for: replica.identifier(entity, row))
+            guard !(merged is MissingModel), !merged.isDeleted else { return false }
+            let stored = try replica.storedAttributes(entity, row: row, only: nil)
+            var state = Dictionary(stored.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+            for field in change.fields where field.wire != SyncChangeSet.toMany { state[field.name] = field }
+            let moved: any PersistentModel
+            do {
+                moved = try replica.make(entity, Array(state.values), seq: seq)
+            } catch is MissingExternal {
+                return false
+            }
+            guard Set(setKeys(of: moved, entity)).isDisjoint(with: setKeys(of: merged, entity)) else { return false }
+            try remake(losers, from: stored, of: row, entity)
+            _ = try replica.assign(change.fields, to: merged, entity: entity, seq: seq)
+            link(merged, entity, change.fields)
+            applied.updated.append(merged.persistentModelID)
+            holdInSet(merged, entity)
+            return true
+        }
+
+        /// Makes `losers` (local models merged ahead of the zone into the
+        /// model at `row`) one model again, in a row of its own, with the
+        /// attributes `stored` and the members they brought; the model at
+        /// `row` gets back what they took.
+        private mutating func remake(
+            _ losers: [(id: SyncID, loser: SyncReplica.AheadLoser)], from stored: [Field], of row: Int64,
+            _ entity: Schema.Entity
+        ) throws {
+            var made: (any PersistentModel)?
+            for (id, loser) in losers {
+                if let made {
+                    // Merged into the first before.
+                    insertedByID[id] = made
+                    mergedIntoMade.append((id, made))
+                    partedLosers.append((id, entity, loser.row, made))
+                } else {
+                    let model = try replica.make(entity, stored, seq: seq)
+                    context.insert(model)
+                    inserted.append((id, model))
+                    insertedByID[id] = model
+                    link(model, entity, loser.fields.filter { $0.wire == SyncChangeSet.toMany })
+                    partedLosers.append((id, entity, loser.row, model))
+                    made = model
+                }
+                try giveBack(loser, to: row, entity)
+            }
         }
 
         /// Takes from the model at `row` the members of the to-many lists
@@ -817,6 +897,11 @@ extension SyncReplica {
             }
             for (entity, row, token) in aheadFroms {
                 try SyncReplica.recordAheadFrom(entity, row: row, token: token, tx)
+            }
+            for (id, entity, savedRow, model) in partedLosers where !model.isDeleted {
+                // Its saves not pushed yet name its row before the merge.
+                try SyncReplica.forgetAheadLosers(id, tx)
+                try SyncReplica.recordMergedRow(entity.name, savedRow, into: model._strataState.rowID, tx)
             }
             for (id, entity, row) in parted {
                 // The row is the local model's alone again; the zone's

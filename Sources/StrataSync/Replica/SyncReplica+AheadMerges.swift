@@ -270,6 +270,28 @@ extension SyncReplica {
         }
     }
 
+    /// The local models merged ahead of the zone into the model at `row`
+    /// of `entity`, whose saves are not pushed yet.
+    static func aheadLosers(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> [(
+        id: SyncID, loser: AheadLoser
+    )] {
+        guard let tree = try tx.treeIfPresent(aheadLosersTree) else { return [] }
+        var keys: [[UInt8]] = []
+        try tx.forEach(tree) { key, _ in
+            if key.count == 16 { keys.append(key) }
+            return true
+        }
+        var found: [(id: SyncID, loser: AheadLoser)] = []
+        for key in keys {
+            let id = SyncID(bytes: key)
+            guard let (name, other) = try entry(of: id, tx), name == entity.name, other == row,
+                let loser = try aheadLoser(id, tx)
+            else { continue }
+            found.append((id, loser))
+        }
+        return found
+    }
+
     /// Drops the entry of `id`, and those whose saves are pushed.
     static func forgetAheadLosers(_ id: SyncID?, _ tx: WriteTransaction) throws {
         guard let tree = try tx.treeIfPresent(aheadLosersTree) else { return }
