@@ -1039,6 +1039,20 @@
             try await assertSlots(["1/1 x", "3/3 n"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
         }
 
+        /// A moves x to 3/3, not pushed; B moves p to 3/3, then x to 5/5,
+        /// and pushes. A merges x into p as p's move arrives; x's own move
+        /// is no move of p, and in the zone's order A's save brings x back
+        /// into p's cell: one slot everywhere.
+        func testAZoneMoveOfTheLocalModelMergedAheadKeepsTheMerge() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-loser-moved")
+            try change("x", on: a) { slot, _ in (slot.day, slot.hour) = (3, 3) }
+            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
+            try await syncB.syncNow()
+            try change("x", on: b) { slot, _ in (slot.day, slot.hour) = (5, 5) }
+            try await syncB.syncNow()
+            try await assertSlots(["3/3 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
         /// A zone change that gives two models the cell of a third, which
         /// it deletes and B moved away in a save not pushed yet (as a
         /// snapshot does for two identifiers of one model, or a damaged

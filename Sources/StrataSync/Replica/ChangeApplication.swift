@@ -280,12 +280,13 @@ extension SyncReplica {
                 } else if case .row(let row) = place, !entity.uniqueGroups.isEmpty,
                     try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) == change.id,
                     case let losers = try store.read({ tx in try SyncReplica.aheadLosers(into: entity, row: row, tx) }),
-                    !losers.isEmpty
+                    !losers.isEmpty, case let stored = try replica.storedAttributes(entity, row: row, only: nil),
+                    try valuesFree(stored, of: row, entity)
                 {
                     // Local models merged ahead of the zone into the deleted
                     // one: their saves come after the delete in the zone's
                     // order, and find it gone. They stay, apart.
-                    try remake(losers, from: try replica.storedAttributes(entity, row: row, only: nil), of: row, entity)
+                    try remake(losers, from: stored, of: row, entity)
                     doom(change.id, entity, row)
                 } else if case .row(let row) = place {
                     doom(change.id, entity, row)
@@ -562,8 +563,10 @@ extension SyncReplica {
             guard !entity.uniqueGroups.isEmpty, change.kind == .update,
                 change.fields.contains(where: { SyncReplica.uniqueNames(entity).contains($0.name) })
             else { return false }
+            // A change of one of the local models is no move of the pulled
+            // one.
             let losers = try store.read { tx in try SyncReplica.aheadLosers(into: entity, row: row, tx) }
-            guard !losers.isEmpty else { return false }
+            guard !losers.isEmpty, !losers.contains(where: { $0.id == change.id }) else { return false }
             let merged = context.model(for: replica.identifier(entity, row))
             guard !(merged is MissingModel), !merged.isDeleted else { return false }
             let stored = try replica.storedAttributes(entity, row: row, only: nil)
@@ -575,12 +578,26 @@ extension SyncReplica {
             } catch is MissingExternal {
                 return false
             }
-            guard Set(setKeys(of: moved, entity)).isDisjoint(with: setKeys(of: merged, entity)) else { return false }
+            // Only where both sets of values are free: a collision of the
+            // moved model with a third is left to the merge as before.
+            guard Set(setKeys(of: moved, entity)).isDisjoint(with: setKeys(of: merged, entity)),
+                try valuesFree(stored, of: row, entity), try valuesFree(Array(state.values), of: row, entity)
+            else { return false }
             try remake(losers, from: stored, of: row, entity)
             _ = try replica.assign(change.fields, to: merged, entity: entity, seq: seq)
             link(merged, entity, change.fields)
             applied.updated.append(merged.persistentModelID)
             holdInSet(merged, entity)
+            return true
+        }
+
+        /// Whether no model but the one at `row` holds, here or in this
+        /// change set, the values of a unique constraint that `fields` give
+        /// (so that a model parted from it can take them).
+        func valuesFree(_ fields: [Field], of row: Int64, _ entity: Schema.Entity) throws -> Bool {
+            let model = try replica.make(entity, fields, seq: seq)
+            if let holder = try replica.existingRow(matching: model, entity), holder != row { return false }
+            if let made = setHolder(matching: model, entity), made._strataState.rowID != row { return false }
             return true
         }
 
