@@ -207,13 +207,10 @@
     /// A server that runs a hook before it passes on the push of each
     /// given number (0: the first push through it), once.
     final class PushHook: ForwardingServer, @unchecked Sendable {
-        // Guarded by `lock`.
-        private var hooks: [Int: @Sendable () async -> Void]
-        private var pushes = 0
-        private let lock = NSLock()
+        private let hooks: NumberedHooks
 
         init(_ base: any ZoneServer, before hooks: [Int: @Sendable () async -> Void]) {
-            self.hooks = hooks
+            self.hooks = NumberedHooks(hooks)
             super.init(base)
         }
 
@@ -224,11 +221,7 @@
         override func push(
             zone: String, device: [UInt8], token: Int64, expected: Int64, schema: String, payload: [UInt8]
         ) async throws(SyncError) -> PushOutcome {
-            let hook = lock.withLock {
-                defer { pushes += 1 }
-                return hooks.removeValue(forKey: pushes)
-            }
-            if let hook { await hook() }
+            await hooks.runNext()
             return try await base.push(
                 zone: zone, device: device, token: token, expected: expected, schema: schema, payload: payload)
         }
@@ -237,23 +230,36 @@
     /// A server that runs a hook before it passes on the pull of each
     /// given number (0: the first pull through it), once.
     final class PullHook: ForwardingServer, @unchecked Sendable {
-        // Guarded by `lock`.
-        private var hooks: [Int: @Sendable () async -> Void]
-        private var pulls = 0
-        private let lock = NSLock()
+        private let hooks: NumberedHooks
 
         init(_ base: any ZoneServer, before hooks: [Int: @Sendable () async -> Void]) {
-            self.hooks = hooks
+            self.hooks = NumberedHooks(hooks)
             super.init(base)
         }
 
         override func pull(zone: String, after: Int64, limit: Int) async throws(SyncError) -> [ServerChange] {
+            await hooks.runNext()
+            return try await base.pull(zone: zone, after: after, limit: limit)
+        }
+    }
+
+    /// Hooks by the number of the call they run before (0: the first), each
+    /// once.
+    final class NumberedHooks: @unchecked Sendable {
+        // Guarded by `lock`.
+        private var hooks: [Int: @Sendable () async -> Void]
+        private var calls = 0
+        private let lock = NSLock()
+
+        init(_ hooks: [Int: @Sendable () async -> Void]) { self.hooks = hooks }
+
+        /// Counts a call, and runs its hook if it has one.
+        func runNext() async {
             let hook = lock.withLock {
-                defer { pulls += 1 }
-                return hooks.removeValue(forKey: pulls)
+                defer { calls += 1 }
+                return hooks.removeValue(forKey: calls)
             }
             if let hook { await hook() }
-            return try await base.pull(zone: zone, after: after, limit: limit)
         }
     }
 

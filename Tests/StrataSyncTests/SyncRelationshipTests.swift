@@ -1003,24 +1003,14 @@
         /// the zone's order), and its insert still reaches the zone, where
         /// n merges into p with n's values.
         func testALocalInsertMergedIntoAPulledMoveStillReachesTheZone() async throws {
-            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-insert-ahead")
-            let onA = ModelContext(a)
-            onA.insert(Slot(day: 3, hour: 3, note: "n"))
-            try onA.save()
-            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
-            try await syncB.syncNow()
+            let (a, syncA, b, syncB) = try await nOnAThenPOnB("-insert-ahead")
             try await assertSlots(["1/1 x", "3/3 n"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
         }
 
         /// The same, but B moves p on to 4/4 before A pushes: in the zone's
         /// order p leaves 3/3 before n arrives, and the two never merge.
         func testALocalInsertMergedIntoAPulledModelThatMovesOnPartsAgain() async throws {
-            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-insert-parted")
-            let onA = ModelContext(a)
-            onA.insert(Slot(day: 3, hour: 3, note: "n"))
-            try onA.save()
-            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
-            try await syncB.syncNow()
+            let (a, syncA, b, syncB) = try await nOnAThenPOnB("-insert-parted")
             try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (4, 4) }
             try await syncB.syncNow()
             try await assertSlots(["1/1 x", "3/3 n", "4/4 p"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
@@ -1028,15 +1018,22 @@
 
         /// The same, but B deletes p before A pushes: n stays.
         func testALocalInsertMergedIntoAPulledModelThatTheZoneDeletesStays() async throws {
-            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-insert-kept")
+            let (a, syncA, b, syncB) = try await nOnAThenPOnB("-insert-kept")
+            try change("p", on: b) { slot, context in context.delete(slot) }
+            try await syncB.syncNow()
+            try await assertSlots(["1/1 x", "3/3 n"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+        }
+
+        /// Two devices with slots x and p (``twoSlotsOnTwo(_:_:)``); A
+        /// inserts n at 3/3, not pushed, and B moves p to 3/3 and pushes.
+        func nOnAThenPOnB(_ suffix: String) async throws -> (ModelContainer, SyncEngine, ModelContainer, SyncEngine) {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo(suffix)
             let onA = ModelContext(a)
             onA.insert(Slot(day: 3, hour: 3, note: "n"))
             try onA.save()
             try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
             try await syncB.syncNow()
-            try change("p", on: b) { slot, context in context.delete(slot) }
-            try await syncB.syncNow()
-            try await assertSlots(["1/1 x", "3/3 n"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+            return (a, syncA, b, syncB)
         }
 
         /// A moves x to 3/3, not pushed; B moves p to 3/3, then x to 5/5,
