@@ -1108,6 +1108,40 @@
             _ = (a, syncA)
         }
 
+        /// B merges its unpushed n into p, which took n's cell first; a
+        /// zone change then moves p on and gives the cell to a new slot X
+        /// in one set. n parts from p and X merges into n: B does not stop.
+        func testASetThatMovesAPulledModelOffAndFillsItsCellMergesThePartedModel() async throws {
+            let (_, _, b, syncB) = try await twoSlotsOnTwo("-refilled")
+            let onB = ModelContext(b)
+            onB.insert(Slot(day: 3, hour: 3, note: "n"))
+            try onB.save()
+            let replica = try SyncReplica(container: b)
+            _ = try replica.prepareOutbox()
+            let p = try XCTUnwrap(
+                try ModelContext(b).fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p" })).first)
+            let id = try XCTUnwrap(
+                try replica.store.read { tx in try SyncReplica.id(of: "Slot", row: p._strataState.rowID, tx) })
+            // 3 and 4, zigzag-encoded.
+            func cell(_ value: UInt8) -> [SyncChangeSet.Field] {
+                [.init(name: "day", wire: 0, value: [value]), .init(name: "hour", wire: 0, value: [value])]
+            }
+            let position = syncB.status.serverPosition
+            try replica.apply(
+                seq: position + 1, set: SyncChangeSet(changes: [.init(kind: .update, entity: "Slot", id: id, fields: cell(6))]),
+                own: nil, replay: false)
+            XCTAssertEqual(try slots(b), ["1/1 x", "3/3 n"])
+            let set = SyncChangeSet(changes: [
+                .init(kind: .update, entity: "Slot", id: id, fields: cell(8)),
+                .init(
+                    kind: .insert, entity: "Slot", id: SyncID.make(),
+                    fields: cell(6) + [.init(name: "note", wire: 2, value: [1, 0x58])]),
+            ])
+            try replica.apply(seq: position + 2, set: set, own: nil, replay: false)
+            XCTAssertEqual(try slots(b), ["1/1 x", "3/3 n", "4/4 p"])
+            XCTAssertEqual(try b.checkIntegrity(), [])
+        }
+
         func testRelationshipsSyncByGlobalIdentity() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

@@ -502,8 +502,12 @@ extension SyncReplica {
             if let made = setHolder(matching: model, entity) {
                 insertedByID[change.id] = made
                 mergedIntoMade.append((change.id, made))
-                _ = try replica.assign(change.fields, to: made, entity: entity, seq: seq)
-                link(made, entity, change.fields, union: true)
+                // A local model parted here keeps its values: its save
+                // comes later in the zone's order.
+                let parted = partedLosers.contains { $0.model === made }
+                let fields = parted ? change.fields.filter { $0.wire == SyncChangeSet.toMany } : change.fields
+                _ = try replica.assign(fields, to: made, entity: entity, seq: seq)
+                link(made, entity, fields, union: true)
                 return
             }
             context.insert(model)
@@ -552,7 +556,7 @@ extension SyncReplica {
         /// model at `row` (their saves come later in the zone's order) when
         /// `change` moves that model, in the zone, off the values they
         /// merged on under every unique constraint: their saves find it
-        /// gone from them. Each gets a row of its own again, with the values
+        /// gone from them. They get a row of their own again, with the values
         /// the merged model has here (its own, which went on top) and the
         /// members it brought; the pulled model gets back the values they
         /// went over, and the change. False when the change is no such
@@ -622,6 +626,8 @@ extension SyncReplica {
                     inserted.append((id, model))
                     insertedByID[id] = model
                     link(model, entity, loser.fields.filter { $0.wire == SyncChangeSet.toMany })
+                    // Later changes of the set find it holding its values.
+                    holdInSet(model, entity)
                     partedLosers.append((id, entity, loser.row, model))
                     made = model
                 }
@@ -909,6 +915,17 @@ extension SyncReplica {
                 if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
                 try SyncReplica.recordAheadFrom(entity.name, row: row, token: try HistoryLog.lastToken(tx) + 1, tx)
             }
+            for (id, entity, row) in parted {
+                // The row is the local model's alone again; the zone's
+                // values it held were the pulled model's. (A parted model
+                // that merged ahead elsewhere at once records its entry
+                // below.)
+                if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
+                if try SyncReplica.mergedAheadIDs(into: entity, row: row, tx).isEmpty {
+                    try SyncReplica.forgetAheadFrom(entity.name, row: row, tx)
+                }
+                try SyncReplica.forgetZoneValues(entity, row: row, tx)
+            }
             for (id, entity, fields) in aheadMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, tx)
             }
@@ -916,18 +933,11 @@ extension SyncReplica {
                 try SyncReplica.recordAheadFrom(entity, row: row, token: token, tx)
             }
             for (id, entity, savedRow, model) in partedLosers where !model.isDeleted {
-                // Its saves not pushed yet name its row before the merge.
+                // Its saves not pushed yet name its row before the merge,
+                // and all of them change it now.
                 try SyncReplica.forgetAheadLosers(id, tx)
                 try SyncReplica.recordMergedRow(entity.name, savedRow, into: model._strataState.rowID, tx)
-            }
-            for (id, entity, row) in parted {
-                // The row is the local model's alone again; the zone's
-                // values it held were the pulled model's.
-                if let tree = try tx.treeIfPresent(SyncReplica.aheadMergesTree) { try tx.delete(id.bytes, in: tree) }
-                if try SyncReplica.mergedAheadIDs(into: entity, row: row, tx).isEmpty {
-                    try SyncReplica.forgetAheadFrom(entity.name, row: row, tx)
-                }
-                try SyncReplica.forgetZoneValues(entity, row: row, tx)
+                try SyncReplica.forgetAheadFrom(entity.name, row: savedRow, tx)
             }
             for (id, entity, fields) in zoneMerges where doomed[id] == nil {
                 try SyncReplica.recordAheadMerge(id, entity: entity, fields, inZone: true, tx)

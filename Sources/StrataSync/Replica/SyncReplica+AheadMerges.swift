@@ -24,10 +24,12 @@ import StrataEngine
 // update for a merge ahead of the zone, an insert for one in the zone's
 // order); for a merge ahead of the zone, its other fields as the zone
 // last gave them too, so that it can part again (see
-// `ChangeApplication.partAheadMerge`). An entry ahead of the zone goes once this device's own save
-// that holds the unique value is in the zone (its own change applied);
-// an entry in the zone's order stays while its survivor does. Both go when
-// the survivor is deleted.
+// `ChangeApplication.partAheadMerge`). An entry ahead of the zone goes
+// once this device's own save that holds the unique value is in the zone
+// (its own change applied),
+// or once the zone moves the pulled model off the value or deletes it
+// first (the two part); an entry in the zone's order stays while its
+// survivor does. Both go when the survivor is deleted.
 
 extension SyncReplica {
     static let aheadMergesTree = "sync.aheadMerges"
