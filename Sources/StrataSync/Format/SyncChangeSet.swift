@@ -35,6 +35,12 @@ package struct SyncChangeSet: Equatable, Sendable {
             self.wire = wire
             self.value = value
         }
+
+        /// The identifiers a to-one or to-many value names, in order (a
+        /// decoded value holds whole ones only).
+        package var ids: [SyncID] {
+            stride(from: 0, to: value.count - value.count % 16, by: 16).map { SyncID(bytes: Array(value[$0..<$0 + 16])) }
+        }
     }
 
     package struct Change: Equatable, Sendable {

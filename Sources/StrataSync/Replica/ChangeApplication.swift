@@ -265,7 +265,7 @@ extension SyncReplica {
                     // model stays apart, with its own values and members.
                     doom(change.id, entity, nil)
                     aheadLosersGone.append((change.id, entity, loser.row))
-                    try giveBack(loser, to: row, entity)
+                    try giveBack(loser.fields, to: row, entity)
                 } else if case .row(let row) = place, !entity.uniqueGroups.isEmpty,
                     let merge = try store.read({ tx in try SyncReplica.aheadEntry(change.id, tx) }), !merge.inZone,
                     try store.read({ tx in try SyncReplica.id(of: entity.name, row: row, tx) }) != change.id
@@ -373,10 +373,7 @@ extension SyncReplica {
                 // merged model's.
                 var previous: [String: [SyncID]] = [:]
                 for field in fields where field.wire == SyncChangeSet.toMany {
-                    let value = lists[field.name]?.value ?? []
-                    previous[field.name] = stride(from: 0, to: value.count - value.count % 16, by: 16).map {
-                        SyncID(bytes: Array(value[$0..<$0 + 16]))
-                    }
+                    previous[field.name] = lists[field.name]?.ids ?? []
                 }
                 // The entry keeps the zone's other fields whole.
                 let lists = Set(fields.filter { $0.wire == SyncChangeSet.toMany }.map(\.name))
@@ -631,34 +628,30 @@ extension SyncReplica {
                     partedLosers.append((id, entity, loser.row, model))
                     made = model
                 }
-                try giveBack(loser, to: row, entity)
+                try giveBack(loser.fields, to: row, entity)
             }
         }
 
         /// Takes from the model at `row` the members of the to-many lists
         /// among `fields` (a pulled model's, parted from it).
         private mutating func dropMembers(_ fields: [String: Field], of row: Int64, _ entity: Schema.Entity) throws {
-            let model = context.model(for: replica.identifier(entity, row))
-            guard !(model is MissingModel), !model.isDeleted else { return }
             let lists = fields.values.filter { $0.wire == SyncChangeSet.toMany }
-            guard !lists.isEmpty else { return }
-            try giveBack(SyncReplica.AheadLoser(from: 0, row: row, fields: lists), to: row, entity)
+            if !lists.isEmpty { try giveBack(lists, to: row, entity) }
         }
 
-        /// Gives the model at `row` back what a local model merged into it
-        /// ahead of the zone took: its attributes' values, and its to-manys
-        /// without the members the local model brought.
-        private mutating func giveBack(_ loser: SyncReplica.AheadLoser, to row: Int64, _ entity: Schema.Entity) throws {
+        /// Gives the model at `row` back what another model merged into it
+        /// ahead of the zone took, now that the two part: the attributes
+        /// among `fields`, and its to-manys without the members in the
+        /// to-many lists among them (those the other model brought).
+        private mutating func giveBack(_ fields: [Field], to row: Int64, _ entity: Schema.Entity) throws {
             let model = context.model(for: replica.identifier(entity, row))
             guard !(model is MissingModel), !model.isDeleted else { return }
-            let attributes = loser.fields.filter { $0.wire != SyncChangeSet.toMany }
+            let attributes = fields.filter { $0.wire != SyncChangeSet.toMany }
             _ = try replica.assign(attributes, to: model, entity: entity, seq: seq)
-            for field in loser.fields where field.wire == SyncChangeSet.toMany {
+            for field in fields where field.wire == SyncChangeSet.toMany {
                 guard let relationship = entity.properties.first(where: { $0.name == field.name }) as? Schema.Relationship
                 else { continue }
-                let brought = try stride(from: 0, to: field.value.count - field.value.count % 16, by: 16).compactMap {
-                    start -> (any PersistentModel)? in
-                    let id = SyncID(bytes: Array(field.value[start..<start + 16]))
+                let brought = try field.ids.compactMap { id -> (any PersistentModel)? in
                     guard case .row(let member)? = try store.read({ tx in try SyncReplica.place(of: id, tx) }),
                         let type = relationship.destinationType, let destination = schema.entity(forType: type)
                     else { return nil }

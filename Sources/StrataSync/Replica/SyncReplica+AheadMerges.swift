@@ -90,22 +90,26 @@ extension SyncReplica {
     private static func merges(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> [(
         id: SyncID, lists: [String: SyncChangeSet.Field], inZone: Bool
     )] {
-        guard let tree = try tx.treeIfPresent(aheadMergesTree) else { return [] }
+        try ids(in: aheadMergesTree, at: entity, row: row, tx).compactMap { id in
+            try entryOfMerge(id, tx).map { (id, $0.lists, $0.inZone) }
+        }
+    }
+
+    /// The identifiers keyed in `tree` that point at the model at `row` of
+    /// `entity`, in their order.
+    private static func ids(in tree: String, at entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws
+        -> [SyncID]
+    {
+        guard let tree = try tx.treeIfPresent(tree) else { return [] }
         var keys: [[UInt8]] = []
         try tx.forEach(tree) { key, _ in
-            keys.append(key)
+            if key.count == 16 { keys.append(key) }
             return true
         }
-        var found: [(id: SyncID, lists: [String: SyncChangeSet.Field], inZone: Bool)] = []
-        for key in keys where key.count == 16 {
-            let id = SyncID(bytes: key)
-            if let (name, other) = try entry(of: id, tx), other == row, name == entity.name,
-                let merge = try entryOfMerge(id, tx)
-            {
-                found.append((id, merge.lists, merge.inZone))
-            }
+        return try keys.map(SyncID.init(bytes:)).filter { id in
+            guard let (name, other) = try entry(of: id, tx) else { return false }
+            return name == entity.name && other == row
         }
-        return found
     }
 
     /// Ends the merges ahead of the zone into the model at `row` of
@@ -277,21 +281,7 @@ extension SyncReplica {
     static func aheadLosers(into entity: Schema.Entity, row: Int64, _ tx: ReadTransaction) throws -> [(
         id: SyncID, loser: AheadLoser
     )] {
-        guard let tree = try tx.treeIfPresent(aheadLosersTree) else { return [] }
-        var keys: [[UInt8]] = []
-        try tx.forEach(tree) { key, _ in
-            if key.count == 16 { keys.append(key) }
-            return true
-        }
-        var found: [(id: SyncID, loser: AheadLoser)] = []
-        for key in keys {
-            let id = SyncID(bytes: key)
-            guard let (name, other) = try entry(of: id, tx), name == entity.name, other == row,
-                let loser = try aheadLoser(id, tx)
-            else { continue }
-            found.append((id, loser))
-        }
-        return found
+        try ids(in: aheadLosersTree, at: entity, row: row, tx).compactMap { id in try aheadLoser(id, tx).map { (id, $0) } }
     }
 
     /// Drops the entry of `id`, and those whose saves are pushed.

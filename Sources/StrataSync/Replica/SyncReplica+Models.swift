@@ -125,7 +125,7 @@ extension SyncReplica {
         for field in fields {
             guard let relationship = entity.properties.first(where: { $0.name == field.name }) as? Schema.Relationship
             else { continue }
-            let ids = stride(from: 0, to: field.value.count, by: 16).map { SyncID(bytes: Array(field.value[$0..<$0 + 16])) }
+            let ids = field.ids
             if relationship.isToOneRelationship {
                 guard field.wire == SyncChangeSet.toOne else {
                     throw DamagedChange(seq: seq, reason: "\(entity.name).\(relationship.name) is a to-one, sent as a list")
