@@ -939,6 +939,27 @@
             try await assertSlots(["3/3 l", "4/4 q"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
         }
 
+        /// The same, with A's m at 4/4 too: q parts from l and at once
+        /// merges ahead into m. Once m's save is in the zone, where m merges
+        /// into q, the slot is q's on A as on B.
+        func testAPulledModelPartedIntoAnotherLocalOneMergesAheadThere() async throws {
+            let (a, syncA, b, syncB) = try await lAndQ("parted-again")
+            let onA = ModelContext(a)
+            onA.insert(Slot(day: 4, hour: 4, note: "m"))
+            try onA.save()
+            try change("q", on: b) { slot, _ in (slot.day, slot.hour) = (4, 4) }
+            try await syncB.syncNow()
+            try await assertSlots(["3/3 l", "4/4 m"], afterSyncing: [(a, syncA), (b, syncB), (a, syncA)])
+            func own(_ container: ModelContainer) throws -> SyncID? {
+                let slot = try XCTUnwrap(
+                    try ModelContext(container).fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "m" })).first)
+                return try SyncReplica(container: container).store.read { tx in
+                    try SyncReplica.id(of: "Slot", row: slot._strataState.rowID, tx)
+                }
+            }
+            XCTAssertEqual(try own(a), try own(b))
+        }
+
         /// The same, but B deletes q instead of moving it: A keeps l.
         func testAPulledModelMergedAheadThatTheZoneDeletesLeavesTheLocalOne() async throws {
             let (a, syncA, b, syncB) = try await lAndQ("deleted")
