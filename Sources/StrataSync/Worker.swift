@@ -35,6 +35,7 @@ actor Worker {
         do {
             let replica = try SyncReplica(container: container)
             _ = try replica.join(zone: zone)
+            replica.zoneCopy = try SyncReplica.openZoneCopy(of: container, zone: zone)
             self.replica = ReplicaBox(replica)
         } catch let refusal as SyncReplica.Refusal {
             throw SyncError(.configuration, refusal.description)
@@ -126,7 +127,7 @@ actor Worker {
                 switch result {
                 case .appended(let seq):
                     do {
-                        try replica.with { try $0.acknowledge(token: entry.token, seq: seq) }
+                        try replica.with { try $0.acknowledge(token: entry.token, seq: seq, pushed: entry.payload) }
                     } catch {
                         throw SyncError(.store, "recording a push: \(error)")
                     }
@@ -150,6 +151,7 @@ actor Worker {
             }
             if !behind {
                 try store({ try $0.forgetExternalValues() }, "dropping the external values kept for sync")
+                outcome.applied.add(try store({ try $0.alignWithZone() }, "aligning with the zone's copy"))
                 outcome.state = try localState()
                 return outcome
             }

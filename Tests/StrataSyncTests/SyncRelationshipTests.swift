@@ -1057,6 +1057,64 @@
             return (a, syncA, b, syncB)
         }
 
+        /// A store whose models left the zone's gets them back at the end
+        /// of the next round that applied a change while a save of its own
+        /// waited, once the save is pushed: the zone copy holds the zone's
+        /// models as the zone's changes alone make them. (A save authored
+        /// as sync's own, which is never pushed, stands here for a merge
+        /// ahead of the zone that went wrong.)
+        func testARoundThatAppliedChangesAheadOfALocalSaveEndsWithTheZonesModels() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-aligned")
+            let fault = ModelContext(a)
+            fault.author = SyncReplica.author
+            fault.insert(Slot(day: 7, hour: 7, note: "stray"))
+            let p = try XCTUnwrap(fault.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p" })).first)
+            p.note = "wrong"
+            try fault.save()
+            try change("x", on: a) { slot, _ in slot.note = "x2" }
+            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
+            try await syncB.syncNow()
+            try await assertSlots(["1/1 x2", "3/3 p"], afterSyncing: [(a, syncA), (b, syncB)])
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+        }
+
+        /// A change that updates a model the zone never held (a model a
+        /// device merged ahead of the zone, named by its saves since) changes
+        /// nothing: no device makes a model of it, none sets it aside.
+        func testAnUpdateOfAModelTheZoneNeverHeldChangesNothing() async throws {
+            let zone = "zone-\(UUID())"
+            let schema = Schema([Slot.self])
+            let (a, syncA) = try device("a-never-held", zone: zone, schema: schema)
+            let (b, syncB) = try device("b-never-held", zone: zone, schema: schema)
+            let onA = ModelContext(a)
+            onA.insert(Slot(day: 1, hour: 1, note: "x"))
+            onA.insert(Slot(day: 2, hour: 2, note: "y"))
+            try onA.save()
+            try await syncA.syncNow()
+            // x's insert, made an update of a new identifier that moves it
+            // to day 2 (y's day).
+            let inserts = try serverChange(zone, seq: 1).changes
+            XCTAssertEqual(inserts.count, 2)
+            let (x, y) =
+                try inserts[0].fields.contains { $0.value.contains(UInt8(ascii: "x")) }
+                ? (inserts[0], inserts[1]) : (inserts[1], inserts[0])
+            var update = x
+            update.kind = .update
+            update.id = SyncID.make()
+            update.fields = try x.fields.map { field in
+                field.name == "day" ? try XCTUnwrap(y.fields.first { $0.name == "day" }) : field
+            }
+            var set = SyncChangeSet()
+            set.changes = [update]
+            try pushPayload(zone, set.encode())
+            for (container, sync) in [(a, syncA), (b, syncB)] {
+                try await sync.syncNow()
+                XCTAssertEqual(try slots(container), ["1/1 x", "2/2 y"])
+                XCTAssertEqual(sync.status.setAside, [])
+                XCTAssertEqual(sync.status.serverPosition, 2)
+            }
+        }
+
         /// A moves x to 3/3, not pushed; B moves p to 3/3, then x to 5/5,
         /// and pushes. A merges x into p as p's move arrives; x's own move
         /// is no move of p, and in the zone's order A's save brings x back

@@ -199,14 +199,33 @@
         }
 
         /// Puts a change no device can read into `zone`, after its head.
-        func pushGarbage(_ zone: String) throws {
+        func pushGarbage(_ zone: String) throws { try pushPayload(zone, [0xde, 0xad, 0xbe, 0xef]) }
+
+        /// Puts `payload` into `zone` after its head, as a change of a
+        /// device no store is.
+        func pushPayload(_ zone: String, _ payload: [UInt8]) throws {
+            let hex = payload.map { String(format: "%02x", $0) }.joined()
             try server().psql(
                 """
                 WITH z AS (UPDATE strata_sync.zones SET head = head + 1 WHERE zone = '\(zone)' RETURNING head)
                 INSERT INTO strata_sync.changes (zone, seq, device, local_token, schema_hash, payload)
                 SELECT '\(zone)', z.head, gen_random_uuid(), 1,
-                    (SELECT hash FROM strata_sync.schemas WHERE zone = '\(zone)' LIMIT 1), '\\xdeadbeef'::bytea FROM z
+                    (SELECT hash FROM strata_sync.schemas WHERE zone = '\(zone)' LIMIT 1), '\\x\(hex)'::bytea FROM z
                 """)
+        }
+
+        /// The change set of `zone`'s change `seq`, as the server holds it.
+        func serverChange(_ zone: String, seq: Int) throws -> SyncChangeSet {
+            let hex = try server().psql(
+                "SELECT encode(payload, 'hex') FROM strata_sync.changes WHERE zone = '\(zone)' AND seq = \(seq)"
+            ).trimmingCharacters(in: .whitespacesAndNewlines)
+            var bytes: [UInt8] = []
+            var index = hex.startIndex
+            while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+                bytes.append(try XCTUnwrap(UInt8(hex[index..<next], radix: 16)))
+                index = next
+            }
+            return try SyncChangeSet.decode(bytes)
         }
 
         /// The test server's configuration for `zone`, over its Unix socket;

@@ -235,7 +235,11 @@ extension SyncReplica {
             let place =
                 try notedRows.removeValue(forKey: change.id).map { SyncReplica.Place.row($0) }
                 ?? store.read { tx in try SyncReplica.place(of: change.id, tx) }
-            if replay && change.kind == .update && place == nil { return }
+            // An update of a model this store never held changes one the
+            // zone never held either (a model a device merged ahead of the
+            // zone, named by its saves since), or one the zone deleted
+            // before a snapshot this store restored.
+            if change.kind == .update && place == nil { return }
             switch change.kind {
             case .delete:
                 // Only a model with unique values merges, and only into a
@@ -775,9 +779,16 @@ extension SyncReplica {
         /// model is deleted in the context.
         mutating func cascade() throws {
             var work = Array(doomed.keys)
+            // A store that restored a snapshot knows no model deleted before
+            // it: a target it never held is such a model.
+            let restored = try store.read { tx in try SyncReplica.number("restored", tx) } > 0
             for (source, fields) in links.changed {
-                for case let target? in fields.values
-                where try store.read({ tx in try SyncReplica.place(of: target, tx) }) == .deleted {
+                for case let target? in fields.values {
+                    switch try store.read({ tx in try SyncReplica.place(of: target, tx) }) {
+                    case .deleted?: break
+                    case nil where restored && insertedByID[target] == nil: break
+                    default: continue
+                    }
                     if try doomSource(source) { work.append(source) }
                 }
             }
@@ -967,6 +978,23 @@ extension SyncReplica {
                 if let outbox = try tx.treeIfPresent(SyncReplica.outboxTree) { try tx.delete(RowKey.encode(token), in: outbox) }
                 try SyncReplica.setPushed(max(token, try SyncReplica.number("pushed", tx)), tx)
                 try SyncReplica.forgetAheadLosers(nil, tx)
+            }
+            // A model the set made and its cascade deleted, that the save
+            // wrote all the same (another model the set made lists it): it
+            // has no identifier, and the zone holds no such model.
+            var stray = false
+            for (id, model) in inserted where doomed[id] != nil && !model.isDeleted {
+                guard let entity = schema.entity(forType: type(of: model)),
+                    let tree = try tx.treeIfPresent(entity.recordTree),
+                    try tx.get(RowKey.encode(model._strataState.rowID), in: tree) != nil
+                else { continue }
+                stray = true
+            }
+            if !nothingPending || stray {
+                // Applied ahead of local saves (or leaving a stray model):
+                // the round ends by comparing the models with the zone's
+                // copy.
+                try SyncReplica.setNumber("unaligned", 1, tx)
             }
             if nothingPending, !own {
                 let last = try HistoryLog.lastToken(tx)

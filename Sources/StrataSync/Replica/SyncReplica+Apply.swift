@@ -63,8 +63,14 @@ extension SyncReplica {
     /// Parts of the change that this schema lacks and another schema of the
     /// zone (``zoneSchemas``) declares are kept in `sync.kept`; parts that no
     /// schema of the zone declares make the change damaged.
+    ///
+    /// `pushed`: for this device's own change, the change set as the server
+    /// took it, which the zone copy applies (the outbox entry may have been
+    /// readdressed since the push read it).
     @discardableResult
-    package func apply(seq: Int64, device: SyncID, token: Int64, payload: [UInt8]) throws -> Applied {
+    package func apply(seq: Int64, device: SyncID, token: Int64, payload: [UInt8], pushed: [UInt8]? = nil) throws
+        -> Applied
+    {
         let state = try store.read { tx in try Self.readMeta(tx) }
         let own = device == state.device
         let set: SyncChangeSet
@@ -73,7 +79,19 @@ extension SyncReplica {
         } catch let error as SyncPayloadError {
             throw DamagedChange(seq: seq, reason: error.description)
         }
-        return try apply(seq: seq, set: set, own: own ? token : nil, replay: false, origin: (device, token))
+        let copy = try copyInStep()
+        let applied = try apply(seq: seq, set: set, own: own ? token : nil, replay: false, origin: (device, token))
+        var zoneSet = set
+        if own, let pushed {
+            do {
+                zoneSet = try SyncChangeSet.decode(pushed)
+            } catch {
+                // Left behind, the copy is out of step and made again.
+                return applied
+            }
+        }
+        copyFollows(copy, seq: seq, set: zoneSet, origin: (device, token))
+        return applied
     }
 
     /// Applies `set`, server change `seq`; `own` is this device's save

@@ -52,6 +52,17 @@ extension SyncReplica {
         }
     }
 
+    /// The stored records of `entity`, in row order.
+    static func records(of entity: Schema.Entity, _ tx: ReadTransaction) throws -> [(row: Int64, record: [UInt8])] {
+        guard let tree = try tx.treeIfPresent(entity.recordTree) else { return [] }
+        var records: [(row: Int64, record: [UInt8])] = []
+        try tx.forEach(tree) { key, value in
+            records.append((try RowKey.decode(key), value))
+            return true
+        }
+        return records
+    }
+
     func identifier(_ entity: Schema.Entity, _ row: Int64) -> PersistentIdentifier {
         PersistentIdentifier(storeIdentifier: store.identifier, entityName: entity.name, rowID: row)
     }
@@ -108,6 +119,9 @@ extension SyncReplica {
         inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64, union: Bool = false,
         previous: [String: [SyncID]]? = nil
     ) throws {
+        // A store that restored a snapshot knows no model deleted before
+        // it: one that a later change still lists is such a model.
+        var afterSnapshot: Bool?
         func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
             if let made = inserted[id] { return made }
             guard let type = relationship.destinationType, let destination = schema.entity(forType: type) else { return nil }
@@ -118,6 +132,8 @@ extension SyncReplica {
             case .deleted:
                 return nil
             case nil:
+                if afterSnapshot == nil { afterSnapshot = try store.read { tx in try Self.number("restored", tx) } > 0 }
+                if afterSnapshot == true { return nil }
                 throw DamagedChange(
                     seq: seq, reason: "\(entity.name).\(relationship.name) refers to \(id), which the zone never held")
             }

@@ -121,8 +121,10 @@ extension SyncReplica {
     }
 
     /// Records that the server took local save `token` as change `seq`,
-    /// the zone's next change after everything applied here.
-    package func acknowledge(token: Int64, seq: Int64) throws {
+    /// the zone's next change after everything applied here. `pushed`: the
+    /// change set as the server took it, for the zone copy (the outbox
+    /// entry may have been readdressed since it was read for the push).
+    package func acknowledge(token: Int64, seq: Int64, pushed: [UInt8]? = nil) throws {
         guard let device = try state().device, let payload = try outboxEntry(token) else {
             try store.write { tx in
                 try Self.setPushed(max(token, try Self.number("pushed", tx)), tx)
@@ -130,7 +132,7 @@ extension SyncReplica {
             }
             return
         }
-        try apply(seq: seq, device: device, token: token, payload: payload)
+        try apply(seq: seq, device: device, token: token, payload: payload, pushed: pushed)
     }
 
     /// The outbox entry of local save `token`, if it is still there.

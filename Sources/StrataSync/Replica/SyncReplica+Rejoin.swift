@@ -71,6 +71,7 @@ extension SyncReplica {
                 Array("rejoined".utf8), RowKey.encode(position) + RowKey.encode(head) + RowKey.encode(millis), in: meta)
             try Self.prepareUpload(tx, schema: schema, again: true)
         }
+        copyRestarts()
     }
 
     /// When this store last joined its zone again, if ever.
@@ -95,6 +96,10 @@ extension SyncReplica {
         try store.write { tx in
             for name in try tx.treeNames() where name.hasPrefix("sync.") { try tx.dropTree(name) }
             try HistoryLog.release(Self.author, in: tx)
+        }
+        if let copy = zoneCopy {
+            try copy.container.erase()
+            try copy.leave()
         }
     }
 }

@@ -18,6 +18,7 @@ extension SyncReplica {
     package func setAside(
         seq: Int64, device: SyncID, token: Int64, reason: SyncStatus.SetAsideChange.Reason, message: String
     ) throws {
+        let copy = try copyInStep()
         try store.write { tx in
             let own = try Self.readMeta(tx).device == device
             if own {
@@ -29,6 +30,7 @@ extension SyncReplica {
             try tx.put(RowKey.encode(seq), value, in: tree)
             try Self.setPosition(seq, change: (device, token), tx)
         }
+        copySetsAside(copy, seq: seq, device: device, token: token)
     }
 
     /// The changes set aside, in the zone's order.

@@ -72,13 +72,7 @@ extension SyncReplica {
             var parts: [[UInt8]] = []
             var builder = ChangeSetBuilder(schema: schema, tx: tx)
             for entity in schema.entities.sorted(by: { $0.name < $1.name }) {
-                guard let tree = try tx.treeIfPresent(entity.recordTree) else { continue }
-                var records: [(Int64, [UInt8])] = []
-                try tx.forEach(tree) { key, value in
-                    records.append((try RowKey.decode(key), value))
-                    return true
-                }
-                for (row, record) in records {
+                for (row, record) in try Self.records(of: entity, tx) {
                     guard let id = try Self.id(of: entity.name, row: row, tx) else { throw SnapshotRefusal.pending }
                     let fields = try builder.fields(of: record, entity: entity, row: row, only: nil)
                     builder.set.changes.append(SyncChangeSet.Change(kind: .insert, entity: entity.name, id: id, fields: fields))
@@ -158,6 +152,7 @@ extension SyncReplica {
     /// and every model the zone knew that the snapshot lacks deleted.
     @discardableResult
     package func restore(through: Int64) throws -> Applied {
+        copyRestores(through: through)
         var set = SyncChangeSet()
         var present = Set<SyncID>()
         var live: [(id: SyncID, entity: String, row: Int64)] = []
@@ -222,7 +217,10 @@ extension SyncReplica {
             set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity, id: id))
         }
         let applied = try apply(seq: through, set: set, own: nil, replay: false)
-        try store.write { tx in if try tx.treeIfPresent(Self.restoreTree) != nil { try tx.dropTree(Self.restoreTree) } }
+        try store.write { tx in
+            if try tx.treeIfPresent(Self.restoreTree) != nil { try tx.dropTree(Self.restoreTree) }
+            try Self.setNumber("restored", through, tx)
+        }
         return applied
     }
 }

@@ -14,7 +14,12 @@ import StrataEngine
 //   entries (8 bytes, RowKey);
 // - `schema`: the hash of the schema description (`SyncSchema`) the store
 //   last synced with; a change means a migration, after which the kept
-//   parts are applied.
+//   parts are applied;
+// - `restored`: the position of the last snapshot restored here (8 bytes,
+//   RowKey): a change that lists a model the store never held names one
+//   deleted before it;
+// - `unaligned`: 1 when a change was applied while local saves waited
+//   (`SyncReplica+ZoneCopy`).
 // An absent number is 0.
 
 /// The local half of sync: what a store keeps to take part in a zone, and
@@ -33,7 +38,9 @@ import StrataEngine
 ///   changes applied as saves, parts a newer schema wrote kept
 ///   (`sync.kept`);
 /// - `SyncReplica+Links`: the zone's cascades (`sync.links`, `sync.linkOf`);
-/// - `SyncReplica+SetAside`: changes moved past unapplied (`sync.setAside`).
+/// - `SyncReplica+SetAside`: changes moved past unapplied (`sync.setAside`);
+/// - `SyncReplica+ZoneCopy`: the zone's models apart from this store's
+///   saves not pushed yet, in a second store, and the alignment with them.
 ///
 /// The outbox is the local history: a save is in it from its commit until
 /// the server acknowledges it, across restarts. Saves authored
@@ -59,13 +66,23 @@ package final class SyncReplica {
     /// StrataSync after it checked them): a pulled change may name the
     /// entities and attributes they declare and this schema lacks, and those
     /// parts are kept (`sync.kept`) for a later version of this schema.
-    package var zoneSchemas: [SyncSchema] = []
+    /// The zone's state apart from this store's saves not pushed yet
+    /// (`SyncReplica+ZoneCopy`); nil for a schema without unique
+    /// constraints, and for the copy itself.
+    package var zoneCopy: SyncReplica?
 
-    package init(container: ModelContainer) throws(Refusal) {
+    package var zoneSchemas: [SyncSchema] = [] {
+        didSet { zoneCopy?.zoneSchemas = zoneSchemas }
+    }
+
+    /// `isZoneCopy`: the replica of a zone copy (`SyncReplica+ZoneCopy`),
+    /// whose store keeps no history: nothing is ever saved there but the
+    /// zone's changes.
+    package init(container: ModelContainer, isZoneCopy: Bool = false) throws(Refusal) {
         guard container.parts.isEmpty else {
             throw Refusal("a container with several stores syncs one store per engine: name it in SyncConfiguration.store")
         }
-        guard container.store.recordsHistory else {
+        guard container.store.recordsHistory || isZoneCopy else {
             throw Refusal("sync needs the store's history, and the configuration does not record it")
         }
         guard container.store.allowsSave, container.allowsSave else {
