@@ -35,7 +35,12 @@ actor Worker {
         do {
             let replica = try SyncReplica(container: container)
             _ = try replica.join(zone: zone)
-            replica.zoneCopy = try SyncReplica.openZoneCopy(of: container, zone: zone)
+            do {
+                replica.zoneCopy = try SyncReplica.openZoneCopy(of: container, zone: zone)
+            } catch {
+                // Sync goes on without it, as before zone copies.
+                log(.warning, "the zone copy does not open: \(error)", zone: zone)
+            }
             self.replica = ReplicaBox(replica)
         } catch let refusal as SyncReplica.Refusal {
             throw SyncError(.configuration, refusal.description)
@@ -151,7 +156,12 @@ actor Worker {
             }
             if !behind {
                 try store({ try $0.forgetExternalValues() }, "dropping the external values kept for sync")
-                outcome.applied.add(try store({ try $0.alignWithZone() }, "aligning with the zone's copy"))
+                do {
+                    outcome.applied.add(try replica.with { try $0.alignWithZone() })
+                } catch {
+                    // The round's work is done; the next round tries again.
+                    log(.warning, "aligning with the zone copy: \(error)", zone: zone)
+                }
                 outcome.state = try localState()
                 return outcome
             }

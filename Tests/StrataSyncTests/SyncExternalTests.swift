@@ -19,6 +19,21 @@
         }
     }
 
+    /// A model with a unique constraint (so its store keeps a zone copy)
+    /// and a required `.externalStorage` value with no default.
+    @Model
+    final class Badge {
+        @Attribute(.unique) var name: String
+        @Attribute(.externalStorage) var image: Data
+        var note: String
+
+        init(name: String, image: Data, note: String) {
+            self.name = name
+            self.image = image
+            self.note = note
+        }
+    }
+
     /// An album before its shots had images.
     enum AlbumV1: VersionedSchema {
         static let versionIdentifier = Schema.Version(1, 0, 0)
@@ -83,6 +98,46 @@
             try container.store.read { tx in
                 try tx.treeIfPresent("sync.blobsOut") == nil && tx.treeIfPresent("sync.blobsIn") == nil
             }
+        }
+
+        /// The zone copy holds no `.externalStorage` values, and a model
+        /// whose required one has no default goes there all the same; an
+        /// alignment leaves this store's values as they are.
+        func testARequiredExternalValueOfAModelWithAUniqueConstraintSurvivesTheZoneCopy() async throws {
+            let zone = "zone-\(UUID())"
+            let schema = Schema([Badge.self])
+            let (a, syncA) = try device("a-badge", zone: zone, schema: schema)
+            let (b, syncB) = try device("b-badge", zone: zone, schema: schema)
+            let image = Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let onA = ModelContext(a)
+            onA.insert(Badge(name: "gold", image: image, note: "a"))
+            try onA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            // B's save waits while A's arrives: B's round ends aligned.
+            let onB = ModelContext(b)
+            try XCTUnwrap(onB.fetch(FetchDescriptor<Badge>()).first).note = "b"
+            try onB.save()
+            try XCTUnwrap(onA.fetch(FetchDescriptor<Badge>()).first).note = "a2"
+            try onA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            try await syncA.syncNow()
+            for container in [a, b] {
+                let badges = try ModelContext(container).fetch(FetchDescriptor<Badge>())
+                XCTAssertEqual(badges.map(\.note), ["b"])
+                XCTAssertEqual(badges.map(\.image), [image])
+            }
+            XCTAssertEqual(syncB.status.pendingChanges, 0)
+            // B's copy kept up with the zone: in step, with the badge.
+            var configuration = ModelConfiguration(
+                schema: schema, url: URL(fileURLWithPath: directory.file("b-badge.store") + "-zone"))
+            configuration.recordsHistory = false
+            let copy = try ModelContainer(for: schema, configurations: configuration)
+            XCTAssertEqual(
+                try SyncReplica(container: copy, isZoneCopy: true).state().position,
+                try SyncReplica(container: b).state().position)
+            XCTAssertEqual(try ModelContext(copy).fetch(FetchDescriptor<Badge>()).map(\.note), ["b"])
         }
 
         func testExternalValuesSyncInPartsOncePerZone() async throws {

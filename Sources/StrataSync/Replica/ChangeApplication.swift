@@ -27,6 +27,8 @@ extension SyncReplica {
         /// writes is the zone's, so the pushed and prepared marks move past
         /// it, and the next apply does not read it again.
         let nothingPending: Bool
+        /// The last history token when the change began.
+        let startToken: Int64
         /// Rows of entities with unique constraints that a local delete not
         /// pushed yet removed, by entity name.
         let deletedHere: [String: [Int64]]
@@ -140,14 +142,12 @@ extension SyncReplica {
                 }
             }
             deletedHere = deleted
-            nothingPending =
-                try !replay
-                && replica.store.read { tx in
-                    let pushed = try SyncReplica.number("pushed", tx)
-                    let last = try HistoryLog.lastToken(tx)
-                    let prepared = try SyncReplica.number("prepared", tx)
-                    return pushed == last && prepared == last
-                }
+            (nothingPending, startToken) = try replica.store.read { tx in
+                let pushed = try SyncReplica.number("pushed", tx)
+                let last = try HistoryLog.lastToken(tx)
+                let prepared = try SyncReplica.number("prepared", tx)
+                return (!replay && pushed == last && prepared == last, last)
+            }
         }
 
         /// What the applied change did; models it made and then deleted
@@ -779,14 +779,14 @@ extension SyncReplica {
         /// model is deleted in the context.
         mutating func cascade() throws {
             var work = Array(doomed.keys)
-            // A store that restored a snapshot knows no model deleted before
-            // it: a target it never held is such a model.
-            let restored = try store.read { tx in try SyncReplica.number("restored", tx) } > 0
             for (source, fields) in links.changed {
                 for case let target? in fields.values {
+                    // A target this store never held is deleted too: the
+                    // zone deleted it before a snapshot this store restored,
+                    // or never held it.
                     switch try store.read({ tx in try SyncReplica.place(of: target, tx) }) {
                     case .deleted?: break
-                    case nil where restored && insertedByID[target] == nil: break
+                    case nil where insertedByID[target] == nil: break
                     default: continue
                     }
                     if try doomSource(source) { work.append(source) }
@@ -996,7 +996,13 @@ extension SyncReplica {
                 // copy.
                 try SyncReplica.setNumber("unaligned", 1, tx)
             }
-            if nothingPending, !own {
+            // A local save another context made since the change began
+            // waits to be pushed: the marks stay.
+            if nothingPending, !own,
+                try HistoryLog.readRaw(tx, after: startToken, through: try HistoryLog.lastToken(tx)).allSatisfy({
+                    $0.author == SyncReplica.author
+                })
+            {
                 let last = try HistoryLog.lastToken(tx)
                 try SyncReplica.setPushed(last, tx)
                 try SyncReplica.setNumber("prepared", last, tx)

@@ -79,7 +79,7 @@ extension SyncReplica {
         } catch let error as SyncPayloadError {
             throw DamagedChange(seq: seq, reason: error.description)
         }
-        let copy = try copyInStep()
+        let copy = copyInStep()
         let applied = try apply(seq: seq, set: set, own: own ? token : nil, replay: false, origin: (device, token))
         var zoneSet = set
         if own, let pushed {

@@ -119,9 +119,6 @@ extension SyncReplica {
         inserted: [SyncID: any PersistentModel], masks: (all: Masks, fixed: Masks), seq: Int64, union: Bool = false,
         previous: [String: [SyncID]]? = nil
     ) throws {
-        // A store that restored a snapshot knows no model deleted before
-        // it: one that a later change still lists is such a model.
-        var afterSnapshot: Bool?
         func target(_ id: SyncID, of relationship: Schema.Relationship) throws -> (any PersistentModel)? {
             if let made = inserted[id] { return made }
             guard let type = relationship.destinationType, let destination = schema.entity(forType: type) else { return nil }
@@ -132,10 +129,11 @@ extension SyncReplica {
             case .deleted:
                 return nil
             case nil:
-                if afterSnapshot == nil { afterSnapshot = try store.read { tx in try Self.number("restored", tx) } > 0 }
-                if afterSnapshot == true { return nil }
-                throw DamagedChange(
-                    seq: seq, reason: "\(entity.name).\(relationship.name) refers to \(id), which the zone never held")
+                // A model this store never held: one the zone deleted before
+                // a snapshot this store restored, or one the zone never held
+                // (merged ahead of the zone on the device that names it).
+                // Every device leaves it out alike.
+                return nil
             }
         }
         for field in fields {

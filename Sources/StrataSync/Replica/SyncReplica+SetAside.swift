@@ -18,7 +18,7 @@ extension SyncReplica {
     package func setAside(
         seq: Int64, device: SyncID, token: Int64, reason: SyncStatus.SetAsideChange.Reason, message: String
     ) throws {
-        let copy = try copyInStep()
+        let copy = copyInStep()
         try store.write { tx in
             let own = try Self.readMeta(tx).device == device
             if own {

@@ -217,10 +217,7 @@ extension SyncReplica {
             set.changes.append(SyncChangeSet.Change(kind: .delete, entity: entity, id: id))
         }
         let applied = try apply(seq: through, set: set, own: nil, replay: false)
-        try store.write { tx in
-            if try tx.treeIfPresent(Self.restoreTree) != nil { try tx.dropTree(Self.restoreTree) }
-            try Self.setNumber("restored", through, tx)
-        }
+        try store.write { tx in if try tx.treeIfPresent(Self.restoreTree) != nil { try tx.dropTree(Self.restoreTree) } }
         return applied
     }
 }

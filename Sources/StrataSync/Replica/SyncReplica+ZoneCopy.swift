@@ -70,12 +70,23 @@ extension SyncReplica {
     }
 
     /// The zone copy, when it holds the zone's state at this store's
-    /// position (read before this store applies a change).
-    func copyInStep() throws -> SyncReplica? {
+    /// position: the same position, reached by the same change (read
+    /// before this store applies a change). A copy that cannot be read is
+    /// out of step: the copy never stops a round.
+    func copyInStep() -> SyncReplica? {
         guard let copy = zoneCopy else { return nil }
-        let here = try store.read { tx in try Self.number("position", tx) }
-        let there = try copy.store.read { tx in try Self.number("position", tx) }
-        return here == there ? copy : nil
+        do {
+            let here = try store.read { tx in (try Self.number("position", tx), try Self.changeAt(tx)) }
+            let there = try copy.store.read { tx in (try Self.number("position", tx), try Self.changeAt(tx)) }
+            return here == there ? copy : nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// `sync.meta` "at": the change at the position, as stored.
+    static func changeAt(_ tx: ReadTransaction) throws -> [UInt8]? {
+        try tx.treeIfPresent(metaTree).flatMap { try tx.get(Array("at".utf8), in: $0) }
     }
 
     /// Applies server change `seq` to the copy too; a copy that cannot
@@ -158,12 +169,29 @@ extension SyncReplica {
         }
     }
 
+    /// `set` for the copy, which holds no `.externalStorage` values: each
+    /// goes as empty data (nil when the zone's is), as a non-optional
+    /// attribute needs one.
     static func withoutExternal(_ set: SyncChangeSet) -> SyncChangeSet {
         var set = set
         for index in set.changes.indices {
-            set.changes[index].fields.removeAll { $0.wire == SyncChangeSet.external }
+            set.changes[index].fields = set.changes[index].fields.map { field in
+                guard field.wire == SyncChangeSet.external else { return field }
+                let isNil: Bool
+                do {
+                    isNil = try ExternalReference.decode(field.value) == nil
+                } catch {
+                    isNil = false
+                }
+                return isNil ? SyncChangeSet.Field(name: field.name, wire: RecordFormat.null, value: []) : emptyData(field.name)
+            }
         }
         return set
+    }
+
+    /// Empty data for attribute `name`, as a record holds data.
+    static func emptyData(_ name: String) -> SyncChangeSet.Field {
+        SyncChangeSet.Field(name: name, wire: RecordFormat.lengthDelimited, value: [0])
     }
 
     /// Makes this store's models the copy's, once it has nothing to push
@@ -171,7 +199,7 @@ extension SyncReplica {
     /// a copy out of step again from this store's models first.
     package func alignWithZone() throws -> Applied {
         guard let copy = zoneCopy else { return Applied() }
-        guard try copyInStep() != nil else {
+        guard copyInStep() != nil else {
             try remakeCopy(copy)
             return Applied()
         }
@@ -242,7 +270,8 @@ extension SyncReplica {
         var primary: [SyncID: SyncID] = [:]
         /// The identifiers pointing at each model, by the model's.
         var members: [SyncID: [SyncID]] = [:]
-        var deleted: Set<SyncID> = []
+        /// Identifiers of deleted models, with their entity names.
+        var deleted: [SyncID: String] = [:]
         /// Entity name → row → the model's identifier.
         var rows: [String: [Int64: SyncID]] = [:]
     }
@@ -265,12 +294,18 @@ extension SyncReplica {
                         pointing[entity, default: [:]][try RowKey.decode(Array(value[1..<9])), default: []].append(
                             SyncID(bytes: key))
                     } else if value.first == 2 {
-                        view.deleted.insert(SyncID(bytes: key))
+                        view.deleted[SyncID(bytes: key)] = String(decoding: value[1...], as: UTF8.self)
                     }
                     return true
                 }
             }
             var builder = ChangeSetBuilder(schema: schema, tx: tx)
+            // `.externalStorage` values are left out: the copy holds none,
+            // and reading them would copy each into `sync.blobsOut`.
+            var carried: [String: Set<String>] = [:]
+            for entity in schema.entities {
+                carried[entity.name] = Set(entity.properties.filter { entity.externalTrees[$0.field] == nil }.map(\.name))
+            }
             for entity in schema.entities {
                 for (row, record) in try Self.records(of: entity, tx) {
                     let members = pointing[entity.name]?[row] ?? []
@@ -284,8 +319,7 @@ extension SyncReplica {
                         view.members[stand] = []
                         continue
                     }
-                    var fields = try builder.fields(of: record, entity: entity, row: row, only: nil)
-                    fields.removeAll { $0.wire == SyncChangeSet.external }
+                    let fields = try builder.fields(of: record, entity: entity, row: row, only: carried[entity.name])
                     view.models[id] = ZoneView.Model(entity: entity, row: row, fields: fields)
                     view.rows[entity.name, default: [:]][row] = id
                     view.members[id] = members.contains(id) ? members : [id] + members
@@ -310,6 +344,8 @@ extension SyncReplica {
         var made: [SyncID] = []
         /// Rows here no model of the copy takes.
         var gone: [(entity: Schema.Entity, row: Int64, id: SyncID)] = []
+        /// Entity name → row here → the copy's model that takes it.
+        var owner: [String: [Int64: SyncID]] = [:]
 
         mutating func assign() {
             var taken: [String: Set<Int64>] = [:]
@@ -338,18 +374,29 @@ extension SyncReplica {
             for (id, mine) in here.models where taken[mine.entity.name]?.contains(mine.row) != true {
                 gone.append((mine.entity, mine.row, id))
             }
+            for (id, row) in rowOf {
+                guard let entity = zone.models[id]?.entity.name else { continue }
+                owner[entity, default: [:]][row] = id
+            }
         }
 
         /// `fields` with each identifier as the copy names its model, and
-        /// to-many lists in one order.
-        func canonical(_ fields: [SyncChangeSet.Field]) -> [String: SyncChangeSet.Field] {
+        /// to-many lists in one order. `here`: fields of this store, whose
+        /// identifiers name rows here: each becomes the copy's model that
+        /// takes the row (a row that goes keeps the identifier, which the
+        /// copy's fields do not hold).
+        func canonical(_ fields: [SyncChangeSet.Field], here mine: Bool = false) -> [String: SyncChangeSet.Field] {
             var result: [String: SyncChangeSet.Field] = [:]
             for field in fields {
                 guard field.wire == SyncChangeSet.toOne || field.wire == SyncChangeSet.toMany else {
                     result[field.name] = field
                     continue
                 }
-                var ids = field.ids.map { zone.primary[$0] ?? $0 }
+                var ids = field.ids.map { id -> SyncID in
+                    guard mine else { return zone.primary[id] ?? id }
+                    guard let own = here.primary[id], let model = here.models[own] else { return id }
+                    return owner[model.entity.name]?[model.row] ?? own
+                }
                 if field.wire == SyncChangeSet.toMany { ids.sort(by: SyncReplica.precedes) }
                 result[field.name] = SyncChangeSet.Field(name: field.name, wire: field.wire, value: ids.flatMap(\.bytes))
             }
@@ -362,7 +409,7 @@ extension SyncReplica {
             guard let model = zone.models[id] else { return ([], []) }
             let theirs = canonical(model.fields)
             let mine = rowOf[id].flatMap { here.rows[model.entity.name]?[$0] }.flatMap { here.models[$0] }.map {
-                canonical($0.fields)
+                canonical($0.fields, here: true)
             }
             var attributes: [SyncChangeSet.Field] = []
             var relationships: [SyncChangeSet.Field] = []
@@ -377,22 +424,20 @@ extension SyncReplica {
         }
     }
 
-    /// Carries out `plan` in two saves authored ``author``: the first
-    /// deletes, changes the models that stay and points the identifiers at
-    /// them; the second makes the copy's models this store lacks (made
-    /// first, one could take a unique value a model that stays gives up in
-    /// the same save, and merge into it). Each save checks that no local
-    /// save came in since `quiet`.
+    /// Carries out `plan` in one save authored ``author``, or two: a model
+    /// to make whose unique values a model that stays holds here now is
+    /// made by a second save (made in the first, it would take that
+    /// model's row, SwiftData's upsert, before the model gives the values
+    /// up). Each save checks that no local save came in since `quiet`.
     private func carryOut(_ plan: AlignmentPlan, quiet: Int64, copy: SyncReplica) throws -> Applied {
         var applied = Applied()
         let position = try store.read { tx in try Self.number("position", tx) }
-        let made = Set(plan.made)
-        var relinked: [(SyncID, any PersistentModel, Schema.Entity, [SyncChangeSet.Field])] = []
-        let first = ModelContext(container)
-        first.author = Self.author
+        let zone = plan.zone
+        let goneRows = Set(plan.gone.map { "\($0.entity.name)/\($0.row)" })
+        var relinked: [(id: SyncID, entity: Schema.Entity, fields: [SyncChangeSet.Field])] = []
         func model(_ id: SyncID, in context: ModelContext, made: [SyncID: any PersistentModel]) -> (any PersistentModel)? {
             if let new = made[id] { return new }
-            guard let entity = plan.zone.models[id]?.entity, let row = plan.rowOf[id] else { return nil }
+            guard let entity = zone.models[id]?.entity, let row = plan.rowOf[id] else { return nil }
             let found = context.model(for: identifier(entity, row))
             return found is MissingModel || found.isDeleted ? nil : found
         }
@@ -403,7 +448,7 @@ extension SyncReplica {
             for field in fields {
                 guard let relationship = entity.properties.first(where: { $0.name == field.name }) as? Schema.Relationship
                 else { continue }
-                let targets = field.ids.compactMap { model(plan.zone.primary[$0] ?? $0, in: context, made: made) }
+                let targets = field.ids.compactMap { model(zone.primary[$0] ?? $0, in: context, made: made) }
                 if relationship.isToOneRelationship {
                     target._strataSetRelationship(field: relationship.field, to: targets.first)
                 } else {
@@ -411,17 +456,52 @@ extension SyncReplica {
                 }
             }
         }
+        /// A new model of the copy's model `id`; its `.externalStorage`
+        /// attributes, which the copy does not hold, empty (nil when
+        /// optional) until a change brings their values.
+        func make(_ id: SyncID) throws -> (any PersistentModel)? {
+            guard let model = zone.models[id] else { return nil }
+            var attributes = model.fields.filter { $0.wire != SyncChangeSet.toOne && $0.wire != SyncChangeSet.toMany }
+            for field in model.entity.externalTrees.keys.sorted() {
+                let property = model.entity.properties[field]
+                attributes.append(
+                    (property as? Schema.Attribute)?.isOptional == true
+                        ? SyncChangeSet.Field(name: property.name, wire: RecordFormat.null, value: [])
+                        : Self.emptyData(property.name))
+            }
+            return try self.make(model.entity, attributes, seq: position)
+        }
+
+        let first = ModelContext(container)
+        first.author = Self.author
+        // Models to make: in the first save unless a model that stays holds
+        // their unique values here now.
+        var news: [SyncID: any PersistentModel] = [:]
+        var later: [SyncID] = []
+        for id in plan.made {
+            guard let new = try make(id), let entity = zone.models[id]?.entity else { continue }
+            if let holder = try existingRow(matching: new, entity), !goneRows.contains("\(entity.name)/\(holder)") {
+                later.append(id)
+                continue
+            }
+            first.insert(new)
+            news[id] = new
+        }
+        for (id, new) in news {
+            guard let model = zone.models[id] else { continue }
+            link(new, model.entity, model.fields, in: first, made: news)
+        }
         for (id, row) in plan.rowOf.sorted(by: { Self.precedes($0.key, $1.key) }) {
-            guard let entity = plan.zone.models[id]?.entity else { continue }
+            guard let entity = zone.models[id]?.entity else { continue }
             let (attributes, relationships) = plan.differences(id)
             guard !attributes.isEmpty || !relationships.isEmpty else { continue }
             let stored = first.model(for: identifier(entity, row))
             guard !(stored is MissingModel) else { continue }
             if !attributes.isEmpty { _ = try assign(attributes, to: stored, entity: entity, seq: position) }
             if !relationships.isEmpty {
-                // Targets the second save makes are pointed at there.
-                link(stored, entity, relationships, in: first, made: [:])
-                relinked.append((id, stored, entity, relationships))
+                // Targets a second save makes are pointed at there.
+                link(stored, entity, relationships, in: first, made: news)
+                relinked.append((id, entity, relationships))
             }
             applied.updated.append(stored.persistentModelID)
         }
@@ -431,12 +511,12 @@ extension SyncReplica {
             first.delete(stored)
             applied.deleted.append(stored.persistentModelID)
         }
-        // The identifiers: those of gone rows first, then every identifier
-        // of each model that stays at its row, the model's own as the row's.
+        // The identifiers of each model that stays at its row, the
+        // model's own as the row's.
         var remaps: [(SyncID, Schema.Entity, Int64)] = []
         for (id, row) in plan.rowOf {
-            guard let entity = plan.zone.models[id]?.entity else { continue }
-            let members = plan.zone.members[id] ?? [id]
+            guard let entity = zone.models[id]?.entity else { continue }
+            let members = zone.members[id] ?? [id]
             let inStep =
                 plan.here.rows[entity.name]?[row] == id
                 && members.allSatisfy { plan.here.primary[$0] == id }
@@ -444,9 +524,10 @@ extension SyncReplica {
         }
         // Identifiers deleted in the zone, or never in it (a model a
         // local save merged ahead of the zone, named by its saves since).
-        let deletedThere = plan.zone.deleted.subtracting(plan.here.deleted).union(
-            plan.here.primary.keys.filter { plan.zone.primary[$0] == nil })
-        let goneIDs = plan.gone.flatMap { gone in plan.here.members[gone.id] ?? [] }
+        var deletedThere = zone.deleted.filter { plan.here.deleted[$0.key] == nil }
+        for (id, own) in plan.here.primary where zone.primary[id] == nil {
+            if let entity = plan.here.models[own]?.entity.name { deletedThere[id] = entity }
+        }
         let zoneTrees = try copy.store.read { tx -> [String: [([UInt8], [UInt8])]] in
             var trees: [String: [([UInt8], [UInt8])]] = [:]
             for name in [Self.aheadMergesTree, Links.byTarget, Links.bySource] {
@@ -467,77 +548,13 @@ extension SyncReplica {
                 guard key.count > 9, let zero = key.firstIndex(of: 0), key.count == zero + 9 else { return true }
                 let entity = String(decoding: key[..<zero], as: UTF8.self)
                 let row = try RowKey.decode(Array(key[(zero + 1)...]))
-                if let id = plan.zone.rows[entity]?[row] { zoneValues.append((id, entity, value)) }
+                if let id = zone.rows[entity]?[row] { zoneValues.append((id, entity, value)) }
                 return true
             }
         }
-        let zone = plan.zone
-        let checkQuiet = { (tx: WriteTransaction) throws in
-            guard try Self.nothingToPush(after: quiet, tx) else { throw LocalSaveCameIn() }
-        }
-        let firstState = StateWrite { tx in
-            try checkQuiet(tx)
-            for id in goneIDs where zone.primary[id] == nil {
-                try Self.markDeleted(id, entity: plan.here.models[plan.here.primary[id] ?? id]?.entity.name ?? "", row: nil, tx)
-            }
-            for (entity, row, _) in plan.gone { try Self.unmap(entity: entity.name, row: row, tx) }
-            for (id, entity, row) in remaps {
-                try Self.unmap(entity: entity.name, row: row, tx)
-                try Self.map(id, entity: entity.name, row: row, tx)
-                for member in zone.members[id] ?? [] where member != id {
-                    try Self.map(member, entity: entity.name, row: row, claim: false, tx)
-                }
-            }
-            for id in deletedThere {
-                let entity = zone.models[id]?.entity.name ?? plan.here.models[plan.here.primary[id] ?? id]?.entity.name ?? ""
-                try Self.markDeleted(id, entity: entity, row: nil, tx)
-            }
-            // The zone's merges and cascades as the copy holds them; the
-            // merges ahead of the zone and the zone's values of rows are
-            // past (nothing waits to be pushed).
-            for name in [
-                Self.aheadMergesTree, Links.byTarget, Links.bySource, Self.aheadLosersTree, Self.aheadFromTree,
-                Self.mergedRowsTree, Self.zoneValuesTree,
-            ] where try tx.treeIfPresent(name) != nil {
-                try tx.dropTree(name)
-            }
-            for (name, entries) in zoneTrees {
-                let tree = try tx.createTree(name)
-                for (key, value) in entries { try tx.put(key, value, in: tree) }
-            }
-            let values = try tx.createTree(Self.zoneValuesTree)
-            for (id, entity, value) in zoneValues {
-                guard let row = plan.rowOf[id] else { continue }
-                try tx.put(Self.rowKey(entity, row), value, in: values)
-            }
-            let last = try HistoryLog.lastToken(tx)
-            try Self.setPushed(last, tx)
-            try Self.setNumber("prepared", last, tx)
-            if made.isEmpty { try Self.setNumber("unaligned", 0, tx) }
-        }
-        try first.save(with: firstState)
-        guard !made.isEmpty else { return applied }
-        let second = ModelContext(container)
-        second.author = Self.author
-        var news: [SyncID: any PersistentModel] = [:]
-        for id in plan.made {
-            guard let model = zone.models[id] else { continue }
-            let attributes = model.fields.filter { $0.wire != SyncChangeSet.toOne && $0.wire != SyncChangeSet.toMany }
-            let new = try make(model.entity, attributes, seq: position)
-            second.insert(new)
-            news[id] = new
-        }
-        for id in plan.made {
-            guard let model = zone.models[id], let new = news[id] else { continue }
-            link(new, model.entity, model.fields, in: second, made: news)
-        }
-        for (id, _, entity, relationships) in relinked {
-            guard let stored = model(id, in: second, made: news) else { continue }
-            link(stored, entity, relationships, in: second, made: news)
-        }
-        let secondState = StateWrite { tx in
-            try checkQuiet(tx)
-            for (id, new) in news where !new.isDeleted {
+        /// Maps the models `made` made, and records their zone values.
+        func mapMade(_ made: [SyncID: any PersistentModel], _ tx: WriteTransaction) throws {
+            for (id, new) in made where !new.isDeleted {
                 guard let entity = zone.models[id]?.entity else { continue }
                 for member in zone.members[id] ?? [id] {
                     try Self.map(member, entity: entity.name, row: new._strataState.rowID, claim: member == id, tx)
@@ -545,16 +562,81 @@ extension SyncReplica {
             }
             let values = try tx.treeIfPresent(Self.zoneValuesTree) ?? tx.createTree(Self.zoneValuesTree)
             for (id, entity, value) in zoneValues {
-                guard let new = news[id], !new.isDeleted else { continue }
+                guard let new = made[id], !new.isDeleted else { continue }
                 try tx.put(Self.rowKey(entity, new._strataState.rowID), value, in: values)
             }
+        }
+        func ended(_ tx: WriteTransaction, aligned: Bool) throws {
+            guard try Self.nothingToPush(after: quiet, tx) else { throw LocalSaveCameIn() }
             let last = try HistoryLog.lastToken(tx)
             try Self.setPushed(last, tx)
             try Self.setNumber("prepared", last, tx)
-            try Self.setNumber("unaligned", 0, tx)
+            if aligned { try Self.setNumber("unaligned", 0, tx) }
         }
-        try second.save(with: secondState)
+        let firstNews = news
+        try first.save(
+            with: StateWrite { tx in
+                for (entity, row, _) in plan.gone { try Self.unmap(entity: entity.name, row: row, tx) }
+                for (id, entity, row) in remaps {
+                    try Self.unmap(entity: entity.name, row: row, tx)
+                    try Self.map(id, entity: entity.name, row: row, tx)
+                    for member in zone.members[id] ?? [] where member != id {
+                        try Self.map(member, entity: entity.name, row: row, claim: false, tx)
+                    }
+                }
+                for (id, entity) in deletedThere { try Self.markDeleted(id, entity: entity, row: nil, tx) }
+                // The zone's merges and cascades as the copy holds them; the
+                // merges ahead of the zone and the zone's values of rows are
+                // past (nothing waits to be pushed).
+                for name in [
+                    Self.aheadMergesTree, Links.byTarget, Links.bySource, Self.aheadLosersTree, Self.aheadFromTree,
+                    Self.mergedRowsTree, Self.zoneValuesTree,
+                ] where try tx.treeIfPresent(name) != nil {
+                    try tx.dropTree(name)
+                }
+                for (name, entries) in zoneTrees {
+                    let tree = try tx.createTree(name)
+                    for (key, value) in entries { try tx.put(key, value, in: tree) }
+                }
+                let values = try tx.createTree(Self.zoneValuesTree)
+                for (id, entity, value) in zoneValues {
+                    guard let row = plan.rowOf[id] else { continue }
+                    try tx.put(Self.rowKey(entity, row), value, in: values)
+                }
+                try mapMade(firstNews, tx)
+                try ended(tx, aligned: later.isEmpty)
+            })
         applied.inserted += news.values.filter { !$0.isDeleted }.map(\.persistentModelID)
+        guard !later.isEmpty else { return applied }
+        let second = ModelContext(container)
+        second.author = Self.author
+        var laterNews: [SyncID: any PersistentModel] = [:]
+        for id in later {
+            guard let new = try make(id) else { continue }
+            second.insert(new)
+            laterNews[id] = new
+        }
+        var all = laterNews
+        for (id, new) in news { all[id] = second.model(for: new.persistentModelID) }
+        for (id, new) in laterNews {
+            guard let model = zone.models[id] else { continue }
+            link(new, model.entity, model.fields, in: second, made: all)
+        }
+        for (id, entity, relationships) in relinked {
+            guard let stored = model(id, in: second, made: all) else { continue }
+            link(stored, entity, relationships, in: second, made: all)
+        }
+        for (id, _) in news {
+            guard let model = zone.models[id], let new = all[id] else { continue }
+            link(new, model.entity, model.fields, in: second, made: all)
+        }
+        let secondNews = laterNews
+        try second.save(
+            with: StateWrite { tx in
+                try mapMade(secondNews, tx)
+                try ended(tx, aligned: true)
+            })
+        applied.inserted += laterNews.values.filter { !$0.isDeleted }.map(\.persistentModelID)
         return applied
     }
 

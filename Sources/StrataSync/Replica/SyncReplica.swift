@@ -15,9 +15,6 @@ import StrataEngine
 // - `schema`: the hash of the schema description (`SyncSchema`) the store
 //   last synced with; a change means a migration, after which the kept
 //   parts are applied;
-// - `restored`: the position of the last snapshot restored here (8 bytes,
-//   RowKey): a change that lists a model the store never held names one
-//   deleted before it;
 // - `unaligned`: 1 when a change was applied while local saves waited
 //   (`SyncReplica+ZoneCopy`).
 // An absent number is 0.
