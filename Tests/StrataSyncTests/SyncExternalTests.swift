@@ -140,6 +140,22 @@
             XCTAssertEqual(try ModelContext(copy).fetch(FetchDescriptor<Badge>()).map(\.note), ["b"])
         }
 
+        /// An empty value (not nil) has no parts: a device that downloaded
+        /// nothing else applies it all the same.
+        func testAnEmptyExternalValueSyncs() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a-empty", zone: zone)
+            let (b, syncB) = try device("b-empty", zone: zone)
+            let onA = ModelContext(a)
+            onA.insert(Photo(name: "blank", image: Data()))
+            try onA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            let photos = try ModelContext(b).fetch(FetchDescriptor<Photo>())
+            XCTAssertEqual(photos.map(\.name), ["blank"])
+            XCTAssertEqual(photos.map(\.image), [Data()])
+        }
+
         func testExternalValuesSyncInPartsOncePerZone() async throws {
             let zone = "zone-\(UUID())"
             let (a, syncA) = try device("a", zone: zone)

@@ -315,6 +315,8 @@ extension SyncReplica {
                 if let out = try tx.treeIfPresent(Self.blobsOutTree), let stored = try tx.get(reference.digest, in: out) {
                     return ExternalBlob.decode(stored).map { Array($0) }
                 }
+                // An empty value has no parts to download.
+                guard reference.length > 0 else { return [] }
                 guard let tree = try tx.treeIfPresent(Self.blobsInTree) else { return nil }
                 var value: [UInt8] = []
                 value.reserveCapacity(reference.length)
