@@ -145,6 +145,18 @@ extension SyncReplica {
         return ordered
     }
 
+    /// The downloaded parts of the snapshot at `through`, in order.
+    static func snapshotParts(through: Int64, _ tx: ReadTransaction) throws -> [[UInt8]] {
+        guard let tree = try tx.treeIfPresent(restoreTree) else { return [] }
+        var parts: [[UInt8]] = []
+        try tx.forEach(tree, from: RowKey.encode(through)) { key, value in
+            guard Array(key.prefix(8)) == RowKey.encode(through) else { return false }
+            parts.append(value)
+            return true
+        }
+        return parts
+    }
+
     /// Makes the store the zone's state at `through` from the downloaded
     /// snapshot, as one save authored ``author`` that moves the position to
     /// `through`: every model of the snapshot inserted or updated (local
@@ -157,19 +169,12 @@ extension SyncReplica {
         var present = Set<SyncID>()
         var live: [(id: SyncID, entity: String, row: Int64)] = []
         try store.read { tx in
-            if let tree = try tx.treeIfPresent(Self.restoreTree) {
-                var failure: (any Error)?
-                try tx.forEach(tree, from: RowKey.encode(through)) { key, value in
-                    guard Array(key.prefix(8)) == RowKey.encode(through) else { return false }
-                    do {
-                        set.changes += try SyncChangeSet.decode(value).changes
-                    } catch {
-                        failure = DamagedChange(seq: through, reason: "snapshot: \(error)")
-                        return false
-                    }
-                    return true
+            for part in try Self.snapshotParts(through: through, tx) {
+                do {
+                    set.changes += try SyncChangeSet.decode(part).changes
+                } catch {
+                    throw DamagedChange(seq: through, reason: "snapshot: \(error)")
                 }
-                if let failure { throw failure }
             }
             if let ids = try tx.treeIfPresent(Self.idsTree) {
                 try tx.forEach(ids) { key, value in

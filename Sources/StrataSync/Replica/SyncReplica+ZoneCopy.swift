@@ -115,21 +115,8 @@ extension SyncReplica {
     func copyRestores(through: Int64) {
         guard let copy = zoneCopy else { return }
         do {
-            var parts: [[UInt8]] = []
-            try store.read { tx in
-                guard let tree = try tx.treeIfPresent(Self.restoreTree) else { return }
-                try tx.forEach(tree, from: RowKey.encode(through)) { key, value in
-                    guard Array(key.prefix(8)) == RowKey.encode(through) else { return false }
-                    parts.append(value)
-                    return true
-                }
-            }
-            try copy.restart(zone: try zoneName())
-            for (index, part) in parts.enumerated() {
-                try copy.keepPart(
-                    through: through, part: index, payload: Self.withoutExternal(SyncChangeSet.decode(part)).encode())
-            }
-            try copy.restore(through: through)
+            let parts = try store.read { tx in try Self.snapshotParts(through: through, tx) }
+            try copy.restart(zone: try zoneName(), snapshot: (through, parts))
         } catch {
             copy.putOutOfStep()
         }
@@ -150,11 +137,18 @@ extension SyncReplica {
         return zone
     }
 
-    /// The copy's models, sync state and position go; it joins `zone` again.
-    private func restart(zone: String) throws {
+    /// The copy's models, sync state and position go; it joins `zone` again,
+    /// and restores `snapshot` (its parts as the zone sends them) if given.
+    private func restart(zone: String, snapshot: (through: Int64, parts: [[UInt8]])? = nil) throws {
         try container.erase()
         try leave()
         _ = try join(zone: zone)
+        guard let snapshot else { return }
+        for (index, part) in snapshot.parts.enumerated() {
+            try keepPart(
+                through: snapshot.through, part: index, payload: Self.withoutExternal(SyncChangeSet.decode(part)).encode())
+        }
+        try restore(through: snapshot.through)
     }
 
     /// Marks the copy out of step (its position can be no store's). A
@@ -247,12 +241,7 @@ extension SyncReplica {
         } catch is SnapshotRefusal {
             return
         }
-        try copy.restart(zone: try zoneName())
-        for (index, part) in snapshot.parts.enumerated() {
-            try copy.keepPart(
-                through: snapshot.through, part: index, payload: Self.withoutExternal(SyncChangeSet.decode(part)).encode())
-        }
-        try copy.restore(through: snapshot.through)
+        try copy.restart(zone: try zoneName(), snapshot: snapshot)
     }
 
     /// A store's models in the zone's terms: each by the identifier its
