@@ -16,6 +16,7 @@ extension Worker {
     /// Uploads the parts the zone lacks of the external values an outbox
     /// entry refers to.
     func uploadExternalValues(of payload: [UInt8]) async throws(SyncError) {
+        guard SyncChangeSet.mentionsExternal(payload) else { return }
         let references: [ExternalReference]
         do {
             references = try SyncReplica.externalReferences(in: payload).filter { !uploaded.contains($0.digest) }
@@ -58,7 +59,9 @@ extension Worker {
     /// digest. A payload that does not decode is left to the apply, which
     /// sets it aside.
     func downloadExternalValues(of payload: [UInt8], seq: Int64) async throws(SyncError) {
-        guard let references = try? SyncReplica.externalReferences(in: payload) else { return }
+        guard SyncChangeSet.mentionsExternal(payload),
+            let references = try? SyncReplica.externalReferences(in: payload)
+        else { return }
         try await download(references, for: "change \(seq)")
     }
 

@@ -21,6 +21,28 @@ final class SyncChangeSetTests: XCTestCase {
         }
     }
 
+    /// The scan a push and a pull make of every change: it finds an
+    /// external value wherever it sits, and answers true for bytes that do
+    /// not decode (so that the decode reports them).
+    func testMentionsExternalFindsExternalValuesWithoutDecoding() throws {
+        let title = SyncChangeSet.Field(name: "title", wire: 2, value: [2, 0x68, 0x69])
+        let scan = SyncChangeSet.Field(
+            name: "scan", wire: SyncChangeSet.external, value: ExternalReference(of: Data("bytes".utf8)).encoded)
+        func payload(_ changes: [SyncChangeSet.Change]) -> [UInt8] { SyncChangeSet(changes: changes).encode() }
+        let plain = SyncChangeSet.Change(kind: .insert, entity: "Note", id: SyncID.make(), fields: [title])
+        let deleted = SyncChangeSet.Change(kind: .delete, entity: "Note", id: SyncID.make())
+        var external = plain
+        external.fields.append(scan)
+        XCTAssertFalse(SyncChangeSet.mentionsExternal(payload([])))
+        XCTAssertFalse(SyncChangeSet.mentionsExternal(payload([plain, deleted, plain])))
+        XCTAssertTrue(SyncChangeSet.mentionsExternal(payload([plain, deleted, external])))
+        XCTAssertTrue(SyncChangeSet.mentionsExternal(payload([external])))
+        let bytes = payload([plain, external])
+        XCTAssertTrue(SyncChangeSet.mentionsExternal(Array(bytes.prefix(bytes.count / 2))))
+        XCTAssertTrue(SyncChangeSet.mentionsExternal([2, 0]))
+        XCTAssertTrue(SyncChangeSet.mentionsExternal([]))
+    }
+
     func testARoundTripKeepsEveryField() throws {
         let set = SyncChangeSet(changes: [
             SyncChangeSet.Change(

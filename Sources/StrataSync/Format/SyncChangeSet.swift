@@ -114,6 +114,33 @@ package struct SyncChangeSet: Equatable, Sendable {
         return try decoded.get()
     }
 
+    /// Whether the encoded change set `bytes` holds a field of wire type
+    /// ``external``, read without copying a name or a value (a push and a
+    /// pull ask this of every change, and most hold no external value);
+    /// true for bytes that do not decode, which ``decode(_:)`` explains.
+    package static func mentionsExternal(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var reader = ByteReader(raw)
+            do {
+                guard try reader.byte() == 1 else { return true }
+                for _ in 0..<(try reader.count()) {
+                    let kind = try reader.byte()
+                    _ = try reader.take(try reader.count())
+                    _ = try reader.take(16)
+                    guard kind != Kind.delete.rawValue else { continue }
+                    for _ in 0..<(try reader.count()) {
+                        _ = try reader.take(try reader.count())
+                        if try reader.byte() == external { return true }
+                        _ = try reader.take(try reader.count())
+                    }
+                }
+                return false
+            } catch {
+                return true
+            }
+        }
+    }
+
     private static func decode(_ input: inout PayloadInput, first: UInt8) throws(SyncPayloadError) -> SyncChangeSet {
         guard try input.byte() == 1 else { throw SyncPayloadError("unknown payload format \(first)") }
         var changes: [Change] = []

@@ -81,6 +81,7 @@ extension SyncReplica {
         }
         let copy = copyInStep()
         let applied = try apply(seq: seq, set: set, own: own ? token : nil, replay: false, origin: (device, token))
+        guard let copy else { return applied }
         var zoneSet = set
         if own, let pushed {
             do {
