@@ -157,6 +157,11 @@ actor Worker {
             if !behind {
                 try store({ try $0.forgetExternalValues() }, "dropping the external values kept for sync")
                 do {
+                    try await catchUpCopy()
+                } catch {
+                    log(.warning, "bringing the zone copy up to date: \(error)", zone: zone)
+                }
+                do {
                     outcome.applied.add(try replica.with { try $0.alignWithZone() })
                 } catch {
                     // The round's work is done; the next round tries again.
@@ -164,6 +169,60 @@ actor Worker {
                 }
                 outcome.state = try localState()
                 return outcome
+            }
+        }
+    }
+
+    /// Brings a zone copy out of step (a crash between an apply here and
+    /// there, a copy removed) up to this store's position by the zone's own
+    /// changes, when this store's models are not the zone's state (see
+    /// ``SyncReplica/copyLag()``): the zone's snapshot if the copy is
+    /// behind it, then each change after. Stops without error when the
+    /// zone cannot give what the copy lacks (trimmed past this store, or
+    /// since the head was read): the next round tries again.
+    private func catchUpCopy() async throws(SyncError) {
+        guard var lag = try store({ try $0.copyLag() }, "reading the zone copy") else { return }
+        let head = try await server.head(zone: zone)
+        if lag.copy < head.trimmed {
+            // The changes through `trimmed` are gone: the snapshot stands
+            // for them.
+            guard head.trimmed <= lag.store else { return }
+            var parts: [[UInt8]] = []
+            while let part = try await server.snapshotPart(zone: zone, through: head.trimmed, part: parts.count) {
+                parts.append(part)
+            }
+            guard !parts.isEmpty else { return }
+            try store({ try $0.copyStarts(from: (head.trimmed, parts)) }, "restoring the zone copy")
+            lag.copy = head.trimmed
+            lag.at = nil
+        }
+        var verify = lag.at
+        while lag.copy < lag.store {
+            var changes = try await server.pull(
+                zone: zone, after: verify == nil ? lag.copy : lag.copy - 1, limit: Self.pullBatch)
+            if let at = verify {
+                verify = nil
+                guard let first = changes.first, first.seq == lag.copy, first.device == at.device.bytes,
+                    first.token == at.token
+                else {
+                    // Not the zone's change at its position: from no change.
+                    replica.with { $0.copyOutOfStep() }
+                    return try await catchUpCopy()
+                }
+                changes.removeFirst()
+            }
+            guard !changes.isEmpty else { return }
+            for change in changes where change.seq <= lag.store {
+                guard change.seq == lag.copy + 1, change.device.count == 16,
+                    !change.payload.isEmpty || change.setAside != nil
+                else { return }
+                let taken = replica.with {
+                    $0.copyTakes(
+                        seq: change.seq, device: SyncID(bytes: change.device), token: change.token,
+                        payload: change.setAside == nil ? change.payload : nil)
+                }
+                guard taken else { return }
+                lag.copy = change.seq
             }
         }
     }

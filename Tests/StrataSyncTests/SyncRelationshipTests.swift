@@ -1078,6 +1078,54 @@
             XCTAssertEqual(syncA.status.pendingChanges, 0)
         }
 
+        /// A zone copy out of step (as an apply that failed there leaves
+        /// it) while this store holds models that are not the zone's
+        /// catches up by the zone's own changes, from its snapshot when
+        /// `trimmed`: made from this store's models, it held the fault too,
+        /// and the alignment kept it.
+        func assertACopyOutOfStepCatchesUpFromTheZone(_ suffix: String, trimmed: Bool) async throws {
+            let zone = "zone-\(UUID())"
+            let schema = Schema([Slot.self])
+            let (a, syncA) = try device("a\(suffix)", zone: zone, schema: schema)
+            let (b, syncB) = try device("b\(suffix)", zone: zone, schema: schema)
+            let onA = ModelContext(a)
+            onA.insert(Slot(day: 1, hour: 1, note: "x"))
+            onA.insert(Slot(day: 2, hour: 2, note: "p"))
+            try onA.save()
+            try await syncA.syncNow()
+            try await syncB.syncNow()
+            if trimmed {
+                try change("x", on: b) { slot, _ in slot.note = "x1" }
+                try await syncB.syncNow()
+                try await syncA.syncNow()
+                let through = try await syncB.trimServerHistory()
+                XCTAssertEqual(through, 2)
+            }
+            let fault = ModelContext(a)
+            fault.author = SyncReplica.author
+            fault.insert(Slot(day: 7, hour: 7, note: "stray"))
+            let p = try XCTUnwrap(fault.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p" })).first)
+            p.note = "wrong"
+            try fault.save()
+            let x = trimmed ? "x1" : "x"
+            try change(x, on: a) { slot, _ in slot.note = "x2" }
+            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
+            try await syncB.syncNow()
+            let replica = try SyncReplica(container: a)
+            replica.zoneCopy = try XCTUnwrap(SyncReplica.openZoneCopy(of: a, zone: zone))
+            replica.copyOutOfStep()
+            try await assertSlots(["1/1 x2", "3/3 p"], afterSyncing: [(a, syncA), (b, syncB)])
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+        }
+
+        func testAZoneCopyOutOfStepCatchesUpByTheZonesChanges() async throws {
+            try await assertACopyOutOfStepCatchesUpFromTheZone("-catch-up", trimmed: false)
+        }
+
+        func testAZoneCopyOutOfStepCatchesUpFromTheZonesSnapshot() async throws {
+            try await assertACopyOutOfStepCatchesUpFromTheZone("-catch-up-trimmed", trimmed: true)
+        }
+
         /// A change that updates a model the zone never held (a model a
         /// device merged ahead of the zone, named by its saves since) changes
         /// nothing: no device makes a model of it, none sets it aside.

@@ -31,9 +31,12 @@ import StrataEngine
 //
 // The copy's `sync.meta` position moves with this store's. A copy whose
 // position is not this store's (a copy made after the store synced, an
-// apply that failed there, `deleteAllData()`) is made again from this
-// store's models the next time they are the zone's state, at the end of a
-// round.
+// apply that failed there, a crash between an apply here and there,
+// `deleteAllData()`) is brought up at the end of a round: from this
+// store's models when they are the zone's state (no change was applied
+// while saves waited), and otherwise from the zone's own changes, pulled
+// again (`Worker.catchUpCopy`): made from models that are not the zone's,
+// the copy would take them for it, and the difference would stay.
 
 extension SyncReplica {
     /// Opens the zone copy of `container`'s store, making it when there is
@@ -132,6 +135,69 @@ extension SyncReplica {
         }
     }
 
+    /// Where a zone copy out of step stands, when it must catch up by the
+    /// zone's own changes: this store applied changes while local saves
+    /// waited (`sync.meta` "unaligned"), so its models are not the zone's
+    /// state, and a copy made from them would take them for it. The
+    /// copy's position, this store's, and the change at the copy's
+    /// position; nil when there is no copy, it is in step, or this store
+    /// is aligned (the copy is made from its models then). A copy marked
+    /// out of step, past this store, or at its position by another change
+    /// starts again from no change.
+    package func copyLag() throws -> (copy: Int64, store: Int64, at: (device: SyncID, token: Int64)?)? {
+        guard let copy = zoneCopy, copyInStep() == nil else { return nil }
+        let (here, unaligned) = try store.read { tx in (try Self.number("position", tx), try Self.number("unaligned", tx)) }
+        guard unaligned != 0 else { return nil }
+        var there = try copy.store.read { tx in try Self.number("position", tx) }
+        if there < 0 || there >= here {
+            try copy.restart(zone: try zoneName())
+            there = 0
+        }
+        return (there, here, there > 0 ? try copy.changeAtPosition() : nil)
+    }
+
+    /// Starts the copy again from the zone's snapshot at `through` (its
+    /// parts as the zone sends them).
+    package func copyStarts(from snapshot: (through: Int64, parts: [[UInt8]])) throws {
+        try zoneCopy?.restart(zone: try zoneName(), snapshot: snapshot)
+    }
+
+    /// Marks the copy out of step: it starts again from no change.
+    package func copyOutOfStep() {
+        zoneCopy?.putOutOfStep()
+    }
+
+    /// Applies server change `seq` to the copy alone, as every device's
+    /// copy applies it: set aside when the zone set it aside (`payload`
+    /// nil) or it cannot be read. False when the copy could not take it;
+    /// it is out of step then.
+    package func copyTakes(seq: Int64, device: SyncID, token: Int64, payload: [UInt8]?) -> Bool {
+        guard let copy = zoneCopy else { return false }
+        do {
+            var set: SyncChangeSet?
+            if let payload {
+                do {
+                    set = try SyncChangeSet.decode(payload)
+                } catch is SyncPayloadError {
+                    set = nil
+                }
+            }
+            if let set {
+                do {
+                    try copy.apply(seq: seq, set: Self.withoutExternal(set), own: nil, replay: false, origin: (device, token))
+                    return true
+                } catch is DamagedChange {
+                    // Set aside below, as this store set it aside.
+                }
+            }
+            try copy.store.write { tx in try Self.setPosition(seq, change: (device, token), tx) }
+            return true
+        } catch {
+            copy.putOutOfStep()
+            return false
+        }
+    }
+
     private func zoneName() throws -> String {
         guard let zone = try state().zone else { throw Refusal("the store syncs with no zone") }
         return zone
@@ -194,7 +260,10 @@ extension SyncReplica {
     package func alignWithZone() throws -> Applied {
         guard let copy = zoneCopy else { return Applied() }
         guard copyInStep() != nil else {
-            try remakeCopy(copy)
+            // From this store's models only when they are the zone's
+            // state; otherwise the round brought the copy up by the zone's
+            // changes (``copyLag()``), or could not, and the next tries.
+            if try store.read({ tx in try Self.number("unaligned", tx) }) == 0 { try remakeCopy(copy) }
             return Applied()
         }
         guard try store.read({ tx in try Self.number("unaligned", tx) }) != 0, let quiet = try quietToken() else {
