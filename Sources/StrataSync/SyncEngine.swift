@@ -46,7 +46,8 @@ public final class SyncEngine: Observable, Sendable {
     /// pulled one (it comes later in the zone's order); what is lost is a
     /// whole model: one deleted by the zone, directly or by a cascade (an
     /// insert or a move into a folder another device deleted), or one merged
-    /// into another model by a unique constraint.
+    /// into another model by a unique constraint, found by a pulled change or
+    /// by the alignment with the zone copy that ends a round.
     public struct LostChange: Sendable, Hashable {
         /// Why the change was lost.
         public enum Reason: Sendable, Hashable {

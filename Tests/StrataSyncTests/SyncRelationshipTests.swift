@@ -1118,6 +1118,33 @@
             XCTAssertEqual(syncA.status.pendingChanges, 0)
         }
 
+        /// A local model that the alignment removes is reported lost. A's
+        /// insert into 5/5 went out as it was prepared, but a fault moved
+        /// it to 6/6 here, so B's earlier insert into 5/5 met nothing here
+        /// as it arrived; in the zone's order A's insert merges into B's.
+        func testAModelTheAlignmentRemovesIsReportedLost() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-lost")
+            let onA = ModelContext(a)
+            let mine = Slot(day: 5, hour: 5, note: "mine")
+            onA.insert(mine)
+            try onA.save()
+            let mineID = mine.persistentModelID
+            _ = try SyncReplica(container: a).prepareOutbox()
+            let fault = ModelContext(a)
+            fault.author = SyncReplica.author
+            let moved = try XCTUnwrap(fault.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "mine" })).first)
+            (moved.day, moved.hour) = (6, 6)
+            try fault.save()
+            let onB = ModelContext(b)
+            onB.insert(Slot(day: 5, hour: 5, note: "theirs"))
+            try onB.save()
+            try await syncB.syncNow()
+            let lostOnA = Told<SyncEngine.LostChange>(SyncEngine.lostChangesKey, by: a)
+            try await assertSlots(["1/1 x", "2/2 p", "5/5 mine"], afterSyncing: [(a, syncA), (b, syncB)])
+            let kept = try XCTUnwrap(ModelContext(a).fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.day == 5 })).first)
+            XCTAssertEqual(lostOnA.all, [SyncEngine.LostChange(model: mineID, reason: .merged(into: kept.persistentModelID))])
+        }
+
         func testAZoneCopyOutOfStepCatchesUpByTheZonesChanges() async throws {
             try await assertACopyOutOfStepCatchesUpFromTheZone("-catch-up", trimmed: false)
         }

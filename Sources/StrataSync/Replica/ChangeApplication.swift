@@ -993,7 +993,11 @@ extension SyncReplica {
             if !nothingPending || stray {
                 // Applied ahead of local saves (or leaving a stray model):
                 // the round ends by comparing the models with the zone's
-                // copy.
+                // copy. The local saves after the pushed mark are those
+                // whose models the alignment may remove (reported lost).
+                if try SyncReplica.number("unaligned", tx) == 0 {
+                    try SyncReplica.setNumber("unalignedFrom", try SyncReplica.number("pushed", tx), tx)
+                }
                 try SyncReplica.setNumber("unaligned", 1, tx)
             }
             // A local save another context made since the change began

@@ -272,9 +272,28 @@ extension SyncReplica {
         var plan = AlignmentPlan(zone: try copy.view(), here: try view(strays: true))
         plan.assign()
         do {
-            return try carryOut(plan, quiet: quiet, copy: copy)
+            return try carryOut(plan, quiet: quiet, copy: copy, savedHere: try rowsSavedHere())
         } catch is LocalSaveCameIn {
             return Applied()
+        }
+    }
+
+    /// The rows ("entity/row") that local saves inserted or changed since
+    /// a change was first applied ahead of them (`sync.meta`
+    /// "unalignedFrom"): an alignment that removes one reports it lost. The
+    /// history of saves pushed since may have been deleted by the app; the
+    /// report then names fewer.
+    func rowsSavedHere() throws -> Set<String> {
+        try store.read { tx in
+            var rows = Set<String>()
+            let from = try Self.number("unalignedFrom", tx)
+            for transaction in try HistoryLog.readRaw(tx, after: from, through: try HistoryLog.lastToken(tx))
+            where transaction.author != Self.author {
+                for change in transaction.changes where change.kind != .delete {
+                    rows.insert("\(change.entity)/\(change.row)")
+                }
+            }
+            return rows
         }
     }
 
@@ -487,8 +506,15 @@ extension SyncReplica {
     /// made by a second save (made in the first, it would take that
     /// model's row, SwiftData's upsert, before the model gives the values
     /// up). Each save checks that no local save came in since `quiet`.
-    private func carryOut(_ plan: AlignmentPlan, quiet: Int64, copy: SyncReplica) throws -> Applied {
+    ///
+    /// A model that local saves inserted or changed (`savedHere`) and the
+    /// alignment removes is reported lost: merged into the model of the
+    /// copy that one of its identifiers names, or deleted.
+    private func carryOut(_ plan: AlignmentPlan, quiet: Int64, copy: SyncReplica, savedHere: Set<String>) throws
+        -> Applied
+    {
         var applied = Applied()
+        var lostRows: [(model: PersistentIdentifier, id: SyncID)] = []
         let position = try store.read { tx in try Self.number("position", tx) }
         let zone = plan.zone
         let goneRows = Set(plan.gone.map { "\($0.entity.name)/\($0.row)" })
@@ -563,11 +589,27 @@ extension SyncReplica {
             }
             applied.updated.append(stored.persistentModelID)
         }
-        for (entity, row, _) in plan.gone {
+        for (entity, row, id) in plan.gone {
             let stored = first.model(for: identifier(entity, row))
             guard !(stored is MissingModel), !stored.isDeleted else { continue }
             first.delete(stored)
             applied.deleted.append(stored.persistentModelID)
+            if savedHere.contains("\(entity.name)/\(row)") { lostRows.append((stored.persistentModelID, id)) }
+        }
+        /// The lost changes of `lostRows`, once every model is made.
+        func lost(_ made: [SyncID: any PersistentModel]) -> [SyncEngine.LostChange] {
+            lostRows.map { row in
+                for member in (plan.here.members[row.id] ?? [row.id]).sorted(by: Self.precedes) {
+                    guard let kept = zone.primary[member], let model = zone.models[kept] else { continue }
+                    if let at = plan.rowOf[kept] {
+                        return SyncEngine.LostChange(model: row.model, reason: .merged(into: identifier(model.entity, at)))
+                    }
+                    if let new = made[kept], !new.isDeleted {
+                        return SyncEngine.LostChange(model: row.model, reason: .merged(into: new.persistentModelID))
+                    }
+                }
+                return SyncEngine.LostChange(model: row.model, reason: .deleted)
+            }
         }
         // The identifiers of each model that stays at its row, the
         // model's own as the row's.
@@ -665,7 +707,10 @@ extension SyncReplica {
                 try ended(tx, aligned: later.isEmpty)
             })
         applied.inserted += news.values.filter { !$0.isDeleted }.map(\.persistentModelID)
-        guard !later.isEmpty else { return applied }
+        guard !later.isEmpty else {
+            applied.lost += lost(news)
+            return applied
+        }
         let second = ModelContext(container)
         second.author = Self.author
         var laterNews: [SyncID: any PersistentModel] = [:]
@@ -695,6 +740,7 @@ extension SyncReplica {
                 try ended(tx, aligned: true)
             })
         applied.inserted += laterNews.values.filter { !$0.isDeleted }.map(\.persistentModelID)
+        applied.lost += lost(all)
         return applied
     }
 
