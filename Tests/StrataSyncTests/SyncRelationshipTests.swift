@@ -1065,17 +1065,37 @@
         /// ahead of the zone that went wrong.)
         func testARoundThatAppliedChangesAheadOfALocalSaveEndsWithTheZonesModels() async throws {
             let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-aligned")
+            try await leaveTheZonesModels(a, renaming: "x", b, syncB)
+            try await assertSlots(["1/1 x2", "3/3 p"], afterSyncing: [(a, syncA), (b, syncB)])
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
+        }
+
+        /// Makes `a`'s models leave the zone's by a save authored as sync's
+        /// own (a stray 7/7, p's note "wrong"), renames `x` to "x2" on `a`
+        /// (not pushed), and moves p to 3/3 on `b` (pushed): `a`'s next
+        /// round applies the move ahead of its save.
+        func leaveTheZonesModels(_ a: ModelContainer, renaming x: String, _ b: ModelContainer, _ syncB: SyncEngine)
+            async throws
+        {
             let fault = ModelContext(a)
             fault.author = SyncReplica.author
             fault.insert(Slot(day: 7, hour: 7, note: "stray"))
             let p = try XCTUnwrap(fault.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p" })).first)
             p.note = "wrong"
             try fault.save()
-            try change("x", on: a) { slot, _ in slot.note = "x2" }
+            try change(x, on: a) { slot, _ in slot.note = "x2" }
             try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
             try await syncB.syncNow()
+        }
+
+        /// A zone copy whose file does not open (damaged) is made anew, and
+        /// the round goes on: the store syncs, and the new copy aligns it.
+        func testADamagedZoneCopyIsMadeAnew() async throws {
+            try Data(repeating: 0xA5, count: 3 * 4096).write(
+                to: URL(fileURLWithPath: directory.file("a-damaged-copy.store-zone")))
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-damaged-copy")
+            try await leaveTheZonesModels(a, renaming: "x", b, syncB)
             try await assertSlots(["1/1 x2", "3/3 p"], afterSyncing: [(a, syncA), (b, syncB)])
-            XCTAssertEqual(syncA.status.pendingChanges, 0)
         }
 
         /// A zone copy out of step (as an apply that failed there leaves
@@ -1101,16 +1121,7 @@
                 let through = try await syncB.trimServerHistory()
                 XCTAssertEqual(through, 2)
             }
-            let fault = ModelContext(a)
-            fault.author = SyncReplica.author
-            fault.insert(Slot(day: 7, hour: 7, note: "stray"))
-            let p = try XCTUnwrap(fault.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p" })).first)
-            p.note = "wrong"
-            try fault.save()
-            let x = trimmed ? "x1" : "x"
-            try change(x, on: a) { slot, _ in slot.note = "x2" }
-            try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
-            try await syncB.syncNow()
+            try await leaveTheZonesModels(a, renaming: trimmed ? "x1" : "x", b, syncB)
             let replica = try SyncReplica(container: a)
             replica.zoneCopy = try XCTUnwrap(SyncReplica.openZoneCopy(of: a, zone: zone))
             replica.copyOutOfStep()
