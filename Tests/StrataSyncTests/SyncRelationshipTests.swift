@@ -859,10 +859,10 @@
         }
 
         /// Slots `x` at 1/1 and `p` at 2/2 (or `slots`) on A and B, synced.
-        func twoSlotsOnTwo(_ suffix: String, _ slots: [(day: Int, hour: Int, note: String)] = [(1, 1, "x"), (2, 2, "p")])
-            async throws -> (ModelContainer, SyncEngine, ModelContainer, SyncEngine)
-        {
-            let zone = "zone-\(UUID())"
+        func twoSlotsOnTwo(
+            _ suffix: String, _ slots: [(day: Int, hour: Int, note: String)] = [(1, 1, "x"), (2, 2, "p")],
+            zone: String = "zone-\(UUID())"
+        ) async throws -> (ModelContainer, SyncEngine, ModelContainer, SyncEngine) {
             let schema = Schema([Slot.self])
             let (a, syncA) = try device("a\(suffix)", zone: zone, schema: schema)
             let (b, syncB) = try device("b\(suffix)", zone: zone, schema: schema)
@@ -1105,15 +1105,7 @@
         /// and the alignment kept it.
         func assertACopyOutOfStepCatchesUpFromTheZone(_ suffix: String, trimmed: Bool) async throws {
             let zone = "zone-\(UUID())"
-            let schema = Schema([Slot.self])
-            let (a, syncA) = try device("a\(suffix)", zone: zone, schema: schema)
-            let (b, syncB) = try device("b\(suffix)", zone: zone, schema: schema)
-            let onA = ModelContext(a)
-            onA.insert(Slot(day: 1, hour: 1, note: "x"))
-            onA.insert(Slot(day: 2, hour: 2, note: "p"))
-            try onA.save()
-            try await syncA.syncNow()
-            try await syncB.syncNow()
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo(suffix, zone: zone)
             if trimmed {
                 try change("x", on: b) { slot, _ in slot.note = "x1" }
                 try await syncB.syncNow()
