@@ -74,6 +74,53 @@
         var all: [Element] { lock.withLock { elements } }
     }
 
+    /// Saves a change of the app's once, from inside the first save
+    /// authored as sync's own that updates `model` (as another context of
+    /// the app would between two saves of sync).
+    final class CutIn: @unchecked Sendable {
+        // Guarded by `lock`.
+        private var saved = false
+        private var failure: (any Error)?
+        private let lock = NSLock()
+        private var observer: (any NSObjectProtocol)?
+
+        init(
+            _ container: ModelContainer, after model: PersistentIdentifier,
+            _ body: @escaping @Sendable (ModelContext) throws -> Void
+        ) {
+            observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: nil, queue: nil) {
+                [weak self] note in
+                guard let self, let context = note.object as? ModelContext, context.container === container,
+                    context.author == SyncReplica.author,
+                    (note.userInfo?[ModelContext.NotificationKey.updatedIdentifiers.rawValue] as? [PersistentIdentifier])?
+                        .contains(model) == true,
+                    lock.withLock({ !saved })
+                else { return }
+                let local = ModelContext(container)
+                do {
+                    try body(local)
+                    try local.save()
+                    lock.withLock { saved = true }
+                } catch {
+                    lock.withLock {
+                        saved = true
+                        failure = error
+                    }
+                }
+            }
+        }
+
+        deinit { if let observer { NotificationCenter.default.removeObserver(observer) } }
+
+        /// Whether the change was saved; throws what saving it threw.
+        func wasSaved() throws -> Bool {
+            try lock.withLock {
+                if let failure { throw failure }
+                return saved
+            }
+        }
+    }
+
     extension SyncTestCase {
         /// Every folder, memo and label with its relationships, by names:
         /// the same on two devices when they hold the same graph.
@@ -1086,6 +1133,37 @@
             try change(x, on: a) { slot, _ in slot.note = "x2" }
             try change("p", on: b) { slot, _ in (slot.day, slot.hour) = (3, 3) }
             try await syncB.syncNow()
+        }
+
+        /// An alignment of two saves (n is made once x, which stays, gives
+        /// up n's cell) that a local save interrupts between them: the app
+        /// is told of the first save's changes all the same, and the next
+        /// round finishes the alignment.
+        func testALocalSaveBetweenTheAlignmentsTwoSavesLeavesTheRestToTheNextRound() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo(
+                "-two-saves", [(1, 1, "x"), (2, 2, "p"), (5, 5, "n")])
+            let fault = ModelContext(a)
+            fault.author = SyncReplica.author
+            let all = try fault.fetch(FetchDescriptor<Slot>())
+            let x = try XCTUnwrap(all.first { $0.note == "x" })
+            fault.delete(try XCTUnwrap(all.first { $0.note == "n" }))
+            (x.day, x.hour) = (5, 5)
+            try fault.save()
+            try change("p", on: a) { slot, _ in slot.note = "p2" }
+            let onB = ModelContext(b)
+            onB.insert(Slot(day: 6, hour: 6, note: "y"))
+            try onB.save()
+            try await syncB.syncNow()
+            let updated = Told<PersistentIdentifier>(ModelContext.NotificationKey.updatedIdentifiers.rawValue, by: a)
+            let cutIn = CutIn(a, after: x.persistentModelID) { context in
+                let p = try XCTUnwrap(context.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p2" })).first)
+                p.note = "p3"
+            }
+            try await syncA.syncNow()
+            XCTAssertTrue(try cutIn.wasSaved())
+            XCTAssertEqual(try slots(a), ["1/1 x", "2/2 p3", "6/6 y"])
+            XCTAssertTrue(updated.all.contains(x.persistentModelID))
+            try await assertSlots(["1/1 x", "2/2 p3", "5/5 n", "6/6 y"], afterSyncing: [(a, syncA), (b, syncB)])
         }
 
         /// A zone copy whose file does not open (damaged) is made anew, and

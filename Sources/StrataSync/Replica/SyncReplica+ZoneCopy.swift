@@ -734,11 +734,18 @@ extension SyncReplica {
             link(new, model.entity, model.fields, in: second, made: all)
         }
         let secondNews = laterNews
-        try second.save(
-            with: StateWrite { tx in
-                try mapMade(secondNews, tx)
-                try ended(tx, aligned: true)
-            })
+        do {
+            try second.save(
+                with: StateWrite { tx in
+                    try mapMade(secondNews, tx)
+                    try ended(tx, aligned: true)
+                })
+        } catch is LocalSaveCameIn {
+            // The first save stands, and the app hears of it; the store
+            // stays unaligned, and the next round makes the rest.
+            applied.lost += lost(news)
+            return applied
+        }
         applied.inserted += laterNews.values.filter { !$0.isDeleted }.map(\.persistentModelID)
         applied.lost += lost(all)
         return applied
