@@ -74,9 +74,9 @@
         var all: [Element] { lock.withLock { elements } }
     }
 
-    /// Saves a change of the app's once, from inside the first save
-    /// authored as sync's own that updates `model` (as another context of
-    /// the app would between two saves of sync).
+    /// Saves a change of the app's once, on the first notification `name`
+    /// of a save authored as sync's own (that updates `model`, when given),
+    /// as another context of the app would, at that moment.
     final class CutIn: @unchecked Sendable {
         // Guarded by `lock`.
         private var saved = false
@@ -85,15 +85,15 @@
         private var observer: (any NSObjectProtocol)?
 
         init(
-            _ container: ModelContainer, after model: PersistentIdentifier,
+            _ container: ModelContainer, on name: Notification.Name, updating model: PersistentIdentifier? = nil,
             _ body: @escaping @Sendable (ModelContext) throws -> Void
         ) {
-            observer = NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: nil, queue: nil) {
+            observer = NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) {
                 [weak self] note in
+                let updated = note.userInfo?[ModelContext.NotificationKey.updatedIdentifiers.rawValue]
                 guard let self, let context = note.object as? ModelContext, context.container === container,
                     context.author == SyncReplica.author,
-                    (note.userInfo?[ModelContext.NotificationKey.updatedIdentifiers.rawValue] as? [PersistentIdentifier])?
-                        .contains(model) == true,
+                    model.map({ (updated as? [PersistentIdentifier])?.contains($0) == true }) ?? true,
                     lock.withLock({ !saved })
                 else { return }
                 let local = ModelContext(container)
@@ -1155,7 +1155,7 @@
             try onB.save()
             try await syncB.syncNow()
             let updated = Told<PersistentIdentifier>(ModelContext.NotificationKey.updatedIdentifiers.rawValue, by: a)
-            let cutIn = CutIn(a, after: x.persistentModelID) { context in
+            let cutIn = CutIn(a, on: ModelContext.didSave, updating: x.persistentModelID) { context in
                 let p = try XCTUnwrap(context.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "p2" })).first)
                 p.note = "p3"
             }
@@ -1164,6 +1164,24 @@
             XCTAssertEqual(try slots(a), ["1/1 x", "2/2 p3", "6/6 y"])
             XCTAssertTrue(updated.all.contains(x.persistentModelID))
             try await assertSlots(["1/1 x", "2/2 p3", "5/5 n", "6/6 y"], afterSyncing: [(a, syncA), (b, syncB)])
+        }
+
+        /// A save of the app's that lands while a pulled change is being
+        /// applied, after the apply found nothing waiting to push, is
+        /// pushed all the same: the apply moves the pushed marks only past
+        /// saves of its own.
+        func testASaveDuringAnApplyThatFoundNothingPendingIsPushed() async throws {
+            let (a, syncA, b, syncB) = try await twoSlotsOnTwo("-marks")
+            try change("p", on: b) { slot, _ in slot.note = "p2" }
+            try await syncB.syncNow()
+            let cutIn = CutIn(a, on: ModelContext.willSave) { context in
+                let x = try XCTUnwrap(context.fetch(FetchDescriptor<Slot>(predicate: #Predicate { $0.note == "x" })).first)
+                x.note = "x2"
+            }
+            try await syncA.syncNow()
+            XCTAssertTrue(try cutIn.wasSaved())
+            try await assertSlots(["1/1 x2", "2/2 p2"], afterSyncing: [(b, syncB), (a, syncA)])
+            XCTAssertEqual(syncA.status.pendingChanges, 0)
         }
 
         /// A zone copy whose file does not open (damaged) is made anew, and
