@@ -399,8 +399,10 @@ actor Worker {
             let snapshot: (through: Int64, parts: [[UInt8]])
             do {
                 snapshot = try replica.with { try $0.snapshot() }
-            } catch SyncReplica.SnapshotRefusal.pending {
-                continue  // a save came in since the round: another round
+            } catch SyncReplica.SnapshotRefusal.pending, SyncReplica.SnapshotRefusal.unaligned {
+                // A save came in since the round, or the round could not
+                // align the store with its zone copy: another round.
+                continue
             } catch let refusal as SyncReplica.SnapshotRefusal {
                 throw SyncError(.configuration, "this store cannot trim zone \(zone): \(refusal.description)")
             } catch {

@@ -1184,6 +1184,23 @@
             XCTAssertEqual(syncA.status.pendingChanges, 0)
         }
 
+        /// A store not aligned with its zone copy yet makes no snapshot (a
+        /// trim would carry what it holds wrongly into the zone): the trim
+        /// runs another round, which aligns it, and trims then.
+        func testAStoreNotAlignedWithItsCopyMakesNoSnapshot() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA, _, _) = try await twoSlotsOnTwo("-unaligned-trim", zone: zone)
+            let replica = try SyncReplica(container: a)
+            replica.zoneCopy = try XCTUnwrap(SyncReplica.openZoneCopy(of: a, zone: zone))
+            try replica.store.write { tx in try SyncReplica.setNumber("unaligned", 1, tx) }
+            XCTAssertThrowsError(try replica.snapshot()) { error in
+                guard case .unaligned? = error as? SyncReplica.SnapshotRefusal else { return XCTFail("\(error)") }
+            }
+            let through = try await syncA.trimServerHistory()
+            XCTAssertEqual(through, 1)
+            XCTAssertNoThrow(try replica.snapshot())
+        }
+
         /// A zone copy whose file does not open (damaged) is made anew, and
         /// the round goes on: the store syncs, and the new copy aligns it.
         func testADamagedZoneCopyIsMadeAnew() async throws {

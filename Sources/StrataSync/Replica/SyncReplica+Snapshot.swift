@@ -18,9 +18,14 @@ extension SyncReplica {
         case pending
         /// The store lacks parts of the zone a newer schema wrote.
         case olderSchema
+        /// The store applied changes ahead of its saves and has not been
+        /// aligned with its zone copy since (`SyncReplica+ZoneCopy`): its
+        /// models may not be the zone's.
+        case unaligned
         package var description: String {
             switch self {
             case .pending: "local saves wait to be pushed"
+            case .unaligned: "the store is not aligned with its zone copy yet"
             case .olderSchema: "this store's schema lacks entities or attributes that other devices of the zone sync"
             }
         }
@@ -30,7 +35,8 @@ extension SyncReplica {
     /// change sets of at most ``uploadChunk`` inserts each: the snapshot
     /// that stands for the zone's changes through the position when the
     /// server trims them. Only a store with nothing to push, that keeps no
-    /// parts of a newer schema, holds the zone's state.
+    /// parts of a newer schema, and that is aligned with its zone copy (when
+    /// it keeps one), holds the zone's state.
     package func snapshot() throws -> (through: Int64, parts: [[UInt8]]) {
         let schema = schema
         return try store.write { tx in
@@ -46,6 +52,7 @@ extension SyncReplica {
             guard !waiting,
                 try HistoryLog.readRaw(tx, after: prepared, through: last).allSatisfy({ $0.author == Self.author })
             else { throw SnapshotRefusal.pending }
+            if zoneCopy != nil, try Self.number("unaligned", tx) != 0 { throw SnapshotRefusal.unaligned }
             if let kept = try tx.treeIfPresent(Self.keptTree) {
                 var any = false
                 try tx.forEach(kept) { _, _ in
