@@ -180,7 +180,7 @@ actor Worker {
     /// behind it, then each change after. Stops without error when the
     /// zone cannot give what the copy lacks (trimmed past this store, or
     /// since the head was read): the next round tries again.
-    private func catchUpCopy() async throws(SyncError) {
+    private func catchUpCopy(restarting: Bool = true) async throws(SyncError) {
         guard var lag = try store({ try $0.copyLag() }, "reading the zone copy") else { return }
         let head = try await server.head(zone: zone)
         if lag.copy < head.trimmed {
@@ -191,7 +191,9 @@ actor Worker {
             while let part = try await server.snapshotPart(zone: zone, through: head.trimmed, part: parts.count) {
                 parts.append(part)
             }
-            guard !parts.isEmpty else { return }
+            // A trim since the head was read replaces the snapshot: its
+            // parts end early, and the next round reads the new one.
+            guard !parts.isEmpty, try await server.head(zone: zone).trimmed == head.trimmed else { return }
             try store({ try $0.copyStarts(from: (head.trimmed, parts)) }, "restoring the zone copy")
             lag.copy = head.trimmed
             lag.at = nil
@@ -205,13 +207,16 @@ actor Worker {
                 guard let first = changes.first, first.seq == lag.copy, first.device == at.device.bytes,
                     first.token == at.token
                 else {
-                    // Not the zone's change at its position: from no change.
+                    // Not the zone's change at its position: from no change
+                    // (once: a copy that cannot be marked waits for the
+                    // next round).
+                    guard restarting else { return }
                     replica.with { $0.copyOutOfStep() }
-                    return try await catchUpCopy()
+                    return try await catchUpCopy(restarting: false)
                 }
                 changes.removeFirst()
             }
-            guard !changes.isEmpty else { return }
+            guard let first = changes.first, first.seq == lag.copy + 1 else { return }
             for change in changes where change.seq <= lag.store {
                 guard change.seq == lag.copy + 1, change.device.count == 16,
                     !change.payload.isEmpty || change.setAside != nil
@@ -372,8 +377,9 @@ actor Worker {
             }
             part += 1
         }
-        guard part > 0 else {
-            // Trimmed again since: the next round reads the new snapshot.
+        // Trimmed again since (no parts, or parts that end early once the
+        // new snapshot replaced them): the next round reads the new one.
+        guard part > 0, try await server.head(zone: zone).trimmed == through else {
             throw SyncError(.server, "zone \(zone): the snapshot at change \(through) was replaced; try again")
         }
         try await downloadExternalValues(ofSnapshot: through)
@@ -392,6 +398,7 @@ actor Worker {
     /// snapshot of its models; a round runs first, so that the store holds
     /// the zone's state. Returns the change trimmed through.
     func trim(report: @Sendable (SyncStatus.Activity?, Outcome) -> Void) async throws(SyncError) -> Int64 {
+        var unaligned = false
         for _ in 0..<5 {
             _ = try await round(report: report)
             await enter()
@@ -399,9 +406,12 @@ actor Worker {
             let snapshot: (through: Int64, parts: [[UInt8]])
             do {
                 snapshot = try replica.with { try $0.snapshot() }
-            } catch SyncReplica.SnapshotRefusal.pending, SyncReplica.SnapshotRefusal.unaligned {
-                // A save came in since the round, or the round could not
-                // align the store with its zone copy: another round.
+            } catch SyncReplica.SnapshotRefusal.pending {
+                continue  // a save came in since the round: another round
+            } catch SyncReplica.SnapshotRefusal.unaligned {
+                // The round could not align the store with its zone copy
+                // (the log says why): another round.
+                unaligned = true
                 continue
             } catch let refusal as SyncReplica.SnapshotRefusal {
                 throw SyncError(.configuration, "this store cannot trim zone \(zone): \(refusal.description)")
@@ -414,6 +424,12 @@ actor Worker {
             }
             let head = try await server.head(zone: zone)
             if head.trimmed >= snapshot.through { return head.trimmed }
+        }
+        if unaligned {
+            throw SyncError(
+                .store,
+                "zone \(zone): this store is not aligned with its zone copy, so it does not hold the zone's state "
+                    + "to trim by (the log says why); try again")
         }
         throw SyncError(.server, "zone \(zone) kept changing while trimming; try again")
     }

@@ -1261,6 +1261,30 @@
             XCTAssertEqual(lostOnA.all, [SyncEngine.LostChange(model: mineID, reason: .merged(into: kept.persistentModelID))])
         }
 
+        /// A copy that catches up from a snapshot at exactly this store's
+        /// position is in step (the snapshot stands for the change the
+        /// store applied there), so the round aligns: without the change
+        /// recorded, it was made again from the snapshot every round, and
+        /// never aligned.
+        func testAZoneCopyCaughtUpFromASnapshotAtTheStoresPositionIsInStep() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA, _, syncB) = try await twoSlotsOnTwo("-snapshot-at-position", zone: zone)
+            try await syncB.syncNow()
+            let through = try await syncB.trimServerHistory()
+            XCTAssertEqual(through, 1)
+            let replica = try SyncReplica(container: a)
+            replica.zoneCopy = try XCTUnwrap(SyncReplica.openZoneCopy(of: a, zone: zone))
+            replica.copyOutOfStep()
+            let fault = ModelContext(a)
+            fault.author = SyncReplica.author
+            fault.insert(Slot(day: 7, hour: 7, note: "stray"))
+            try fault.save()
+            try replica.store.write { tx in try SyncReplica.setNumber("unaligned", 1, tx) }
+            try await syncA.syncNow()
+            XCTAssertEqual(try slots(a), ["1/1 x", "2/2 p"])
+            XCTAssertEqual(try replica.store.read { tx in try SyncReplica.number("unaligned", tx) }, 0)
+        }
+
         func testAZoneCopyOutOfStepCatchesUpByTheZonesChanges() async throws {
             try await assertACopyOutOfStepCatchesUpFromTheZone("-catch-up", trimmed: false)
         }

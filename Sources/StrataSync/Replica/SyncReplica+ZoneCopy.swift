@@ -157,9 +157,18 @@ extension SyncReplica {
     }
 
     /// Starts the copy again from the zone's snapshot at `through` (its
-    /// parts as the zone sends them).
+    /// parts as the zone sends them). A snapshot at this store's position
+    /// stands for the change this store applied there (trimmed changes
+    /// keep their device and save): the copy records it, and is in step.
     package func copyStarts(from snapshot: (through: Int64, parts: [[UInt8]])) throws {
-        try zoneCopy?.restart(zone: try zoneName(), snapshot: snapshot)
+        guard let copy = zoneCopy else { return }
+        try copy.restart(zone: try zoneName(), snapshot: snapshot)
+        let (position, at) = try store.read { tx in (try Self.number("position", tx), try Self.changeAt(tx)) }
+        guard position == snapshot.through, let at else { return }
+        try copy.store.write { tx in
+            let meta = try tx.treeIfPresent(Self.metaTree) ?? tx.createTree(Self.metaTree)
+            try tx.put(Array("at".utf8), at, in: meta)
+        }
     }
 
     /// Marks the copy out of step: it starts again from no change.
@@ -283,14 +292,24 @@ extension SyncReplica {
     /// "unalignedFrom"): an alignment that removes one reports it lost. The
     /// history of saves pushed since may have been deleted by the app; the
     /// report then names fewer.
+    ///
+    /// A row deleted since counts only if a local save changed it again
+    /// after (a row number can be taken again by another model). A store
+    /// made unaligned before the mark was kept reports nothing.
     func rowsSavedHere() throws -> Set<String> {
         try store.read { tx in
             var rows = Set<String>()
+            guard let meta = try tx.treeIfPresent(Self.metaTree), try tx.get(Array("unalignedFrom".utf8), in: meta) != nil
+            else { return rows }
             let from = try Self.number("unalignedFrom", tx)
-            for transaction in try HistoryLog.readRaw(tx, after: from, through: try HistoryLog.lastToken(tx))
-            where transaction.author != Self.author {
-                for change in transaction.changes where change.kind != .delete {
-                    rows.insert("\(change.entity)/\(change.row)")
+            for transaction in try HistoryLog.readRaw(tx, after: from, through: try HistoryLog.lastToken(tx)) {
+                for change in transaction.changes {
+                    let row = "\(change.entity)/\(change.row)"
+                    if change.kind == .delete {
+                        rows.remove(row)
+                    } else if transaction.author != Self.author {
+                        rows.insert(row)
+                    }
                 }
             }
             return rows
