@@ -433,7 +433,10 @@ public final class SyncEngine: Observable, Sendable {
     /// - Returns: the last change the snapshot stands for.
     /// - Throws: ``SyncError``; code ``SyncError/Code/configuration`` when
     ///   this store's schema lacks parts of the zone that a newer schema
-    ///   writes (it does not hold the zone's whole state).
+    ///   writes (it does not hold the zone's whole state); code
+    ///   ``SyncError/Code/store`` when rounds could not align the store with
+    ///   its zone copy (see the Sync article), so its models may not be the
+    ///   zone's.
     @discardableResult
     public func trimServerHistory() async throws(SyncError) -> Int64 {
         if let error = leftError { throw error }
