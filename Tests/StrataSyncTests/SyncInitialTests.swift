@@ -345,6 +345,84 @@
             XCTAssertEqual(try d.checkIntegrity(), [])
             _ = a
         }
+
+        /// A snapshot that another device's trim replaces while a device
+        /// downloads it ends early. The device restores none of it: a part
+        /// of it would delete the models of the parts missing, with this
+        /// device's changes to them not pushed yet. The next round
+        /// restores the new snapshot, and the changes are pushed.
+        func testASnapshotReplacedWhileItDownloadsIsNotRestoredInPart() async throws {
+            let zone = "zone-\(UUID())"
+            let (a, syncA) = try device("a-replaced", zone: zone)
+            let (d, first) = try device("d-replaced", zone: zone)
+            let onA = ModelContext(a)
+            for index in 0..<2500 { onA.insert(Note(title: "n\(index)")) }
+            try onA.save()
+            try await syncA.syncNow()
+            try await first.syncNow()
+            await first.stop()
+            let onD = ModelContext(d)
+            for note in try onD.fetch(FetchDescriptor<Note>()) { note.stars = 5 }
+            try onD.save()
+            for title in ["late 1", "late 2"] {
+                onA.insert(Note(title: title))
+                try onA.save()
+                try await syncA.syncNow()
+                if title == "late 1" {
+                    let through = try await syncA.trimServerHistory()
+                    XCTAssertEqual(through, 2)
+                }
+            }
+            let server = MidDownload(PostgresZoneServer(configuration: try configuration(zone: zone))) {
+                let through = try await syncA.trimServerHistory()
+                XCTAssertEqual(through, 3)
+            }
+            let syncD = try SyncEngine(container: d, configuration: try configuration(zone: zone), server: server)
+            engines.append(syncD)
+            do {
+                try await syncD.syncNow()
+                XCTFail("the first round should find the snapshot replaced")
+            } catch {
+                XCTAssertEqual(error.code, .server, "\(error)")
+            }
+            XCTAssertEqual(try onD.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.stars == 5 })), 2500)
+            try await syncD.syncNow()
+            try await syncA.syncNow()
+            for container in [a, d] {
+                let context = ModelContext(container)
+                XCTAssertEqual(try context.fetchCount(FetchDescriptor<Note>()), 2502)
+                XCTAssertEqual(try context.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.stars == 5 })), 2500)
+            }
+        }
+    }
+
+    /// A server that runs `meanwhile` once, when a device first asks for
+    /// part 1 of a snapshot, before passing the request on.
+    final class MidDownload: ForwardingServer, @unchecked Sendable {
+        // Guarded by `lock`.
+        private var ran = false
+        private let lock = NSLock()
+        private let meanwhile: @Sendable () async throws -> Void
+
+        init(_ base: any ZoneServer, meanwhile: @escaping @Sendable () async throws -> Void) {
+            self.meanwhile = meanwhile
+            super.init(base)
+        }
+
+        override func snapshotPart(zone: String, through: Int64, part: Int) async throws(SyncError) -> [UInt8]? {
+            let first = lock.withLock {
+                defer { ran = ran || part == 1 }
+                return part == 1 && !ran
+            }
+            if first {
+                do {
+                    try await meanwhile()
+                } catch {
+                    throw SyncError(.server, "the trim beside the download failed: \(error)")
+                }
+            }
+            return try await base.snapshotPart(zone: zone, through: through, part: part)
+        }
     }
 
     /// A server whose pulls return at most `batch` changes, each pull after
