@@ -103,13 +103,17 @@ extension SyncReplica {
         }
     }
 
-    /// Moves the copy past a change set aside here.
-    func copySetsAside(_ copy: SyncReplica?, seq: Int64, device: SyncID, token: Int64) {
-        guard let copy else { return }
+    /// Moves the copy past a change set aside here; false when it could
+    /// not (it is out of step then).
+    @discardableResult
+    func copySetsAside(_ copy: SyncReplica?, seq: Int64, device: SyncID, token: Int64) -> Bool {
+        guard let copy else { return false }
         do {
             try copy.store.write { tx in try Self.setPosition(seq, change: (device, token), tx) }
+            return true
         } catch {
             copy.putOutOfStep()
+            return false
         }
     }
 
@@ -163,12 +167,10 @@ extension SyncReplica {
     package func copyStarts(from snapshot: (through: Int64, parts: [[UInt8]])) throws {
         guard let copy = zoneCopy else { return }
         try copy.restart(zone: try zoneName(), snapshot: snapshot)
-        let (position, at) = try store.read { tx in (try Self.number("position", tx), try Self.changeAt(tx)) }
-        guard position == snapshot.through, let at else { return }
-        try copy.store.write { tx in
-            let meta = try tx.treeIfPresent(Self.metaTree) ?? tx.createTree(Self.metaTree)
-            try tx.put(Array("at".utf8), at, in: meta)
-        }
+        guard try store.read({ tx in try Self.number("position", tx) }) == snapshot.through,
+            let at = try changeAtPosition()
+        else { return }
+        try copy.store.write { tx in try Self.setPosition(snapshot.through, change: at, tx) }
     }
 
     /// Marks the copy out of step: it starts again from no change.
@@ -199,12 +201,11 @@ extension SyncReplica {
                     // Set aside below, as this store set it aside.
                 }
             }
-            try copy.store.write { tx in try Self.setPosition(seq, change: (device, token), tx) }
-            return true
         } catch {
             copy.putOutOfStep()
             return false
         }
+        return copySetsAside(copy, seq: seq, device: device, token: token)
     }
 
     private func zoneName() throws -> String {
