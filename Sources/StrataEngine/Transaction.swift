@@ -139,12 +139,24 @@ public class ReadTransaction {
     /// The page image this transaction sees.
     func page(_ number: UInt32) throws -> Page {
         if db.closedForReads.load(ordering: .relaxed) { throw StorageError.closed }
-        let slot = Int(number) & (Self.memoSize - 1)
-        if memoNumbers[slot] == number, let page = memoPages[slot] { return page }
+        if let page = memoized(number) { return page }
         let page = try db.pager.page(number, at: snapshot.position, pageCount: snapshot.header.pageCount)
+        memoize(page, number)
+        return page
+    }
+
+    /// The image of page `number` this snapshot fetched last, if the memo
+    /// still holds it.
+    @inline(__always) final func memoized(_ number: UInt32) -> Page? {
+        let slot = Int(number) & (Self.memoSize - 1)
+        return memoNumbers[slot] == number ? memoPages[slot] : nil
+    }
+
+    /// Remembers `page` as the image of page `number` in this snapshot.
+    @inline(__always) final func memoize(_ page: Page, _ number: UInt32) {
+        let slot = Int(number) & (Self.memoSize - 1)
         memoNumbers[slot] = number
         memoPages[slot] = page
-        return page
     }
 
     /// Set in the writer by the first change that failed part-way (see

@@ -168,9 +168,15 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Page `number` as the commits before this transaction left it: a
     /// pending commit's image (see ``GroupCommit``), else the snapshot's.
+    /// The snapshot's images are memoized as a reader's are: while this
+    /// transaction holds the gate no checkpoint or restart runs, and a page
+    /// it changes is found in `dirty` (or where it spilled) first.
     @inline(__always) func committedPage(_ number: UInt32) throws -> Page {
         if !pendingPages.isEmpty, let page = pendingPages[number] { return page }
-        return try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)
+        if let page = memoized(number) { return page }
+        let page = try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)
+        memoize(page, number)
+        return page
     }
 
     override public func count(_ tree: Tree) throws -> Int {
