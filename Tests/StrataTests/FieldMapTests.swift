@@ -39,6 +39,32 @@ final class FieldMapTests: XCTestCase {
         XCTAssertNil(literal[0])
     }
 
+    /// The list of added members (the first held inline) keeps the order
+    /// an array keeps under the same appends and removals.
+    func testInlineModelsKeepAnArraysOrder() {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "InlineModelsTests"))
+        let models = (0..<12).map { BucketListItem(title: "t\($0)", details: "", hasReservation: false, isInPlan: false) }
+        for round in 0..<40 {
+            var list = InlineModels()
+            var reference: [BucketListItem] = []
+            for step in 0..<200 {
+                if !reference.isEmpty && Int.random(in: 0..<3, using: &random) == 0 {
+                    // The first member half the time: the inline one.
+                    let position = Bool.random(using: &random) ? 0 : Int.random(in: 0..<reference.count, using: &random)
+                    list.remove(at: position)
+                    reference.remove(at: position)
+                } else {
+                    let model = models[Int.random(in: 0..<models.count, using: &random)]
+                    list.append(model)
+                    reference.append(model)
+                }
+                XCTAssertEqual(list.count, reference.count, "step \(step), round \(round)")
+                XCTAssertEqual(list.isEmpty, reference.isEmpty)
+                XCTAssertEqual(list.map(ObjectIdentifier.init), reference.map(ObjectIdentifier.init), "step \(step)")
+            }
+        }
+    }
+
     /// Members are added and removed at random, each one as the inverse
     /// upkeep does (added only when not a member, removed only when one),
     /// across the size where the edits switch from a scan to a hash set

@@ -328,10 +328,38 @@ public struct _ToManyEdit {
     let viaToOne: Bool
 }
 
+/// Models in order, the first held inline: most lists gain one member
+/// between saves, and a list of one then allocates nothing.
+struct InlineModels: RandomAccessCollection {
+    /// Nil only while the list is empty.
+    private var first: (any PersistentModel)?
+    private var rest: [any PersistentModel] = []
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { first == nil ? 0 : 1 + rest.count }
+
+    subscript(position: Int) -> any PersistentModel {
+        if position == 0, let first { return first }
+        return rest[position - 1]
+    }
+
+    mutating func append(_ model: any PersistentModel) {
+        if first == nil { first = model } else { rest.append(model) }
+    }
+
+    mutating func remove(at position: Int) {
+        if position == 0 {
+            first = rest.isEmpty ? nil : rest.removeFirst()
+        } else {
+            rest.remove(at: position - 1)
+        }
+    }
+}
+
 /// The members a to-many gained and lost through in-place edits since it
 /// was last loaded or saved.
 struct ToManyDelta {
-    private(set) var added: [any PersistentModel] = []
+    private(set) var added = InlineModels()
     /// The identities of `added`: empty while it holds no more than
     /// `scanLimit` members (a short scan costs less than a hash table,
     /// and most lists gain one member per parent between saves), every

@@ -268,7 +268,7 @@ public final class ModelContext: _RelatedModelLoader {
         for relationship in entity.relationships {
             if state.hasFaults, state.faults[relationship.field] != nil {
                 // Not loaded: only the members added since can be new.
-                for target in state.toManyDeltas[relationship.field]?.added ?? []
+                for target in state.toManyDeltas[relationship.field]?.added ?? InlineModels()
                 where target._strataState.status == .detached {
                     insertExistential(target)
                 }

@@ -203,11 +203,13 @@ extension ModelContext {
             try save.flushDeletes()
             // Changed models in row order: neighbouring rows share leaves,
             // so their writes find the pages the previous one used.
-            let changedInOrder = changed.values.map { ($0._strataState.rowID, $0) }.sorted { $0.0 < $1.0 }
+            let changedInOrder = changedInRowOrder()
             // A value a changed model gives up is free for the others and
             // for the inserts: an insert that takes it is no upsert into
             // the model that gave it up (as after a delete).
-            if changedInOrder.count > 1 || (!changedInOrder.isEmpty && !inserted.isEmpty) {
+            if changedInOrder.count > 1 || (!changedInOrder.isEmpty && !inserted.isEmpty),
+                container.schema.entities.contains(where: { !$0.uniqueGroups.isEmpty })
+            {
                 for (_, model) in changedInOrder { try save.releaseUniqueKeys(of: model) }
             }
             var toResolve = inserted.count
@@ -243,6 +245,16 @@ extension ModelContext {
             throw error
         }
         return prepared
+    }
+
+    /// The changed models with their rows, in row order. Sorts rows and
+    /// positions rather than the models themselves: moving an existential
+    /// and its reference count per swap cost more than the comparisons.
+    private func changedInRowOrder() -> [(Int64, any PersistentModel)] {
+        let models = Array(changed.values)
+        var order = models.indices.map { (row: models[$0]._strataState.rowID, index: $0) }
+        order.sort { $0.row < $1.row }
+        return order.map { ($0.row, models[$0.index]) }
     }
 
     /// Commits a prepared save's transaction.
@@ -413,8 +425,10 @@ extension ModelContext {
             model._strataState.status = .detached
             model._strataState.inverseInStep = _FieldSet()
         }
+        // A context that saves batches of changes keeps the table's room
+        // for the next batch (up to 16,384 slots, under a megabyte).
+        changed.removeAll(keepingCapacity: changed.capacity <= 16_384)
         inserted = []
-        changed = [:]
         deleted = [:]
         clearMarkedRows()
         if !save.sideEffects.isEmpty { refreshOwnModels(save.sideEffects) }

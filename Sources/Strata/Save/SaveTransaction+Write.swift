@@ -68,7 +68,7 @@ extension SaveTransaction {
     mutating func releaseUniqueKeys(of model: any PersistentModel) throws {
         let entity = try entity(of: model)
         let state = model._strataState
-        guard state.status == .saved else { return }
+        guard state.status == .saved, !entity.uniqueGroups.isEmpty else { return }
         let only = state.changedFields
         let groups = entity.uniqueGroups.filter { group in group.properties.contains { only.contains($0.field) } }
         guard !groups.isEmpty, let old = try record(entity, row: state.rowID) else { return }

@@ -77,10 +77,17 @@ struct SaveTransaction {
         return tree
     }
 
-    func entity(of model: any PersistentModel) throws -> Schema.Entity {
-        guard let entity = schema.entity(forType: type(of: model)) else {
-            throw SwiftDataError(.unknownModelType, "\(type(of: model)) is not in the container's schema")
+    /// The entity of the model type looked up last: a save writes its
+    /// models in runs of one type, and each asks once per step.
+    private var lastEntity: (type: ObjectIdentifier, entity: Schema.Entity)?
+
+    mutating func entity(of model: any PersistentModel) throws -> Schema.Entity {
+        let type = ObjectIdentifier(Swift.type(of: model))
+        if let lastEntity, lastEntity.type == type { return lastEntity.entity }
+        guard let entity = schema.entity(forType: Swift.type(of: model)) else {
+            throw SwiftDataError(.unknownModelType, "\(Swift.type(of: model)) is not in the container's schema")
         }
+        lastEntity = (type, entity)
         return entity
     }
 

@@ -168,6 +168,7 @@ extension Schema {
             var problems: [String]
             (self.keyGroups, problems) = KeyGroup.groups(
                 entity: name, properties: properties, unique: uniquenessConstraints, indices: indices)
+            self.uniqueGroups = keyGroups.filter { $0.kind == .unique }
             let external = Self.externalTrees(entity: name, properties: properties, problems: &problems)
             self.externalTrees = external
             self.defaultRecords = Self.defaultRecords(of: attributes, external: external)
@@ -344,7 +345,9 @@ extension Schema {
         /// The entity's unique constraints, then its indexes, each with
         /// its tree.
         let keyGroups: [KeyGroup]
-        package var uniqueGroups: [KeyGroup] { keyGroups.filter { $0.kind == .unique } }
+        /// The unique constraints of ``keyGroups``, found once: saves ask
+        /// for them per model.
+        package let uniqueGroups: [KeyGroup]
         /// What is wrong with the declaration (an index on an unknown or
         /// unkeyable property, a hierarchy whose classes disagree); the
         /// container refuses such a schema.
