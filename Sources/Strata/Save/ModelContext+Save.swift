@@ -146,16 +146,23 @@ extension ModelContext {
         link.recordsUndo = false
         defer { link.recordsUndo = true }
         // A change to a model another save deleted would re-create its row.
-        for model in changed.values where model._strataState.deletedElsewhere {
-            throw SwiftDataError(
-                .modelDeleted,
-                "\(model.persistentModelID) has unsaved changes, but another context's save deleted it; "
-                    + "roll the changes back or delete the model in this context too")
+        // One pass over the changed models finds those too, and those
+        // that may refer to a detached model.
+        var reaching: [any PersistentModel] = []
+        for model in changed.values {
+            let state = model._strataState
+            if state.deletedElsewhere {
+                throw SwiftDataError(
+                    .modelDeleted,
+                    "\(model.persistentModelID) has unsaved changes, but another context's save deleted it; "
+                        + "roll the changes back or delete the model in this context too")
+            }
+            if state.mayReferenceDetached { reaching.append(model) }
         }
         // Models that relationships of changed models now reach (only a
         // model that may refer to a detached one is looked at).
         for model in inserted { insertReached(from: model) }
-        for model in changed.values { insertReached(from: model) }
+        for model in reaching { insertReached(from: model) }
         if let pendingError { throw pendingError }
         return try applyDeleteRules()
     }
@@ -247,14 +254,33 @@ extension ModelContext {
         return prepared
     }
 
-    /// The changed models with their rows, in row order. Sorts rows and
-    /// positions rather than the models themselves: moving an existential
+    /// The changed models with their rows, in row order. Rows of one
+    /// batch are usually near each other (a batch fetched or inserted
+    /// together): when they span less than four times their number, they
+    /// are placed by counting, in linear time. Otherwise rows and positions
+    /// are sorted rather than the models themselves: moving an existential
     /// and its reference count per swap cost more than the comparisons.
-    private func changedInRowOrder() -> [(Int64, any PersistentModel)] {
+    func changedInRowOrder() -> [(Int64, any PersistentModel)] {
         let models = Array(changed.values)
-        var order = models.indices.map { (row: models[$0]._strataState.rowID, index: $0) }
-        order.sort { $0.row < $1.row }
-        return order.map { ($0.row, models[$0.index]) }
+        let rows = models.map { $0._strataState.rowID }
+        guard models.count > 16, let low = rows.min(), let high = rows.max(), low > 0,
+            high - low < 4 * Int64(models.count)
+        else {
+            var order = models.indices.map { (row: rows[$0], index: $0) }
+            order.sort { $0.row < $1.row }
+            return order.map { ($0.row, models[$0.index]) }
+        }
+        // Entities number their rows apart, so one row may come twice.
+        var starts = [Int](repeating: 0, count: Int(high - low) + 2)
+        for row in rows { starts[Int(row - low) + 1] += 1 }
+        for i in 1..<starts.count { starts[i] += starts[i - 1] }
+        var order = [Int](repeating: 0, count: models.count)
+        for (position, row) in rows.enumerated() {
+            let slot = Int(row - low)
+            order[starts[slot]] = position
+            starts[slot] += 1
+        }
+        return order.map { (rows[$0], models[$0]) }
     }
 
     /// Commits a prepared save's transaction.
@@ -365,7 +391,10 @@ extension ModelContext {
             var reported: Set<PersistentIdentifier> = save.upsertedRows
             insertedIDs = insertedIDs.filter { reported.insert($0).inserted }
         }
-        let updatedIDs = changed.values.map(\.persistentModelID) + Array(save.upsertedRows)
+        // The changed models' identifiers are taken in the pass below
+        // that resets them.
+        var updatedIDs: [PersistentIdentifier] = []
+        updatedIDs.reserveCapacity(changed.count + save.upsertedRows.count)
         // Built in place: a cascade can name a hundred thousand rows, and
         // joining per-entity arrays copied each identifier twice more.
         var deletedIDs: [PersistentIdentifier] = []
@@ -390,18 +419,22 @@ extension ModelContext {
         }
         for model in inserted { model._strataState.status = .saved }
         for model in changed.values {
+            updatedIDs.append(model.persistentModelID)
             let state = model._strataState
             // Changed to-manys read their trees again: what other saves
             // did to them shows too.
-            if !state.toManyBaselines.isEmpty, let entity = container.schema.entity(forType: type(of: model)) {
-                Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: state.changedFields)
+            if !state.toManyBaselines.isEmpty {
+                if let entity = container.schema.entity(forType: type(of: model)) {
+                    Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: state.changedFields)
+                }
+                state.toManyBaselines = [:]
             }
             state.isChanged = false
             state.changedFields = _FieldSet()
-            state.toManyBaselines = [:]
             // Written: a list not loaded reads it all from its tree.
-            state.toManyDeltas = [:]
+            if !state.toManyDeltas.isEmpty { state.toManyDeltas = [:] }
         }
+        updatedIDs += save.upsertedRows
         // As in SwiftData, a model whose delete is saved leaves the
         // context: `modelContext` is nil and `isDeleted` false again.
         var gone = Array(deleted.values)
