@@ -34,7 +34,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// autosave that fails keeps the changes and writes the error to
     /// standard error; ``save()`` reports it. A program that exits right
     /// after a change should call ``save()`` itself.
-    public var autosaveEnabled = false {
+    @exclusivity(unchecked) public var autosaveEnabled = false {
         didSet { for part in parts { part.autosaveEnabled = autosaveEnabled } }
     }
     /// Identifies the context in its ``editingState``.
@@ -50,7 +50,7 @@ public final class ModelContext: _RelatedModelLoader {
     /// again: the context has changes to save. Nil (the default) records
     /// nothing. See the "Undo and redo" section of "Differences from
     /// SwiftData".
-    public var undoManager: UndoManager? {
+    @exclusivity(unchecked) public var undoManager: UndoManager? {
         didSet {
             link.undoManager = undoManager
             for part in parts { part.undoManager = undoManager }
@@ -67,7 +67,7 @@ public final class ModelContext: _RelatedModelLoader {
     let parts: [ModelContext]
     /// The context whose part this context is: what models' `modelContext`
     /// and the save notifications name.
-    private(set) weak var owner: ModelContext?
+    @exclusivity(unchecked) private(set) weak var owner: ModelContext?
     /// The mark of a save over several stores that committed elsewhere but
     /// failed here: written with this part's next save.
     var owedMark: (number: Int64, stores: [String])?
@@ -110,15 +110,15 @@ public final class ModelContext: _RelatedModelLoader {
     @exclusivity(unchecked) var snapshot: Snapshot?
     /// A model inserted whose type the container does not know: reported
     /// by the next save.
-    var pendingError: SwiftDataError?
-    private var autosaveScheduled = false
+    @exclusivity(unchecked) var pendingError: SwiftDataError?
+    @exclusivity(unchecked) private var autosaveScheduled = false
     /// When the context saves at its next call into the store if no
     /// autosave ran before (nil without unsaved autosaved changes).
-    var autosaveDue: ContinuousClock.Instant?
+    @exclusivity(unchecked) var autosaveDue: ContinuousClock.Instant?
     /// The queue this context's autosaves run on: the main queue for a
     /// context made on the main thread, a model executor's queue for an
     /// actor's context; nil when its owner runs no queue.
-    var autosaveQueue: DispatchQueue?
+    @exclusivity(unchecked) var autosaveQueue: DispatchQueue?
     /// How long after the first unsaved change a context without a
     /// running queue saves at its next call into the store.
     static let autosaveFallbackDelay = Duration.milliseconds(500)
