@@ -39,8 +39,11 @@ public struct _RecordWriter {
     var failures: [Int: SwiftDataError] = [:]
 
     package init() {
-        bytes = [RecordFormat.version]
+        // Room first, then the version: a one-byte literal would allocate
+        // a buffer that the reservation then replaces.
+        bytes = []
         bytes.reserveCapacity(64)
+        bytes.append(RecordFormat.version)
     }
 
     @usableFromInline mutating func tag(_ field: Int, _ wire: UInt8) { appendVarint(UInt64(field) << 3 | UInt64(wire)) }

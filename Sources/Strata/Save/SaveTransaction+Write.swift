@@ -24,8 +24,10 @@ extension SaveTransaction {
         // member): the record and its keys stay as stored, and are not
         // read, only looked for.
         let listsOnly = only.map { Self.holdsNoRecordField($0, entity) } ?? false
-        let old = fresh || listsOnly ? nil : try record(entity, row: row)
-        let isStored = try old != nil || listsOnly && tx.contains(RowKey.encode(row), in: recordTree(entity))
+        // Encoded once for the lookup and the put.
+        let key = RowKey.encode(row)
+        let old = fresh || listsOnly ? nil : try tx.get(key, in: recordTree(entity))
+        let isStored = try old != nil || listsOnly && tx.contains(key, in: recordTree(entity))
         if only != nil && !isStored {
             throw SwiftDataError(
                 .modelDeleted,
@@ -40,7 +42,7 @@ extension SaveTransaction {
                 fresh: fresh)
             if try writeRelationship(field, storage, target) { written.changedOutside.append(field) }
         }
-        if !listsOnly { try tx.put(RowKey.encode(row), written.bytes, in: recordTree(entity)) }
+        if !listsOnly { try tx.put(key, written.bytes, in: recordTree(entity)) }
         if history != nil {
             if isStored {
                 // An upsert wrote every field: all of them are compared.
