@@ -173,7 +173,9 @@ public final class WriteTransaction: ReadTransaction {
     /// it changes is found in `dirty` (or where it spilled) first.
     @inline(__always) func committedPage(_ number: UInt32) throws -> Page {
         if !pendingPages.isEmpty, let page = pendingPages[number] { return page }
-        if let page = memoized(number) { return page }
+        // A page past the end (cut off by this transaction) is refused
+        // by the pager, memoized or not.
+        if number < header.pageCount, let page = memoized(number) { return page }
         let page = try db.pager.page(number, at: snapshot.position, pageCount: header.pageCount)
         memoize(page, number)
         return page

@@ -160,8 +160,14 @@ extension ModelContext {
             if state.mayReferenceDetached { reaching.append(model) }
         }
         // Models that relationships of changed models now reach (only a
-        // model that may refer to a detached one is looked at).
+        // model that may refer to a detached one is looked at). Inserts
+        // made for the inserted models may change or mark more models:
+        // then the changed models are looked at again.
+        let insertionsBefore = insertions
         for model in inserted { insertReached(from: model) }
+        if insertions != insertionsBefore {
+            reaching = changed.values.filter { $0._strataState.mayReferenceDetached }
+        }
         for model in reaching { insertReached(from: model) }
         if let pendingError { throw pendingError }
         return try applyDeleteRules()
