@@ -70,6 +70,16 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     private let condition = Condition()
+    /// The commits waiting for a sync, by the sync's parity (on
+    /// `condition`'s mutex): a sync that ends wakes the commits it covered,
+    /// and one of those it did not to lead the next, not everyone.
+    private let syncWaiters = [ConditionVariable(), ConditionVariable()]
+    /// Syncs led so far; the one running, while `syncing`, is this one.
+    private var syncNumber = 0
+    /// The last ticket the running sync covers, while `syncing`.
+    private var syncingThrough: UInt64 = 0
+    /// Threads in ``waitUntilIdle()``.
+    private var idleWaiters = 0
     /// Appended, not yet published, in append order (the leader's batch
     /// stays here until it is published).
     private var entries: [Entry] = []
@@ -157,7 +167,9 @@ final class GroupCommit: @unchecked Sendable {
     /// holds the gate, so nothing new is appended meanwhile).
     func waitUntilIdle() {
         condition.withLock {
+            idleWaiters += 1
             while !entries.isEmpty || syncing { condition.wait() }
+            idleWaiters -= 1
         }
     }
 
@@ -173,12 +185,16 @@ final class GroupCommit: @unchecked Sendable {
             if ticket <= publishedThrough { return }
             if let failure, ticket <= failure.through { throw failure.error }
             if syncing {
-                condition.wait()
+                // Covered by the running sync, or by the next one.
+                let next = ticket > syncingThrough ? 1 : 0
+                condition.wait(on: syncWaiters[(syncNumber + next) % 2])
                 continue
             }
             // Lead: sync everything appended so far.
             syncing = true
+            syncNumber += 1
             let batch = entries
+            syncingThrough = batch.last?.ticket ?? publishedThrough
             condition.unlock()
             var syncError: (any Error)?
             do { try syncLog() } catch { syncError = error }
@@ -203,7 +219,16 @@ final class GroupCommit: @unchecked Sendable {
             }
             syncing = false
             releaseIfIdle()
-            condition.broadcast()
+            // The commits this sync covered return; one of those appended
+            // meanwhile leads the next sync (it wakes the rest when done).
+            // A failure wakes everyone.
+            syncWaiters[syncNumber % 2].broadcast()
+            if syncError != nil {
+                syncWaiters[(syncNumber + 1) % 2].broadcast()
+            } else if !entries.isEmpty {
+                syncWaiters[(syncNumber + 1) % 2].signal()
+            }
+            if idleWaiters > 0 { condition.broadcast() }
         }
     }
 

@@ -102,9 +102,34 @@ final class Condition: @unchecked Sendable {
     /// Releases the mutex until signalled, then holds it again; the
     /// caller holds it.
     func wait() { pthread_cond_wait(cond, mutex) }
+
+    /// As ``wait()``, on another condition variable of this mutex.
+    func wait(on other: ConditionVariable) { pthread_cond_wait(other.cond, mutex) }
     /// Wakes one waiter.
     func signal() { pthread_cond_signal(cond) }
     /// Wakes every waiter.
+    func broadcast() { pthread_cond_broadcast(cond) }
+}
+
+/// A condition variable waited on with a ``Condition``'s mutex (see
+/// ``Condition/wait(on:)``): waiters of one kind wake without the others.
+final class ConditionVariable: @unchecked Sendable {
+    fileprivate let cond: UnsafeMutablePointer<pthread_cond_t>
+
+    init() {
+        cond = .allocate(capacity: 1)
+        cond.initialize(to: pthread_cond_t())
+        pthread_cond_init(cond, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        cond.deallocate()
+    }
+
+    /// Wakes one waiter; the caller holds the mutex it is waited on with.
+    func signal() { pthread_cond_signal(cond) }
+    /// Wakes every waiter; the caller holds the mutex.
     func broadcast() { pthread_cond_broadcast(cond) }
 }
 
