@@ -43,7 +43,8 @@
 /// except where documented. Visible to the package's other modules (its
 /// test support uses it too), not to users.
 package final class Lock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// The pthread mutex (a ``Condition`` waits with it).
+    let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// An unlocked mutex.
     package init() {
@@ -70,45 +71,27 @@ package final class Lock: @unchecked Sendable {
 /// ThreadSanitizer understands), for the engine's waits: the writer gate
 /// and the commits waiting for a shared sync.
 final class Condition: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private let mutex = Lock()
+    /// The condition variable ``wait()``, ``signal()`` and ``broadcast()``
+    /// use; others can share the mutex (``wait(on:)``).
+    private let own = ConditionVariable()
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        cond = .allocate(capacity: 1)
-        cond.initialize(to: pthread_cond_t())
-        pthread_cond_init(cond, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    func lock() { pthread_mutex_lock(mutex.mutex) }
+    func unlock() { pthread_mutex_unlock(mutex.mutex) }
 
     /// Runs `body` with the mutex held.
-    @inline(__always) func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    @inline(__always) func withLock<R>(_ body: () throws -> R) rethrows -> R { try mutex.withLock(body) }
 
     /// Releases the mutex until signalled, then holds it again; the
     /// caller holds it.
-    func wait() { pthread_cond_wait(cond, mutex) }
+    func wait() { wait(on: own) }
 
     /// As ``wait()``, on another condition variable of this mutex.
-    func wait(on other: ConditionVariable) { pthread_cond_wait(other.cond, mutex) }
+    func wait(on other: ConditionVariable) { pthread_cond_wait(other.cond, mutex.mutex) }
     /// Wakes one waiter.
-    func signal() { pthread_cond_signal(cond) }
+    func signal() { own.signal() }
     /// Wakes every waiter.
-    func broadcast() { pthread_cond_broadcast(cond) }
+    func broadcast() { own.broadcast() }
 }
 
 /// A condition variable waited on with a ``Condition``'s mutex (see
