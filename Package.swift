@@ -52,7 +52,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // CRC-32C for page and log checksums, with the processor's
-        // instruction where it has one (C: Swift has no intrinsics for it).
+        // instruction where it has one (C: Swift has no intrinsics for it),
+        // a prefetch hint, and Linux's futex calls for the engine's waits
+        // (`syscall` is variadic, which Swift cannot call).
         .target(name: "CStrataCRC32C"),
         .target(name: "StrataEngine", dependencies: ["CStrataCRC32C"]),
         .macro(

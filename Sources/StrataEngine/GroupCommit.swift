@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Group commit: with durability `full`, a commit's frames are appended to
 /// the log under the writer gate, then the gate is released and the commit
 /// waits for a sync of the log. The first waiter syncs (the *leader*) and
@@ -70,10 +72,15 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     private let condition = Condition()
-    /// The commits waiting for a sync, by the sync's parity (on
-    /// `condition`'s mutex): a sync that ends wakes the commits it covered,
-    /// and one of those it did not to lead the next, not everyone.
-    private let syncWaiters = [ConditionVariable(), ConditionVariable()]
+    /// The commits waiting for a sync, by the sync's parity (keys read
+    /// under `condition`): a sync that ends wakes the commits it covered,
+    /// and one of those it did not to lead the next, not everyone. A woken
+    /// commit finds itself published in `published` without taking
+    /// `condition`, which the next writer needs to append.
+    private let syncEnds = [EventCount(), EventCount()]
+    /// `publishedThrough`, for waiters to read without the lock: written
+    /// under `condition`, after the commits are published.
+    private let published = Atomic<UInt64>(0)
     /// Syncs led so far; the one running, while `syncing`, is this one.
     private var syncNumber = 0
     /// The last ticket the running sync covers, while `syncing`.
@@ -179,15 +186,22 @@ final class GroupCommit: @unchecked Sendable {
     /// publishes the batch it covered, in order, under the writer lock the
     /// group holds; a failed sync poisons the handle instead.
     func awaitPublished(_ ticket: UInt64) throws {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if ticket <= publishedThrough { return }
-            if let failure, ticket <= failure.through { throw failure.error }
+        while published.load(ordering: .acquiring) < ticket {
+            condition.lock()
+            if ticket <= publishedThrough {
+                condition.unlock()
+                return
+            }
+            if let failure, ticket <= failure.through {
+                condition.unlock()
+                throw failure.error
+            }
             if syncing {
                 // Covered by the running sync, or by the next one.
-                let next = ticket > syncingThrough ? 1 : 0
-                condition.wait(on: syncWaiters[(syncNumber + next) % 2])
+                let ends = syncEnds[(syncNumber + (ticket > syncingThrough ? 1 : 0)) % 2]
+                let key = ends.key
+                condition.unlock()
+                ends.wait(unless: key)
                 continue
             }
             // Lead: sync everything appended so far.
@@ -216,19 +230,20 @@ final class GroupCommit: @unchecked Sendable {
             } else {
                 entries.removeFirst(batch.count)
                 publishedThrough = batch.last?.ticket ?? publishedThrough
+                published.store(publishedThrough, ordering: .releasing)
             }
             syncing = false
             releaseIfIdle()
+            let ended = syncEnds[syncNumber % 2]
+            let next = syncEnds[(syncNumber + 1) % 2]
+            let wakeNext: Bool? = syncError != nil ? true : entries.isEmpty ? nil : false
+            if idleWaiters > 0 { condition.broadcast() }
+            condition.unlock()
             // The commits this sync covered return; one of those appended
             // meanwhile leads the next sync (it wakes the rest when done).
             // A failure wakes everyone.
-            syncWaiters[syncNumber % 2].broadcast()
-            if syncError != nil {
-                syncWaiters[(syncNumber + 1) % 2].broadcast()
-            } else if !entries.isEmpty {
-                syncWaiters[(syncNumber + 1) % 2].signal()
-            }
-            if idleWaiters > 0 { condition.broadcast() }
+            ended.notify(all: true)
+            if let wakeNext { next.notify(all: wakeNext) }
         }
     }
 

@@ -1,3 +1,6 @@
+import CStrataCRC32C
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -84,18 +87,14 @@ final class Condition: @unchecked Sendable {
 
     /// Releases the mutex until signalled, then holds it again; the
     /// caller holds it.
-    func wait() { wait(on: own) }
-
-    /// As ``wait()``, on another condition variable of this mutex.
-    func wait(on other: ConditionVariable) { pthread_cond_wait(other.cond, mutex.mutex) }
+    func wait() { pthread_cond_wait(own.cond, mutex.mutex) }
     /// Wakes one waiter.
     func signal() { own.signal() }
     /// Wakes every waiter.
     func broadcast() { own.broadcast() }
 }
 
-/// A condition variable waited on with a ``Condition``'s mutex (see
-/// ``Condition/wait(on:)``): waiters of one kind wake without the others.
+/// A pthread condition variable (a ``Condition``'s).
 final class ConditionVariable: @unchecked Sendable {
     fileprivate let cond: UnsafeMutablePointer<pthread_cond_t>
 
@@ -116,36 +115,150 @@ final class ConditionVariable: @unchecked Sendable {
     func broadcast() { pthread_cond_broadcast(cond) }
 }
 
+/// A count of events that threads wait for without holding a lock: a
+/// waiter reads ``key`` while it holds the lock that guards what it waits
+/// for, releases that lock, then calls ``wait(unless:)``, which returns once
+/// ``notify(all:)`` has run after the key was read (or at once if it ran
+/// already). No wake-up is lost, and a woken thread does not queue for a
+/// mutex before it can look at what changed. Spurious returns happen: the
+/// waiter checks its condition again.
+///
+/// On Linux the count is a futex word; elsewhere a mutex and a condition
+/// variable of its own.
+final class EventCount: @unchecked Sendable {
+    #if os(Linux)
+        private let word: UnsafeMutablePointer<Atomic<UInt32>>
+
+        init() {
+            word = .allocate(capacity: 1)
+            word.initialize(to: Atomic(0))
+        }
+
+        deinit {
+            word.deinitialize(count: 1)
+            word.deallocate()
+        }
+
+        /// The count now.
+        var key: UInt32 { word.pointee.load(ordering: .acquiring) }
+
+        /// Sleeps while the count is still `key`.
+        func wait(unless key: UInt32) {
+            while word.pointee.load(ordering: .acquiring) == key {
+                _ = strata_futex_wait(UnsafeRawPointer(word), key)
+            }
+        }
+
+        /// Advances the count and wakes every waiter, or one.
+        func notify(all: Bool) {
+            word.pointee.wrappingAdd(1, ordering: .releasing)
+            strata_futex_wake(UnsafeRawPointer(word), all ? Int32.max : 1)
+        }
+    #else
+        private let condition = Condition()
+        private var count: UInt32 = 0  // guarded by condition
+
+        /// The count now.
+        var key: UInt32 { condition.withLock { count } }
+
+        /// Sleeps while the count is still `key`.
+        func wait(unless key: UInt32) {
+            condition.withLock { while count == key { condition.wait() } }
+        }
+
+        /// Advances the count and wakes every waiter, or one.
+        func notify(all: Bool) {
+            condition.withLock {
+                count &+= 1
+                if all { condition.broadcast() } else { condition.signal() }
+            }
+        }
+    #endif
+}
+
 /// The writer gate: one write transaction at a time; others block until it
 /// ends (lock 3 of the order above).
+///
+/// On Linux a word and a futex: taking a free gate is one atomic exchange,
+/// and a release wakes one sleeper only when one may be there (state 2),
+/// which then takes the gate without a second lock (pthread's mutex and
+/// condition variable took up to five futex calls per hand-over, with the
+/// woken thread queueing for the mutex again). A thread that is running
+/// may take a released gate before the woken one does.
 final class WriterGate: @unchecked Sendable {
-    private let condition = Condition()
-    private var held = false  // guarded by condition
-    /// The thread holding the gate, while one does.
-    private var owner: pthread_t?  // guarded by condition
+    #if os(Linux)
+        /// 0 free, 1 held, 2 held and a thread may be sleeping on it.
+        private let state: UnsafeMutablePointer<Atomic<UInt32>>
+        /// The holding thread's `pthread_t`, 0 when free; written only by
+        /// the holder.
+        private let holder: UnsafeMutablePointer<Atomic<UInt>>
 
-    func acquire() {
-        condition.withLock {
-            while held { condition.wait() }
-            held = true
-            owner = pthread_self()
+        init() {
+            state = .allocate(capacity: 1)
+            state.initialize(to: Atomic(0))
+            holder = .allocate(capacity: 1)
+            holder.initialize(to: Atomic(0))
         }
-    }
 
-    /// True when the calling thread holds the gate (it is inside its own
-    /// write transaction).
-    var isHeldByCurrentThread: Bool {
-        condition.withLock {
-            guard held, let owner else { return false }
-            return pthread_equal(owner, pthread_self()) != 0
+        deinit {
+            state.deinitialize(count: 1)
+            state.deallocate()
+            holder.deinitialize(count: 1)
+            holder.deallocate()
         }
-    }
 
-    func release() {
-        condition.withLock {
-            held = false
-            owner = nil
-            condition.signal()
+        func acquire() {
+            if !state.pointee.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+                // Marked 2 before sleeping, so the release wakes someone;
+                // a thread that finds it free this way keeps the 2.
+                while state.pointee.exchange(2, ordering: .acquiring) != 0 {
+                    _ = strata_futex_wait(UnsafeRawPointer(state), 2)
+                }
+            }
+            holder.pointee.store(UInt(pthread_self()), ordering: .relaxed)
         }
-    }
+
+        /// True when the calling thread holds the gate (it is inside its own
+        /// write transaction).
+        var isHeldByCurrentThread: Bool {
+            holder.pointee.load(ordering: .relaxed) == UInt(pthread_self())
+        }
+
+        func release() {
+            holder.pointee.store(0, ordering: .relaxed)
+            if state.pointee.exchange(0, ordering: .releasing) == 2 {
+                strata_futex_wake(UnsafeRawPointer(state), 1)
+            }
+        }
+    #else
+        private let condition = Condition()
+        private var held = false  // guarded by condition
+        /// The thread holding the gate, while one does.
+        private var owner: pthread_t?  // guarded by condition
+
+        func acquire() {
+            condition.withLock {
+                while held { condition.wait() }
+                held = true
+                owner = pthread_self()
+            }
+        }
+
+        /// True when the calling thread holds the gate (it is inside its own
+        /// write transaction).
+        var isHeldByCurrentThread: Bool {
+            condition.withLock {
+                guard held, let owner else { return false }
+                return pthread_equal(owner, pthread_self()) != 0
+            }
+        }
+
+        func release() {
+            condition.withLock {
+                held = false
+                owner = nil
+                condition.signal()
+            }
+        }
+    #endif
 }

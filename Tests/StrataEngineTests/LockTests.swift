@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+import XCTest
+
+@testable import StrataEngine
+
+/// The engine's own waiting primitives: the writer gate and the event
+/// count the group commit's waiters sleep on. A broken one shows as two
+/// threads inside the gate at once, or as a thread that sleeps for ever
+/// (caught here by a deadline).
+final class LockTests: XCTestCase {
+    /// Runs `body(i)` on `threads` threads and waits up to `seconds` for
+    /// all of them; fails the test when one is still running then.
+    func onThreads(_ threads: Int, seconds: Double = 60, _ body: @escaping @Sendable (Int) -> Void) {
+        let done = DispatchGroup()
+        for i in 0..<threads {
+            done.enter()
+            Thread {
+                body(i)
+                done.leave()
+            }.start()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + seconds), .success, "a thread was still waiting after \(seconds) s")
+    }
+
+    func testTheWriterGateLetsOneThreadInAtATime() {
+        let gate = WriterGate()
+        let inside = Atomic<Int>(0)
+        let overlaps = Atomic<Int>(0)
+        let notHolder = Atomic<Int>(0)
+        final class Box: @unchecked Sendable { var count = 0 }  // guarded by gate
+        let box = Box()
+        let rounds = 3_000
+        onThreads(8) { _ in
+            for round in 0..<rounds {
+                if gate.isHeldByCurrentThread { notHolder.add(1, ordering: .relaxed) }
+                gate.acquire()
+                if inside.add(1, ordering: .relaxed).newValue != 1 { overlaps.add(1, ordering: .relaxed) }
+                if !gate.isHeldByCurrentThread { notHolder.add(1, ordering: .relaxed) }
+                box.count += 1
+                // Now and then stay long enough for the others to queue
+                // and sleep, so that releases hand the gate over.
+                if round % 64 == 0 { usleep(50) }
+                inside.subtract(1, ordering: .relaxed)
+                gate.release()
+            }
+        }
+        XCTAssertEqual(overlaps.load(ordering: .relaxed), 0, "threads inside the gate together")
+        XCTAssertEqual(notHolder.load(ordering: .relaxed), 0, "isHeldByCurrentThread was wrong")
+        XCTAssertEqual(box.count, 8 * rounds)
+        XCTAssertFalse(gate.isHeldByCurrentThread)
+    }
+
+    /// A notification between reading the key and waiting is not lost:
+    /// the wait returns at once, whether the notification came from this
+    /// thread or from another that is gone by then.
+    func testAnEventCountWaitAfterANotificationReturnsAtOnce() {
+        let events = EventCount()
+        onThreads(1, seconds: 10) { _ in
+            let key = events.key
+            events.notify(all: true)
+            events.wait(unless: key)
+            let next = events.key
+            let other = Thread { events.notify(all: false) }
+            other.start()
+            while events.key == next { usleep(100) }
+            events.wait(unless: next)
+        }
+    }
+
+    /// Two threads take turns through a counter guarded by a lock, each
+    /// sleeping on the event count until it is its turn: a lost wake-up
+    /// stops both.
+    func testAnEventCountLosesNoWakeUp() {
+        let lock = Lock()
+        let events = EventCount()
+        final class Box: @unchecked Sendable { var turn = 0 }  // guarded by lock
+        let box = Box()
+        let rounds = 20_000
+        onThreads(2) { me in
+            for _ in 0..<rounds {
+                while true {
+                    let (mine, key): (Bool, UInt32) = lock.withLock { (box.turn % 2 == me, events.key) }
+                    if mine { break }
+                    events.wait(unless: key)
+                }
+                lock.withLock { box.turn += 1 }
+                events.notify(all: true)
+            }
+        }
+        XCTAssertEqual(lock.withLock { box.turn }, 2 * rounds)
+    }
+
+    /// Waking one waiter at a time: every ticket handed out is taken, and
+    /// every waiter gets its share, however the wake-ups race with threads
+    /// about to sleep.
+    func testAnEventCountWakingOneAtATimeServesEveryWaiter() {
+        let lock = Lock()
+        let events = EventCount()
+        final class Box: @unchecked Sendable {
+            var tickets = 0  // guarded by lock
+            var taken = 0  // guarded by lock
+        }
+        let box = Box()
+        let waiters = 4
+        let each = 2_000
+        let served = DispatchGroup()
+        for _ in 0..<waiters {
+            served.enter()
+            Thread {
+                var got = 0
+                while got < each {
+                    let key: UInt32? = lock.withLock {
+                        guard box.tickets > 0 else { return events.key }
+                        box.tickets -= 1
+                        box.taken += 1
+                        return nil
+                    }
+                    if let key { events.wait(unless: key) } else { got += 1 }
+                }
+                served.leave()
+            }.start()
+        }
+        for i in 0..<(waiters * each) {
+            lock.withLock { box.tickets += 1 }
+            events.notify(all: false)
+            // Now and then let every waiter fall asleep.
+            if i % 64 == 0 { usleep(200) }
+        }
+        XCTAssertEqual(served.wait(timeout: .now() + 60), .success, "a waiter slept through its ticket")
+        XCTAssertEqual(lock.withLock { box.taken }, waiters * each)
+    }
+}
