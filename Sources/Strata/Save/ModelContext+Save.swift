@@ -202,16 +202,18 @@ extension ModelContext {
             prepared.moved = try moved ?? moveCollidingInserts(in: tx)
             // In key order; the deletes are queued and carried out tree
             // by tree, in key order too.
-            let entities = container.schema.entities
-            var rows = deletedRows.isEmpty ? Array(repeating: [], count: entities.count) : deletedRows
-            for model in deleted.values {
-                if let entity = container.schema.entity(forType: type(of: model)) {
-                    rows[entity.ordinal].append(DoomedRow(row: model._strataState.rowID))
+            if !deleted.isEmpty || !deletedRows.isEmpty {
+                let entities = container.schema.entities
+                var rows = deletedRows.isEmpty ? Array(repeating: [], count: entities.count) : deletedRows
+                for model in deleted.values {
+                    if let entity = container.schema.entity(forType: type(of: model)) {
+                        rows[entity.ordinal].append(DoomedRow(row: model._strataState.rowID))
+                    }
                 }
-            }
-            for entity in entities where !rows[entity.ordinal].isEmpty {
-                rows[entity.ordinal].sort { $0.row < $1.row }
-                try save.deleteRows(entity, rows[entity.ordinal])
+                for entity in entities where !rows[entity.ordinal].isEmpty {
+                    rows[entity.ordinal].sort { $0.row < $1.row }
+                    try save.deleteRows(entity, rows[entity.ordinal])
+                }
             }
             try save.flushDeletes()
             // Changed models in row order: neighbouring rows share leaves,

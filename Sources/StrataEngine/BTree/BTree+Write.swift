@@ -19,17 +19,19 @@ struct BTreeWriter {
     /// Inserts or replaces; returns true when the key is new.
     @discardableResult
     func putRaw(_ key: [UInt8], _ value: [UInt8], root: UInt32) throws -> Bool {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try putRaw(k, v, root: root) } }
+    }
+
+    /// As ``putRaw(_:_:root:)-([UInt8],_,_)``, from bytes the caller holds.
+    @discardableResult
+    func putRaw(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, root: UInt32) throws -> Bool {
         guard key.count <= Database.maxKeyLength else {
             throw StorageError.keyTooLong(length: key.count, maximum: Database.maxKeyLength)
         }
         guard value.count <= Database.maxValueLength else {
             throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
         }
-        return try key.withUnsafeBytes { k in
-            try value.withUnsafeBytes { v in
-                try put(k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count, v.baseAddress, v.count, root: root)
-            }
-        }
+        return try put(key.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, key.count, value.baseAddress, value.count, root: root)
     }
 
     private func put(
