@@ -74,6 +74,21 @@ extension Database {
     /// failed fsync poisons the handle). `whatever`: checkpoint even when
     /// the log is below the threshold (the commit wrote the main file).
     func checkpointAfterCommit(recent: WAL.RecentCommit, whatever: Bool = false) {
+        // Every commit appended while the log is past the threshold comes
+        // here: with sixteen savers, one commit in 25 did, and each took the
+        // gate and drained the group's pending commits only to find the
+        // frames copied. One runs at a time, and only while frames are left
+        // to copy; the others leave it to that one. A commit that wrote the
+        // main file still runs its own.
+        if !whatever {
+            let due = stateLock.withLock {
+                wal.state.frames >= options.checkpointThresholdFrames && wal.state.backfilled < wal.state.frames
+            }
+            guard due,
+                automaticCheckpointRunning.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
+            else { return }
+        }
+        defer { if !whatever { automaticCheckpointRunning.store(false, ordering: .releasing) } }
         acquireGateWhenIdle()
         defer { gate.release() }
         beforeAutomaticCheckpoint?()

@@ -66,6 +66,9 @@ public final class Database: @unchecked Sendable {
     /// Set by `close()`: transactions still open throw
     /// ``StorageError/closed`` from then on (their reader marks are gone).
     let closedForReads = Atomic<Bool>(false)
+    /// Set while a commit of this handle runs the automatic checkpoint
+    /// (see `checkpointAfterCommit(recent:whatever:)`).
+    let automaticCheckpointRunning = Atomic<Bool>(false)
 
     /// Counters for tools and tests.
     @exclusivity(unchecked) var counters = Statistics()

@@ -191,6 +191,51 @@ final class GroupCommitTests: EngineTestCase {
     }
 }
 
+extension GroupCommitTests {
+    /// Every commit appended while the log was past the checkpoint
+    /// threshold ran the automatic checkpoint: it took the gate, waited
+    /// for every pending commit (stalling the others) and, all but the
+    /// first, found the frames copied. One runs at a time now, and only
+    /// while frames are left to copy, so each run checkpoints.
+    func testOneAutomaticCheckpointServesTheCommitsThatFoundTheLogLong() throws {
+        let db = try open("store.strata", DatabaseOptions(durability: .full, checkpointThresholdFrames: 24))
+        try db.write { tx in _ = try tx.createTree("t") }
+        final class Runs: @unchecked Sendable {
+            private let lock = NSLock()
+            private var count = 0  // guarded by lock
+            func add() { lock.withLock { count += 1 } }
+            var total: Int { lock.withLock { count } }
+        }
+        let runs = Runs()
+        db.beforeAutomaticCheckpoint = { runs.add() }
+        let errors = ErrorList()
+        let done = DispatchGroup()
+        for t in 0..<8 {
+            done.enter()
+            Thread {
+                for c in 0..<100 {
+                    do {
+                        try db.write { tx in
+                            try tx.put(Array("t\(t)-c\(c)".utf8), Array(repeating: UInt8(c), count: 100), in: try tx.tree("t"))
+                        }
+                    } catch {
+                        errors.add(error)
+                    }
+                }
+                done.leave()
+            }.start()
+        }
+        done.wait()
+        db.beforeAutomaticCheckpoint = nil
+        XCTAssertEqual(errors.all, [])
+        XCTAssertEqual(try db.read { tx in try tx.count(try tx.tree("t")) }, 800)
+        let checkpoints = db.statistics.checkpoints
+        XCTAssertGreaterThan(checkpoints, 5, "the log passed its threshold again and again")
+        XCTAssertLessThanOrEqual(runs.total, checkpoints, "automatic checkpoints that found nothing to copy")
+        try db.close()
+    }
+}
+
 /// Errors of several threads, guarded by `lock`.
 final class ErrorList: @unchecked Sendable {
     private let lock = NSLock()
