@@ -37,11 +37,14 @@ package enum HistoryLog {
     static let deletedKey = Array("deleted".utf8)
 
     /// Writes `recorder`'s changes as the next transaction; returns its
-    /// token value.
+    /// token value. `last`: the last token issued in `tx`, when the caller
+    /// read it (``lastToken(_:)``) and wrote no history since.
     @discardableResult
-    static func append(_ recorder: HistoryRecorder, author: String?, tx: WriteTransaction) throws -> Int64 {
+    static func append(
+        _ recorder: HistoryRecorder, author: String?, tx: WriteTransaction, after last: Int64? = nil
+    ) throws -> Int64 {
         let tree = try tx.treeIfPresent(transactions) ?? tx.createTree(transactions)
-        let token = try lastToken(tx, transactions: tree) + 1
+        let token = try (last ?? lastToken(tx, transactions: tree)) + 1
         try tx.put(counterKey, RowKey.encode(token), in: tree)
         var out: [UInt8] = [1]
         func varint(_ value: UInt64) { Varint.append(value, to: &out) }

@@ -237,9 +237,12 @@ extension ModelContext {
             for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
             for (_, model) in changedInOrder { try save.write(model, fresh: false) }
             prepared.upsertedRows = save.upsertedRows
-            prepared.otherSaves = try store.changesOfOtherSaves(in: tx)
+            // Read once: both the check for other processes' saves and
+            // the history's next token need it.
+            let lastToken = try HistoryLog.lastToken(tx)
+            prepared.otherSaves = try store.changesOfOtherSaves(in: tx, last: lastToken)
             if let history = save.history, !history.isEmpty {
-                let token = try HistoryLog.append(history, author: author, tx: tx)
+                let token = try HistoryLog.append(history, author: author, tx: tx, after: lastToken)
                 prepared.historyToken = token
                 store.wroteHistory(token)
             }

@@ -100,8 +100,11 @@ extension Store {
 
     /// The history transactions after the last one seen, as changes to
     /// merge, and the last token they reach; nil when there are none.
-    func changesOfOtherSaves(in tx: ReadTransaction) throws -> (changes: SavedChanges, through: Int64)? {
-        let last = try HistoryLog.lastToken(tx)
+    /// `last`: the last token issued in `tx`, when the caller read it.
+    func changesOfOtherSaves(
+        in tx: ReadTransaction, last known: Int64? = nil
+    ) throws -> (changes: SavedChanges, through: Int64)? {
+        let last = try known ?? HistoryLog.lastToken(tx)
         let seen = otherProcesses.seen.withLock { state -> Int64 in
             if state.token == nil { state.token = last }
             return state.token!
