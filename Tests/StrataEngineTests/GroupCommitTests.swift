@@ -161,11 +161,9 @@ final class GroupCommitTests: EngineTestCase {
         try reopened.close()
     }
 
-    func testManyThreadsCommitEverythingTheyWereToldWasDurable() throws {
-        let db = try open()
-        try db.write { tx in _ = try tx.createTree("t") }
-        let threads = 16
-        let commits = 40
+    /// `threads` threads each commit `commits` puts into tree "t" (which
+    /// must exist), one per commit; returns the errors they met.
+    func commitOnThreads(_ db: Database, threads: Int, commits: Int) -> [String] {
         let errors = ErrorList()
         let done = DispatchGroup()
         for t in 0..<threads {
@@ -184,7 +182,15 @@ final class GroupCommitTests: EngineTestCase {
             }.start()
         }
         done.wait()
-        XCTAssertEqual(errors.all, [])
+        return errors.all
+    }
+
+    func testManyThreadsCommitEverythingTheyWereToldWasDurable() throws {
+        let db = try open()
+        try db.write { tx in _ = try tx.createTree("t") }
+        let threads = 16
+        let commits = 40
+        XCTAssertEqual(commitOnThreads(db, threads: threads, commits: commits), [])
         XCTAssertEqual(try db.read { tx in try tx.count(try tx.tree("t")) }, threads * commits)
         XCTAssertEqual(db.statistics.commits, threads * commits + 1)
         try db.close()
@@ -208,26 +214,9 @@ extension GroupCommitTests {
         }
         let runs = Runs()
         db.beforeAutomaticCheckpoint = { runs.add() }
-        let errors = ErrorList()
-        let done = DispatchGroup()
-        for t in 0..<8 {
-            done.enter()
-            Thread {
-                for c in 0..<100 {
-                    do {
-                        try db.write { tx in
-                            try tx.put(Array("t\(t)-c\(c)".utf8), Array(repeating: UInt8(c), count: 100), in: try tx.tree("t"))
-                        }
-                    } catch {
-                        errors.add(error)
-                    }
-                }
-                done.leave()
-            }.start()
-        }
-        done.wait()
+        let errors = commitOnThreads(db, threads: 8, commits: 100)
         db.beforeAutomaticCheckpoint = nil
-        XCTAssertEqual(errors.all, [])
+        XCTAssertEqual(errors, [])
         XCTAssertEqual(try db.read { tx in try tx.count(try tx.tree("t")) }, 800)
         let checkpoints = db.statistics.checkpoints
         XCTAssertGreaterThan(checkpoints, 5, "the log passed its threshold again and again")
