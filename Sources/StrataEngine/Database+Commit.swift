@@ -88,9 +88,13 @@ extension Database {
                 automaticCheckpointRunning.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
             else { return }
         }
-        defer { if !whatever { automaticCheckpointRunning.store(false, ordering: .releasing) } }
         acquireGateWhenIdle()
-        defer { gate.release() }
+        // The claim ends before the gate opens: a commit appended after
+        // this checkpoint finds the claim free when its own check runs.
+        defer {
+            if !whatever { automaticCheckpointRunning.store(false, ordering: .releasing) }
+            gate.release()
+        }
         beforeAutomaticCheckpoint?()
         // Another process's writer holds the lock: one of its commits, or
         // a later one here, checkpoints instead.

@@ -29,8 +29,10 @@ import Synchronization
 //    commits keeps it until the last is published (`GroupCommit`).
 // 5. A reader slot's lock (`SharedIndex.slotLock`): held for the handle's
 //    life; other handles only try it, to tell a dead handle's mark.
-// 6. `GroupCommit.condition`: the commits waiting for a shared sync.
-//    Never held across I/O: the leader releases it to sync.
+// 6. `GroupCommit.condition`: the queue of commits waiting for a shared
+//    sync (they sleep on its `EventCount`s without it). Never held across
+//    I/O: the leader releases it to sync. Off Linux, an `EventCount`'s
+//    own mutex is a leaf taken under it.
 // 7. The database's state lock (`Database.stateLock`, shared with its
 //    `WAL`, `Pager` and `GroupCommit`): the published state, the cache,
 //    counters, the poisoned flag. Short sections; held for I/O only where
@@ -76,7 +78,7 @@ package final class Lock: @unchecked Sendable {
 final class Condition: @unchecked Sendable {
     private let mutex = Lock()
     /// The condition variable ``wait()``, ``signal()`` and ``broadcast()``
-    /// use; others can share the mutex (``wait(on:)``).
+    /// use.
     private let own = ConditionVariable()
 
     func lock() { pthread_mutex_lock(mutex.mutex) }
@@ -117,10 +119,12 @@ final class ConditionVariable: @unchecked Sendable {
 
 /// A count of events that threads wait for without holding a lock: a
 /// waiter reads ``key`` while it holds the lock that guards what it waits
-/// for, releases that lock, then calls ``wait(unless:)``, which returns once
-/// ``notify(all:)`` has run after the key was read (or at once if it ran
-/// already). No wake-up is lost, and a woken thread does not queue for a
-/// mutex before it can look at what changed. Spurious returns happen: the
+/// for, releases that lock, then calls ``wait(unless:)``. `notify(all:
+/// true)` run after the key was read makes that wait return (at once if it
+/// ran already). `notify(all: false)` wakes one waiter already asleep, and
+/// every waiter not yet asleep returns at once; the others asleep stay so
+/// until a later notification. A woken thread does not queue for a mutex
+/// before it can look at what changed. Spurious returns happen: the
 /// waiter checks its condition again.
 ///
 /// On Linux the count is a futex word; elsewhere a mutex and a condition
