@@ -78,8 +78,8 @@ final class GroupCommit: @unchecked Sendable {
     /// commit finds itself published in `published` without taking
     /// `condition`, which the next writer needs to append.
     private let syncEnds = [EventCount(), EventCount()]
-    /// `publishedThrough`, for waiters to read without the lock: written
-    /// under `condition`, after the commits are published.
+    /// Every ticket up to this one is published. Written under `condition`
+    /// once the commits are published; waiters read it without the lock.
     private let published = Atomic<UInt64>(0)
     /// Syncs led so far; the one running, while `syncing`, is this one.
     private var syncNumber = 0
@@ -91,8 +91,6 @@ final class GroupCommit: @unchecked Sendable {
     /// stays here until it is published).
     private var entries: [Entry] = []
     private var nextTicket: UInt64 = 1
-    /// Every ticket up to this one is published.
-    private var publishedThrough: UInt64 = 0
     /// A leader is syncing and publishing.
     private var syncing = false
     /// Tickets up to `through` failed with `error`.
@@ -188,7 +186,7 @@ final class GroupCommit: @unchecked Sendable {
     func awaitPublished(_ ticket: UInt64) throws {
         while published.load(ordering: .acquiring) < ticket {
             condition.lock()
-            if ticket <= publishedThrough {
+            if ticket <= published.load(ordering: .relaxed) {
                 condition.unlock()
                 return
             }
@@ -208,7 +206,7 @@ final class GroupCommit: @unchecked Sendable {
             syncing = true
             syncNumber += 1
             let batch = entries
-            syncingThrough = batch.last?.ticket ?? publishedThrough
+            syncingThrough = batch.last?.ticket ?? published.load(ordering: .relaxed)
             condition.unlock()
             var syncError: (any Error)?
             do { try syncLog() } catch { syncError = error }
@@ -229,8 +227,7 @@ final class GroupCommit: @unchecked Sendable {
                 entries.removeAll()
             } else {
                 entries.removeFirst(batch.count)
-                publishedThrough = batch.last?.ticket ?? publishedThrough
-                published.store(publishedThrough, ordering: .releasing)
+                if let last = batch.last { published.store(last.ticket, ordering: .releasing) }
             }
             syncing = false
             releaseIfIdle()
