@@ -49,10 +49,9 @@ extension WriteTransaction {
         // From the name's own bytes and a value on the stack: two arrays
         // a tree, each with the runtime's metadata lookup, cost about
         // 1,600 instructions.
-        try withUnsafeTemporaryAllocation(byteCount: 12, alignment: 8) { value in
+        try withUnsafeTemporaryAllocation(byteCount: Self.catalogValueSize, alignment: 8) { value in
             for (root, name) in changedTrees.sorted(by: { $0.key < $1.key }) {
-                storeBE32(value.baseAddress!, root)
-                storeBE64(value.baseAddress! + 4, UInt64(counts[root] ?? 0))
+                Self.writeCatalogValue(root: root, count: counts[root] ?? 0, into: value.baseAddress!)
                 var name = name
                 try name.withUTF8 { key in
                     try BTreeWriter(tx: self).putRaw(

@@ -104,11 +104,17 @@ extension WriteTransaction {
     }
 
     func catalogValue(root: UInt32, count: Int) -> [UInt8] {
-        var v = [UInt8](repeating: 0, count: 12)
-        v.withUnsafeMutableBytes {
-            storeBE32($0.baseAddress!, root)
-            storeBE64($0.baseAddress! + 4, UInt64(count))
-        }
+        var v = [UInt8](repeating: 0, count: Self.catalogValueSize)
+        v.withUnsafeMutableBytes { Self.writeCatalogValue(root: root, count: count, into: $0.baseAddress!) }
         return v
+    }
+
+    /// A catalog entry's value: the tree's root page, then its entry count.
+    static let catalogValueSize = 12
+
+    /// Writes a catalog entry's value (``catalogValueSize`` bytes) at `p`.
+    static func writeCatalogValue(root: UInt32, count: Int, into p: UnsafeMutableRawPointer) {
+        storeBE32(p, root)
+        storeBE64(p + 4, UInt64(count))
     }
 }
