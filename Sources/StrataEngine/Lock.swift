@@ -73,32 +73,11 @@ package final class Lock: @unchecked Sendable {
 }
 
 /// A mutex and a condition variable on it (pthread's, which
-/// ThreadSanitizer understands), for the engine's waits: the writer gate
-/// and the commits waiting for a shared sync.
+/// ThreadSanitizer understands): the group commit's queue and its idle
+/// waiters, and off Linux the writer gate and ``EventCount``.
 final class Condition: @unchecked Sendable {
     private let mutex = Lock()
-    /// The condition variable ``wait()``, ``signal()`` and ``broadcast()``
-    /// use.
-    private let own = ConditionVariable()
-
-    func lock() { pthread_mutex_lock(mutex.mutex) }
-    func unlock() { pthread_mutex_unlock(mutex.mutex) }
-
-    /// Runs `body` with the mutex held.
-    @inline(__always) func withLock<R>(_ body: () throws -> R) rethrows -> R { try mutex.withLock(body) }
-
-    /// Releases the mutex until signalled, then holds it again; the
-    /// caller holds it.
-    func wait() { pthread_cond_wait(own.cond, mutex.mutex) }
-    /// Wakes one waiter.
-    func signal() { own.signal() }
-    /// Wakes every waiter.
-    func broadcast() { own.broadcast() }
-}
-
-/// A pthread condition variable (a ``Condition``'s).
-final class ConditionVariable: @unchecked Sendable {
-    fileprivate let cond: UnsafeMutablePointer<pthread_cond_t>
+    private let cond: UnsafeMutablePointer<pthread_cond_t>
 
     init() {
         cond = .allocate(capacity: 1)
@@ -111,7 +90,16 @@ final class ConditionVariable: @unchecked Sendable {
         cond.deallocate()
     }
 
-    /// Wakes one waiter; the caller holds the mutex it is waited on with.
+    func lock() { pthread_mutex_lock(mutex.mutex) }
+    func unlock() { pthread_mutex_unlock(mutex.mutex) }
+
+    /// Runs `body` with the mutex held.
+    @inline(__always) func withLock<R>(_ body: () throws -> R) rethrows -> R { try mutex.withLock(body) }
+
+    /// Releases the mutex until signalled, then holds it again; the
+    /// caller holds it.
+    func wait() { pthread_cond_wait(cond, mutex.mutex) }
+    /// Wakes one waiter; the caller holds the mutex.
     func signal() { pthread_cond_signal(cond) }
     /// Wakes every waiter; the caller holds the mutex.
     func broadcast() { pthread_cond_broadcast(cond) }
