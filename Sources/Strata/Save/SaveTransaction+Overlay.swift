@@ -47,7 +47,10 @@ extension SaveTransaction {
                     }
                 }
                 func same(_ x: Field, _ y: Field) -> Bool {
-                    x.slot.wire == y.slot.wire && a[x.valueStart..<x.slot.end].elementsEqual(b[y.valueStart..<y.slot.end])
+                    let count = x.slot.end - x.valueStart
+                    guard x.slot.wire == y.slot.wire, y.slot.end - y.valueStart == count else { return false }
+                    // Slices' `elementsEqual` goes byte by byte, with checks.
+                    return count == 0 || memcmp(a.baseAddress! + x.valueStart, b.baseAddress! + y.valueStart, count) == 0
                 }
                 // First the changes, and whether the result differs from
                 // `fresh` at all: usually not (no other save changed the

@@ -171,6 +171,10 @@ extension Schema {
             self.uniqueGroups = keyGroups.filter { $0.kind == .unique }
             let external = Self.externalTrees(entity: name, properties: properties, problems: &problems)
             self.externalTrees = external
+            self.recordFields = _FieldSet(
+                properties.indices.filter { field in
+                    (properties[field] as? Relationship)?.isToOneRelationship ?? (external[field] == nil)
+                })
             self.defaultRecords = Self.defaultRecords(of: attributes, external: external)
             self.preservedFields = Set(
                 attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
@@ -313,12 +317,13 @@ extension Schema {
         /// The trees of `.externalStorage` attributes, by field.
         package let externalTrees: [Int: String]
 
+        /// The fields whose properties keep their values in the record:
+        /// attributes not in external storage, and to-ones.
+        let recordFields: _FieldSet
+
         /// Whether the property of `field` keeps its value in the record:
         /// an attribute not in external storage, or a to-one.
-        func holdsInRecord(_ field: Int) -> Bool {
-            if let relationship = properties[field] as? Relationship { return relationship.isToOneRelationship }
-            return externalTrees[field] == nil
-        }
+        @inline(__always) func holdsInRecord(_ field: Int) -> Bool { recordFields.contains(field) }
 
         /// A one-field record (format byte, tag, payload) holding the
         /// declared default value of each non-optional attribute kept in
