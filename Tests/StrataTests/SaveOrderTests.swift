@@ -5,9 +5,10 @@ import XCTest
 @testable import Strata
 
 /// A save writes its changed models in row order (neighbouring rows share
-/// leaves). The order is found by counting when the rows lie close
-/// together and by sorting otherwise; both must give every changed model
-/// once, rows ascending, with rows of two entities that share numbers.
+/// leaves). Models changed in row order are taken as they are; otherwise
+/// the order is found by counting when the rows lie close together and by
+/// sorting when they do not. Each way must give every changed model once,
+/// rows ascending, with rows of two entities that share numbers.
 final class SaveOrderTests: StoreTestCase {
     func testChangedModelsComeInRowOrderWhetherCountedOrSorted() throws {
         let container = try container(for: [Trip.self])
@@ -20,10 +21,17 @@ final class SaveOrderTests: StoreTestCase {
         // Close rows (counted): every trip and item, whose rows overlap.
         // Spread rows (sorted): every tenth trip only. Few rows (sorted):
         // three trips.
+        // Each changed in row order (taken as it is) and backwards (counted
+        // or sorted); the trips and items interleaved are out of order too.
+        let spread: [any PersistentModel] = stride(from: 0, to: trips.count, by: 10).map { trips[$0] }
         let cases: [(String, [any PersistentModel])] = [
             ("close", trips + items),
-            ("spread", stride(from: 0, to: trips.count, by: 10).map { trips[$0] }),
+            ("close backwards", (trips + items).reversed()),
+            ("close interleaved", zip(trips, items).flatMap { [$0.0 as any PersistentModel, $0.1] }),
+            ("spread", spread),
+            ("spread backwards", spread.reversed()),
             ("few", Array(trips.prefix(3))),
+            ("few backwards", trips.prefix(3).reversed()),
         ]
         for (label, models) in cases {
             for model in models {
@@ -39,7 +47,50 @@ final class SaveOrderTests: StoreTestCase {
             try context.save()
         }
         let fetched = try ModelContext(container).fetch(FetchDescriptor<Trip>())
-        XCTAssertEqual(fetched.filter { $0.destination == "changed few" }.count, 3)
-        XCTAssertEqual(fetched.filter { $0.destination == "changed spread" }.count, 19)
+        XCTAssertEqual(fetched.filter { $0.destination == "changed few backwards" }.count, 3)
+        XCTAssertEqual(fetched.filter { $0.destination == "changed spread backwards" }.count, 19)
+    }
+
+    /// The changed models against a dictionary and a list of first changes,
+    /// under random changes and removals (holes in the order, and their
+    /// squeezing once they outnumber the models): the same models, in the
+    /// order each was first changed since it last left.
+    func testChangedModelsKeepTheOrderOfFirstChanges() {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "ChangedModels"))
+        let models = (0..<300).map { BucketListItem(title: "t\($0)", details: "", hasReservation: false, isInPlan: false) }
+        for round in 0..<8 {
+            var changed = ChangedModels()
+            var reference: [ObjectIdentifier] = []
+            // Few models: many removals and returns; many: long runs of holes.
+            let pool = round % 2 == 0 ? 12 : models.count
+            for step in 0..<4_000 {
+                let model = models[Int.random(in: 0..<pool, using: &random)]
+                let id = ObjectIdentifier(model)
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<5:
+                    changed[id] = model
+                    if !reference.contains(id) { reference.append(id) }
+                case 5..<9:
+                    let removed = changed.removeValue(forKey: id)
+                    XCTAssertEqual(removed.map { ObjectIdentifier($0) }, reference.contains(id) ? id : nil)
+                    reference.removeAll { $0 == id }
+                default:
+                    changed[id] = nil
+                    reference.removeAll { $0 == id }
+                }
+                if step % 97 == 0 || step == 3_999 {
+                    XCTAssertEqual(changed.values.map { ObjectIdentifier($0) }, reference, "round \(round), step \(step)")
+                    XCTAssertEqual(changed.count, reference.count)
+                    XCTAssertEqual(changed.isEmpty, reference.isEmpty)
+                }
+            }
+            for model in models.prefix(pool) {
+                let id = ObjectIdentifier(model)
+                XCTAssertEqual(changed[id].map { ObjectIdentifier($0) }, reference.contains(id) ? id : nil)
+            }
+            changed.removeAll(keepingCapacity: true)
+            XCTAssertTrue(changed.isEmpty)
+            XCTAssertEqual(Array(changed.values).count, 0)
+        }
     }
 }

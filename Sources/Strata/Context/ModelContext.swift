@@ -93,7 +93,9 @@ public final class ModelContext: _RelatedModelLoader {
     /// the inserts its checks add (the delete rules and the models
     /// relationships reach) only when this moved.
     @exclusivity(unchecked) var insertions = 0
-    @exclusivity(unchecked) var changed: [ObjectIdentifier: any PersistentModel] = [:]
+    /// Saved models changed since the last save, in the order they were
+    /// first changed (see ``ChangedModels``).
+    @exclusivity(unchecked) var changed = ChangedModels()
     @exclusivity(unchecked) var deleted: [ObjectIdentifier: any PersistentModel] = [:]
     /// Stored rows that ``delete(model:where:includeSubclasses:)`` marked
     /// for deletion without building models for them, by entity ordinal
@@ -151,7 +153,8 @@ public final class ModelContext: _RelatedModelLoader {
     public var insertedModelsArray: [any PersistentModel] {
         parts.isEmpty ? inserted : parts.flatMap(\.insertedModelsArray)
     }
-    /// Saved models changed since the last save.
+    /// Saved models changed since the last save, in the order they were
+    /// first changed.
     public var changedModelsArray: [any PersistentModel] {
         parts.isEmpty ? Array(changed.values) : parts.flatMap(\.changedModelsArray)
     }
@@ -372,7 +375,7 @@ public final class ModelContext: _RelatedModelLoader {
         }
         for model in changed.values { reload(model) }
         inserted = []
-        changed = [:]
+        changed.removeAll()
         deleted = [:]
         clearMarkedRows()
         pendingError = nil

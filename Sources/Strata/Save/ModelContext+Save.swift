@@ -265,7 +265,9 @@ extension ModelContext {
         return prepared
     }
 
-    /// The changed models with their rows, in row order. Rows of one
+    /// The changed models with their rows, in row order. Models changed
+    /// in the order they were fetched are in row order already (the
+    /// changed models keep the order they were changed in). Rows of one
     /// batch are usually near each other (a batch fetched or inserted
     /// together): when they span less than four times their number, they
     /// are placed by counting, in linear time. Otherwise rows and positions
@@ -274,6 +276,7 @@ extension ModelContext {
     func changedInRowOrder() -> [(Int64, any PersistentModel)] {
         let models = Array(changed.values)
         let rows = models.map { $0._strataState.rowID }
+        if zip(rows, rows.dropFirst()).allSatisfy({ $0 <= $1 }) { return zip(rows, models).map { ($0, $1) } }
         guard models.count > 16, let low = rows.min(), let high = rows.max(), low > 0,
             high - low < 4 * Int64(models.count)
         else {
