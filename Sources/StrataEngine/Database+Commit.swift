@@ -73,6 +73,10 @@ extension Database {
     /// lock is free. Failures are left for a later commit to retry (a
     /// failed fsync poisons the handle). `whatever`: checkpoint even when
     /// the log is below the threshold (the commit wrote the main file).
+    ///
+    /// With ``DatabaseOptions/checkpointsInBackground`` the run after a
+    /// commit that only appended to the log goes to a thread of its own,
+    /// and the commit returns once it is durable.
     func checkpointAfterCommit(recent: WAL.RecentCommit, whatever: Bool = false) {
         // Every commit appended while the log is past the threshold comes
         // here: with sixteen savers, one commit in 25 did, and each took the
@@ -87,14 +91,27 @@ extension Database {
             guard due,
                 automaticCheckpointRunning.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
             else { return }
+            if options.checkpointsInBackground {
+                let pages = UncheckedSendable(value: recent)
+                if detachThread({ [self] in runAutomaticCheckpoint(recent: pages.value, claimed: true) }) { return }
+            }
         }
+        runAutomaticCheckpoint(recent: recent, claimed: !whatever)
+    }
+
+    /// The automatic checkpoint proper, on the committing thread or on its
+    /// own; `claimed`: it holds `automaticCheckpointRunning`.
+    private func runAutomaticCheckpoint(recent: WAL.RecentCommit, claimed: Bool) {
         acquireGateWhenIdle()
         // The claim ends before the gate opens: a commit appended after
         // this checkpoint finds the claim free when its own check runs.
         defer {
-            if !whatever { automaticCheckpointRunning.store(false, ordering: .releasing) }
+            if claimed { automaticCheckpointRunning.store(false, ordering: .releasing) }
             gate.release()
         }
+        // A checkpoint of its own thread may find the handle closed (close
+        // takes the gate, and checkpoints itself).
+        if stateLock.withLock({ isClosed }) { return }
         beforeAutomaticCheckpoint?()
         // Another process's writer holds the lock: one of its commits, or
         // a later one here, checkpoints instead.
@@ -106,7 +123,14 @@ extension Database {
         // saw would copy older page images over newer ones in the main
         // file and publish that stale state.
         do { try repairHoldingWriterLock() } catch { return }
-        guard whatever || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
+        guard !claimed || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
         try? checkpointLocked(recent: recent)
     }
+}
+
+/// A value handed to another thread whose type the compiler cannot prove
+/// safe to send: a commit's page images, which nothing writes again once
+/// the commit is published.
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
 }

@@ -254,3 +254,35 @@ final class WriterGate: @unchecked Sendable {
         }
     #endif
 }
+
+/// Runs `body` on a new detached thread; false, with nothing run, when the
+/// system refuses to make one.
+func detachThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+    let context = Unmanaged.passRetained(Body(body)).toOpaque()
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    #if canImport(Glibc)
+        var thread = pthread_t()
+        let start: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { context in
+            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }
+    #else
+        var thread: pthread_t?
+        let start: @convention(c) (UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? = { context in
+            Unmanaged<Body>.fromOpaque(context).takeRetainedValue().run()
+            return nil
+        }
+    #endif
+    guard pthread_create(&thread, &attributes, start, context) == 0 else {
+        Unmanaged<Body>.fromOpaque(context).release()
+        return false
+    }
+    return true
+}

@@ -57,6 +57,15 @@ public struct DatabaseOptions: Sendable {
     /// A checkpoint runs after the commit that brings the WAL to this many
     /// frames (default 1000), and at close.
     public var checkpointThresholdFrames: Int = 1000
+    /// Run the checkpoint that follows a commit on a thread of its own
+    /// (default false): a commit of durability `full` then returns once it
+    /// is durable, without waiting for its pages to be copied into the
+    /// main file and that file's sync. The checkpoint still takes the
+    /// writer gate, so the next write transaction of this handle waits for
+    /// it; `close()` waits for it too. A commit that wrote pages into the
+    /// main file (it spilled), and commits of a lower durability, still
+    /// checkpoint before they return.
+    public var checkpointsInBackground: Bool = false
     /// Open without writing the store (the shared index, `-shm`, is still
     /// written: a reader publishes its marks there).
     public var readOnly: Bool = false

@@ -233,3 +233,76 @@ final class ErrorList: @unchecked Sendable {
     func add(_ error: any Error) { lock.withLock { errors.append("\(error)") } }
     var all: [String] { lock.withLock { errors } }
 }
+
+extension GroupCommitTests {
+    /// With `checkpointsInBackground`, the commit that brings the log past
+    /// its threshold returns while its checkpoint still waits (here, held
+    /// in the hook on another thread, with the writer gate); the next write
+    /// transaction waits for the checkpoint, which copies the log.
+    func testBackgroundCheckpointRunsAfterTheCommitReturns() throws {
+        var options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 24)
+        options.checkpointsInBackground = true
+        let db = try open("store.strata", options)
+        try db.write { tx in _ = try tx.createTree("t") }
+        final class Hook: @unchecked Sendable {
+            let entered = DispatchSemaphore(value: 0)
+            let proceed = DispatchSemaphore(value: 0)
+            let committer = pthread_self()
+            private let lock = NSLock()
+            private var onCommitter = false  // guarded by lock
+            var ranOnCommitter: Bool { lock.withLock { onCommitter } }
+
+            func run() {
+                // On the committing thread (a checkpoint not in the
+                // background) it must not block: the test would hang.
+                guard pthread_equal(pthread_self(), committer) == 0 else {
+                    lock.withLock { onCommitter = true }
+                    return
+                }
+                entered.signal()
+                proceed.wait()
+            }
+        }
+        let hook = Hook()
+        db.beforeAutomaticCheckpoint = { hook.run() }
+        var written = 0
+        while db.statistics.walFrames < 24 {
+            try db.write { tx in try tx.put(Array("k\(written)".utf8), [UInt8](repeating: 7, count: 900), in: try tx.tree("t")) }
+            written += 1
+        }
+        XCTAssertFalse(hook.ranOnCommitter, "the checkpoint ran before the commit returned")
+        XCTAssertEqual(hook.entered.wait(timeout: .now() + 20), .success, "no checkpoint started")
+        XCTAssertEqual(db.statistics.checkpoints, 0)
+        hook.proceed.signal()
+        // Takes the gate after the checkpoint.
+        try db.write { tx in try tx.put(Array("last".utf8), [1], in: try tx.tree("t")) }
+        db.beforeAutomaticCheckpoint = nil
+        XCTAssertEqual(db.statistics.checkpoints, 1)
+        XCTAssertEqual(try db.read { tx in try tx.count(try tx.tree("t")) }, written + 1)
+        try db.close()
+    }
+
+    /// A handle closed right after a commit that set off a background
+    /// checkpoint: the checkpoint finds it closed or finishes first, the
+    /// close returns, and the store opens again whole.
+    func testCloseRightAfterABackgroundCheckpointStarts() throws {
+        var options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 8)
+        options.checkpointsInBackground = true
+        var expected = 0
+        for round in 0..<20 {
+            let db = try open("store.strata", options)
+            try db.write { tx in _ = try tx.treeIfPresent("t") ?? tx.createTree("t") }
+            while db.statistics.walFrames < 8 {
+                try db.write { tx in
+                    try tx.put(Array("r\(round) k\(expected)".utf8), [UInt8](repeating: 3, count: 1_500), in: try tx.tree("t"))
+                }
+                expected += 1
+            }
+            try db.close()
+        }
+        let db = try open("store.strata", options)
+        XCTAssertEqual(try db.read { tx in try tx.count(try tx.tree("t")) }, expected)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+    }
+}
