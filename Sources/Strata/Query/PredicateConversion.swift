@@ -64,9 +64,7 @@ struct PredicateConversion {
         var pending: [Any] = [predicate.expression]
         var foundationOnly: String?
         while let node = pending.popLast() {
-            if let conjunction = TypeFacts.of(type(of: node)).conjunction,
-                let operands = conjunction.operands(of: node)
-            {
+            if let known = TypeFacts.of(type(of: node)).node, let operands = known.conjunctionOperands(of: node) {
                 pending.append(operands.1)
                 pending.append(operands.0)
                 continue
@@ -157,21 +155,21 @@ protocol QueryNode {
     var children: [Any] { get }
     /// Why `Predicate.evaluate` could trap on this node, if it could.
     var trapRisk: String? { get }
+    /// The two operands of `&&`, split apart at the top of a predicate;
+    /// nil for every other node. (A protocol of its own for `&&` cost a
+    /// failed conformance lookup for every other node type.)
+    var conjunctionOperands: (Any, Any)? { get }
 }
 
 extension QueryNode {
     var trapRisk: String? { nil }
-}
-
-/// `&&`, split apart at the top of a predicate.
-protocol ConjunctionNode {
-    var operands: (Any, Any) { get }
+    var conjunctionOperands: (Any, Any)? { nil }
 }
 
 // MARK: - Conformances
 
-extension PredicateExpressions.Conjunction: QueryNode, ConjunctionNode {
-    var operands: (Any, Any) { (lhs, rhs) }
+extension PredicateExpressions.Conjunction: QueryNode {
+    var conjunctionOperands: (Any, Any)? { (lhs, rhs) }
     var children: [Any] { [lhs, rhs] }
     func convert(_ c: inout PredicateConversion) throws -> Converted {
         Converted(.and(try c.convert(lhs).expression, try c.convert(rhs).expression))

@@ -1,29 +1,47 @@
 import Foundation
 
 /// What a fetch needs to know about a type of a predicate's expression
-/// tree, found by dynamic casts once per type and then remembered.
+/// tree, found by dynamic casts once per type and fact, then remembered.
 ///
 /// A cast to an existential (`node as? any QueryNode`, `value as? any
-/// _KeyElementConvertible`) costs a conformance lookup of a few thousand
-/// instructions, and translating a predicate takes a dozen of them: more
-/// than the rest of a point query. The facts are kept as metatypes; their
-/// static helpers cast an instance back to its exact type (`as? Self`),
-/// which is a metadata comparison.
-struct TypeFacts: @unchecked Sendable {
+/// _KeyElementConvertible`) costs a conformance lookup: a few thousand
+/// instructions once the runtime has seen the pair, and a scan of the
+/// conformances the process loaded (about 180,000 instructions) the first
+/// time, failed casts included. Each fact is therefore found only when
+/// asked for: a node type is asked whether it is a node, not whether it is
+/// a model, an optional or a key. The first fetch of a process made 68
+/// lookups and now makes 10 (callgrind, beyond a later fetch's cost:
+/// 22.4M instructions, then 15.2M, of which about 11M is the runtime's
+/// first scan, paid once by whichever cast comes first). The facts are
+/// kept as metatypes; their static helpers cast an instance back to its
+/// exact type (`as? Self`), which is a metadata comparison.
+struct TypeFacts {
+    let type: Any.Type
+
+    /// The facts of `type`.
+    static func of(_ type: Any.Type) -> TypeFacts { TypeFacts(type: type) }
+
     /// The type as a predicate node Strata translates.
-    let node: (any QueryNode.Type)?
-    /// The type as `&&`.
-    let conjunction: (any ConjunctionNode.Type)?
+    var node: (any QueryNode.Type)? { Self.nodes.remember(type) { $0 as? any QueryNode.Type } }
     /// The model type of a model, an optional model or an array of models.
-    let modelType: (any PersistentModel.Type)?
+    var modelType: (any PersistentModel.Type)? { Self.modelTypes.remember(type, Self.model(of:)) }
     /// How a captured value of the type becomes a query value.
-    let value: ValueKind
+    var value: ValueKind {
+        Self.values.remember(type) { type in
+            if let optional = type as? any OptionalValue.Type { return .optional(optional) }
+            if let key = type as? any _KeyElementConvertible.Type { return .key(key) }
+            if let model = type as? any PersistentModel.Type { return .model(model) }
+            return .other
+        }
+    }
     /// Numbers, strings, dates, UUIDs, Bool and their optionals: ordered
     /// as their query values are.
-    let ordersAsQueryValue: Bool
+    var ordersAsQueryValue: Bool { Self.ordering.remember(type, Self.orders) }
     /// A value stored as one scalar (a key element type or an enum with a
     /// raw value): its members are not readable on records.
-    let isScalar: Bool
+    var isScalar: Bool {
+        Self.scalars.remember(type) { $0 is any _KeyElementConvertible.Type || $0 is any RawRepresentable.Type }
+    }
 
     enum ValueKind {
         case optional(any OptionalValue.Type)
@@ -33,33 +51,11 @@ struct TypeFacts: @unchecked Sendable {
         case other
     }
 
-    private static let cache = Locked<[ObjectIdentifier: TypeFacts]>([:])
-
-    /// The facts of `type`.
-    static func of(_ type: Any.Type) -> TypeFacts {
-        let key = ObjectIdentifier(type)
-        if let known = cache.withLock({ $0[key] }) { return known }
-        let facts = TypeFacts(type)
-        cache.withLock { $0[key] = facts }
-        return facts
-    }
-
-    private init(_ type: Any.Type) {
-        node = type as? any QueryNode.Type
-        conjunction = type as? any ConjunctionNode.Type
-        modelType = Self.model(of: type)
-        if let optional = type as? any OptionalValue.Type {
-            value = .optional(optional)
-        } else if let key = type as? any _KeyElementConvertible.Type {
-            value = .key(key)
-        } else if let model = type as? any PersistentModel.Type {
-            value = .model(model)
-        } else {
-            value = .other
-        }
-        ordersAsQueryValue = Self.orders(type)
-        isScalar = type is any _KeyElementConvertible.Type || type is any RawRepresentable.Type
-    }
+    private static let nodes = FactCache<(any QueryNode.Type)?>()
+    private static let modelTypes = FactCache<(any PersistentModel.Type)?>()
+    private static let values = FactCache<ValueKind>()
+    private static let ordering = FactCache<Bool>()
+    private static let scalars = FactCache<Bool>()
 
     private static func model(of type: Any.Type) -> (any PersistentModel.Type)? {
         if let model = type as? any PersistentModel.Type { return model }
@@ -74,9 +70,27 @@ struct TypeFacts: @unchecked Sendable {
     }
 }
 
+/// One fact of each type asked about, by the type's identity; facts are
+/// metatypes and flags, never written again once found.
+private final class FactCache<Fact>: @unchecked Sendable {
+    private let known = Locked<[ObjectIdentifier: Fact]>([:])
+
+    /// The fact of `type`, found by `find` the first time.
+    func remember(_ type: Any.Type, _ find: (Any.Type) -> Fact) -> Fact {
+        let key = ObjectIdentifier(type)
+        if let fact = known.withLock({ $0[key] }) { return fact }
+        let fact = find(type)
+        known.withLock { $0[key] = fact }
+        return fact
+    }
+}
+
 extension QueryNode {
     // The facts are looked up by a value's own type, so the casts below
     // succeed; a value of another type is refused, never trapped on.
+
+    /// The two operands of `node` when it is `&&` (of type `Self`).
+    static func conjunctionOperands(of node: Any) -> (Any, Any)? { (node as? Self)?.conjunctionOperands }
 
     /// Translates `node`, which should be of type `Self`.
     static func convert(node: Any, _ converter: inout PredicateConversion) throws -> Converted {
@@ -85,11 +99,6 @@ extension QueryNode {
         }
         return try typed.convert(&converter)
     }
-}
-
-extension ConjunctionNode {
-    /// The two operands of `node`; nil when it is not of type `Self`.
-    static func operands(of node: Any) -> (Any, Any)? { (node as? Self)?.operands }
 }
 
 extension OptionalValue {
