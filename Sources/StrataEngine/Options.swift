@@ -62,9 +62,12 @@ public struct DatabaseOptions: Sendable {
     /// is durable, without waiting for its pages to be copied into the
     /// main file and that file's sync. The checkpoint still takes the
     /// writer gate, so the next write transaction of this handle waits for
-    /// it; `close()` waits for it too. A commit that wrote pages into the
-    /// main file (it spilled), and commits of a lower durability, still
-    /// checkpoint before they return.
+    /// it, and so does `close()` for one that runs (one still waiting for
+    /// the gate finds the handle closed and stops; `close()` checkpoints
+    /// itself). A commit that wrote pages into the main file (it spilled),
+    /// and commits of a lower durability, still checkpoint before they
+    /// return. The thread holds the handle (and its file locks) until the
+    /// checkpoint ends, even when the caller has dropped it.
     public var checkpointsInBackground: Bool = false
     /// Open without writing the store (the shared index, `-shm`, is still
     /// written: a reader publishes its marks there).

@@ -22,7 +22,9 @@ final class SaveOrderTests: StoreTestCase {
         // Spread rows (sorted): every tenth trip only. Few rows (sorted):
         // three trips.
         // Each changed in row order (taken as it is) and backwards (counted
-        // or sorted); the trips and items interleaved are out of order too.
+        // or sorted). Rows are numbered per entity: the trips and items
+        // interleaved are in row order with each row twice (taken as they
+        // are), one after the other they are not (counted).
         let spread: [any PersistentModel] = stride(from: 0, to: trips.count, by: 10).map { trips[$0] }
         let cases: [(String, [any PersistentModel])] = [
             ("close", trips + items),

@@ -171,7 +171,7 @@ extension Schema {
             self.uniqueGroups = keyGroups.filter { $0.kind == .unique }
             let external = Self.externalTrees(entity: name, properties: properties, problems: &problems)
             self.externalTrees = external
-            self.recordFields = _FieldSet(
+            self.fieldsInRecord = _FieldSet(
                 properties.indices.filter { field in
                     (properties[field] as? Relationship)?.isToOneRelationship ?? (external[field] == nil)
                 })
@@ -319,11 +319,11 @@ extension Schema {
 
         /// The fields whose properties keep their values in the record:
         /// attributes not in external storage, and to-ones.
-        let recordFields: _FieldSet
+        let fieldsInRecord: _FieldSet
 
         /// Whether the property of `field` keeps its value in the record:
         /// an attribute not in external storage, or a to-one.
-        @inline(__always) func holdsInRecord(_ field: Int) -> Bool { recordFields.contains(field) }
+        @inline(__always) func holdsInRecord(_ field: Int) -> Bool { fieldsInRecord.contains(field) }
 
         /// A one-field record (format byte, tag, payload) holding the
         /// declared default value of each non-optional attribute kept in

@@ -73,8 +73,13 @@ package final class Store: @unchecked Sendable {
             }
             // A large save returns once its commit is durable; the copy of
             // its pages into the main file follows on a thread of its own
-            // (a save of 10,000 changed models: about 6 of its 24 ms).
-            options.checkpointsInBackground = true
+            // (a save of 10,000 changed models: about 6 of its 24 ms). Not
+            // on Apple's systems: there an app suspended while that thread
+            // holds the store's file locks in a shared container is ended
+            // by the system, and the thread would need a QoS of its own.
+            #if os(Linux)
+                options.checkpointsInBackground = true
+            #endif
             database = try Database.open(path: path, options: options)
             fallbackIdentifier = path
         }
