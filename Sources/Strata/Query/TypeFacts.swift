@@ -10,7 +10,7 @@ import Foundation
 /// time, failed casts included. Each fact is therefore found only when
 /// asked for: a node type is asked whether it is a node, not whether it is
 /// a model, an optional or a key. The first fetch of a process made 68
-/// lookups and now makes 10 (callgrind, beyond a later fetch's cost:
+/// lookups and now makes 12 (callgrind, beyond a later fetch's cost:
 /// 22.4M instructions, then 15.2M, of which about 11M is the runtime's
 /// first scan, paid once by whichever cast comes first). The facts are
 /// kept as metatypes; their static helpers cast an instance back to its
