@@ -299,6 +299,27 @@ public class ReadTransaction {
         return try value(for: key, root: tree.root)
     }
 
+    /// ``get(_:in:)`` into `buffer`'s storage: `buffer` holds the value
+    /// (its old contents gone) and the call returns true, or it is emptied
+    /// and the call returns false when the key is absent. A caller that
+    /// reads many values reuses one allocation this way.
+    public func get(_ key: [UInt8], in tree: Tree, into buffer: inout [UInt8]) throws -> Bool {
+        try checkOpen()
+        try checkHandle(tree)
+        buffer.removeAll(keepingCapacity: true)
+        return try key.withUnsafeBytes { k in
+            let (leaf, index, found) = try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count)
+            guard found else { return false }
+            switch leaf.leafValue(index) {
+            case .inline(let p, let n):
+                withExtendedLifetime(leaf.owner) { buffer.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n)) }
+            case .overflow(let first, let length):
+                buffer = try readOverflow(first: first, length: length)
+            }
+            return true
+        }
+    }
+
     /// Calls `body` with the value stored under `key` without copying it
     /// when it is stored inline; returns nil when the key is absent. The
     /// buffer is valid only during the call.

@@ -25,6 +25,33 @@ final class BasicTests: EngineTestCase {
         }
     }
 
+    /// `get(_:in:into:)` reads into a buffer the caller reuses: the value,
+    /// inline or in overflow pages, replaces what the buffer held, and an
+    /// absent key empties it. Inside a write it sees the transaction's own
+    /// puts, as `get(_:in:)` does.
+    func testGetIntoABufferMatchesGet() throws {
+        let db = try open()
+        let large = (0..<9_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        var buffer: [UInt8] = Array(repeating: 0xEE, count: 40)
+        try db.write { tx in
+            let t = try tx.createTree("t")
+            try tx.put(bytes("small"), bytes("one"), in: t)
+            try tx.put(bytes("large"), large, in: t)
+            XCTAssertTrue(try tx.get(bytes("small"), in: t, into: &buffer))
+            XCTAssertEqual(buffer, bytes("one"))
+        }
+        try db.read { tx in
+            let t = try tx.tree("t")
+            for key in ["small", "large", "small", "absent", "large"] {
+                let found = try tx.get(bytes(key), in: t, into: &buffer)
+                let expected = try tx.get(bytes(key), in: t)
+                XCTAssertEqual(found, expected != nil, key)
+                XCTAssertEqual(buffer, expected ?? [], key)
+            }
+            XCTAssertEqual(buffer, large)
+        }
+    }
+
     func testManyKeysSplitAndMergeBackToOnePage() throws {
         let db = try open()
         let n = 20_000
