@@ -65,6 +65,7 @@ extension _RecordWriter {
     public mutating func encode<T>(
         _ value: T, field: Int, transformedBy option: Schema.Attribute.Option, state: _ModelState
     ) {
+        if skips(field) { return }
         do {
             let transformer = try TransformerRegistry.transformer(for: option)
             let output = transformer.transformedValue(value)
@@ -88,6 +89,7 @@ extension _RecordWriter {
     public mutating func encode<T>(
         _ value: T?, field: Int, transformedBy option: Schema.Attribute.Option, state: _ModelState
     ) {
+        if skips(field) { return }
         if let value { encode(value, field: field, transformedBy: option, state: state) } else { null(field) }
     }
 }

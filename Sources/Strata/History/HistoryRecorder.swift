@@ -82,9 +82,18 @@ package struct HistoryRecorder {
     /// An update of `row`; `fields` are the properties whose stored
     /// values changed.
     mutating func update(_ entity: Schema.Entity, row: Int64, fields: [Int]) {
+        update(entity, row: row, fields: _FieldSet(fields))
+    }
+
+    /// ``update(_:row:fields:)`` from a set of fields (one array, the one
+    /// kept, rather than two).
+    mutating func update(_ entity: Schema.Entity, row: Int64, fields: _FieldSet) {
         let index = group(.update, entity)
         groups[index].rows.append(row)
-        groups[index].attributes.append(fields.map { groups[index].index(ofField: $0, in: entity) })
+        var names: [Int] = []
+        names.reserveCapacity(fields.count)
+        fields.forEachField { names.append(groups[index].index(ofField: $0, in: entity)) }
+        groups[index].attributes.append(names)
     }
 
     /// A delete of `row`, whose record (when the entity preserves values on

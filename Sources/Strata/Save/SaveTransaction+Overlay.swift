@@ -24,7 +24,7 @@ extension SaveTransaction {
     /// are not listed.
     static func overlayChanges(
         _ stored: [UInt8], _ fresh: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64
-    ) throws -> (bytes: [UInt8], changed: [Int]) {
+    ) throws -> (bytes: [UInt8], changed: _FieldSet) {
         try stored.withUnsafeBytes { a in
             try fresh.withUnsafeBytes { b in
                 typealias Field = (field: Int, slot: _RecordReader.Slot, valueStart: Int)
@@ -55,7 +55,7 @@ extension SaveTransaction {
                 // First the changes, and whether the result differs from
                 // `fresh` at all: usually not (no other save changed the
                 // fields this one keeps), and then it is `fresh`.
-                var changed: [Int] = []
+                var changed = _FieldSet()
                 var differs = false
                 try walk { field, x, y in
                     guard fields.contains(field) else {
@@ -73,14 +73,14 @@ extension SaveTransaction {
                     case (nil, nil):
                         return
                     case (let x?, let y?):
-                        if !same(x, y) { changed.append(field) }
+                        if !same(x, y) { changed.insert(field) }
                     case (let x?, nil):
                         if try !Self.isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row) {
-                            changed.append(field)
+                            changed.insert(field)
                         }
                     case (nil, let y?):
                         if try !Self.isDefault(y.slot.wire, b[y.valueStart..<y.slot.end], field: field, entity, row: row) {
-                            changed.append(field)
+                            changed.insert(field)
                         }
                     }
                 }
@@ -95,6 +95,89 @@ extension SaveTransaction {
                 }
                 return (writer.bytes, changed)
             }
+        }
+    }
+
+    /// `stored` with `partial` laid over it, and the fields whose values
+    /// that changes, as ``overlayChanges(_:_:fields:_:row:)`` would find
+    /// them with a whole record: `partial` holds only fields of `fields`
+    /// (written with ``_RecordWriter/only``), and a field of `fields` it
+    /// lacks is absent from the result. One walk over both records; the
+    /// stored fields between two of `partial`'s are copied in one run.
+    ///
+    /// The result is written into `result`'s storage (emptied first), so
+    /// that a caller can reuse one buffer from record to record.
+    static func patch(
+        _ stored: [UInt8], with partial: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64,
+        into result: inout [UInt8]
+    ) throws -> _FieldSet {
+        try stored.withUnsafeBytes { a in
+            try partial.withUnsafeBytes { b in
+                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+                var walkA = _RecordReader.FieldWalk()
+                var walkB = _RecordReader.FieldWalk()
+                result.removeAll(keepingCapacity: true)
+                result.reserveCapacity(a.count + b.count)
+                result.append(RecordFormat.version)
+                var changed = _FieldSet()
+                // Where the stored bytes not yet copied begin, and where
+                // the current field of each record begins (its tag).
+                var pending = 1
+                var startA = 1
+                var startB = 1
+                var x = try walkA.next(&readerA)
+                var y = try walkB.next(&readerB)
+                while x != nil || y != nil {
+                    let field = min(x?.field ?? .max, y?.field ?? .max)
+                    let inA = x?.field == field ? x : nil
+                    let inB = y?.field == field ? y : nil
+                    if inB != nil || fields.contains(field) {
+                        // Stored bytes up to this field are kept; its own
+                        // stored value (if any) is not.
+                        if startA > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<startA])) }
+                        if let inA { pending = inA.slot.end } else { pending = startA }
+                        if let inB { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[startB..<inB.slot.end])) }
+                        if try Self.changes(field, from: inA, in: a, to: inB, in: b, entity, row: row) {
+                            changed.insert(field)
+                        }
+                    }
+                    if let inA {
+                        startA = inA.slot.end
+                        x = try walkA.next(&readerA)
+                    }
+                    if let inB {
+                        startB = inB.slot.end
+                        y = try walkB.next(&readerB)
+                    }
+                }
+                if a.count > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<a.count])) }
+                return changed
+            }
+        }
+    }
+
+    /// Whether field `field` changes its value from `x` (in `a`) to `y` (in
+    /// `b`), as ``overlayChanges(_:_:fields:_:row:)`` decides it.
+    private static func changes(
+        _ field: Int, from x: (field: Int, slot: _RecordReader.Slot, valueStart: Int)?, in a: UnsafeRawBufferPointer,
+        to y: (field: Int, slot: _RecordReader.Slot, valueStart: Int)?, in b: UnsafeRawBufferPointer,
+        _ entity: Schema.Entity, row: Int64
+    ) throws -> Bool {
+        let old = x.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
+        let new = y.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
+        guard field < entity.properties.count, entity.holdsInRecord(field) else { return false }
+        switch (old, new) {
+        case (nil, nil):
+            return false
+        case (let x?, let y?):
+            let count = x.slot.end - x.valueStart
+            guard x.slot.wire == y.slot.wire, y.slot.end - y.valueStart == count else { return true }
+            return count != 0 && memcmp(a.baseAddress! + x.valueStart, b.baseAddress! + y.valueStart, count) != 0
+        case (let x?, nil):
+            return try !isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row)
+        case (nil, let y?):
+            return try !isDefault(y.slot.wire, b[y.valueStart..<y.slot.end], field: field, entity, row: row)
         }
     }
 

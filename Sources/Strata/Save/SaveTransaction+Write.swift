@@ -25,8 +25,8 @@ extension SaveTransaction {
         // read, only looked for.
         let listsOnly = only.map { Self.holdsNoRecordField($0, entity) } ?? false
         // Encoded once for the lookup and the put.
-        let key = RowKey.encode(row)
-        let old = fresh || listsOnly ? nil : try tx.get(key, in: recordTree(entity))
+        let key = rowKey(row)
+        let old = fresh || listsOnly ? nil : try storedRecord(key, in: recordTree(entity))
         let isStored = try old != nil || listsOnly && tx.contains(key, in: recordTree(entity))
         if only != nil && !isStored {
             throw SwiftDataError(
@@ -34,7 +34,7 @@ extension SaveTransaction {
                 "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
                     + "roll the changes back or delete the model")
         }
-        var written = WrittenRecord(bytes: old ?? [], changedFields: listsOnly ? [] : nil)
+        var written = WrittenRecord(bytes: old ?? [], changedFields: listsOnly ? _FieldSet() : nil)
         if !listsOnly { written = try writeRecord(of: model, entity, row: row, old: old, only: only) }
         for (field, storage) in entity.relationshipStorage {
             let target = RelationshipWrite(
@@ -52,7 +52,7 @@ extension SaveTransaction {
                         old ?? [], written.bytes, fields: _FieldSet(all: entity.properties.count), entity, row: row
                     )
                     .changed
-                if !written.changedOutside.isEmpty { fields = Array(Set(fields + written.changedOutside)).sorted() }
+                for field in written.changedOutside { fields.insert(field) }
                 history?.update(entity, row: row, fields: fields)
             } else {
                 history?.insert(entity, row: row)
@@ -62,6 +62,16 @@ extension SaveTransaction {
             // An upsert replaced every field; a change wrote its own.
             changes?.update(entity, row: row, fields: only ?? _FieldSet(all: entity.properties.count))
         }
+        // The buffers go back for the next model (see `partialRecord`).
+        if let old { storedRecordBuffer = old }
+        if written.patched { patchedRecord = written.bytes }
+    }
+
+    /// The stored record of `key` in `tree`, or nil, read into the buffer
+    /// the last model's write handed back.
+    private mutating func storedRecord(_ key: [UInt8], in tree: Tree) throws -> [UInt8]? {
+        var buffer = takeStorage(of: &storedRecordBuffer)
+        return try tx.get(key, in: tree, into: &buffer) ? buffer : nil
     }
 
     /// Releases the stored keys of the unique constraints whose fields
@@ -87,10 +97,13 @@ extension SaveTransaction {
         var bytes: [UInt8]
         /// The fields whose stored values change, when the overlay found
         /// them (nil: compare the whole record).
-        var changedFields: [Int]?
+        var changedFields: _FieldSet?
         /// Changed fields the record does not hold (external data, join
         /// pairs), for the history.
         var changedOutside: [Int] = []
+        /// True when `bytes` is ``SaveTransaction/patchedRecord``'s buffer,
+        /// to be handed back once written.
+        var patched = false
     }
 
     /// Encodes `model`'s record (overlaid on `old` for a change of the
@@ -100,19 +113,12 @@ extension SaveTransaction {
         of model: any PersistentModel, _ entity: Schema.Entity, row: Int64, old: [UInt8]?, only: _FieldSet?
     ) throws -> WrittenRecord {
         let state = model._strataState
-        var changedFields: [Int]?
+        var changedFields: _FieldSet?
         var changedOutside: [Int] = []
+        var patched = false
         // Attributes a partial fetch left out hold placeholders: load them
         // from the stored record first, so keys and records see real values.
         if state.mayHaveUnloaded, let old { try state.loadUnloaded(model, entity: entity, from: old) }
-        var writer = _RecordWriter()
-        writer.externalTrees = entity.externalTrees
-        model._strataWrite(to: &writer)
-        if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
-            throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
-        }
-        var bytes = writer.bytes
-        try Self.checkSize(bytes.count, of: "record", entity, row: row)
         // A change to none of a group's fields leaves its key as stored
         // (the fields it did not change keep their stored values): only
         // the groups it touches are compared, and a change that touches
@@ -121,19 +127,41 @@ extension SaveTransaction {
             only.map { changed in
                 entity.keyGroups.filter { group in group.properties.contains { changed.contains($0.field) } }
             } ?? entity.keyGroups
+        // A change that touches no key writes only its own fields, laid
+        // over the stored record: the others are neither encoded nor
+        // compared. One that touches a key encodes the whole model, whose
+        // values give the key unless another save changed the row.
+        let partial = only != nil && old != nil && groups.isEmpty
+        var writer = partial ? _RecordWriter(reusing: &partialRecord) : _RecordWriter()
+        writer.externalTrees = entity.externalTrees
+        if partial { writer.only = only }
+        model._strataWrite(to: &writer)
+        if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
+            throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
+        }
+        var bytes = writer.bytes
         // Key values come from the model, unless the stored record holds
         // newer values of fields this context did not change.
         var keySource: any PersistentModel = model
         // The fields whose stored values change, for the history, when
         // the overlay finds them.
         if let only, let old {
-            let (merged, changed) = try Self.overlayChanges(old, bytes, fields: only, entity, row: row)
-            changedFields = changed
-            if merged != bytes {
+            if partial {
+                var merged = takeStorage(of: &patchedRecord)
+                changedFields = try Self.patch(old, with: bytes, fields: only, entity, row: row, into: &merged)
                 bytes = merged
-                if !groups.isEmpty { keySource = try decode(merged, entity, row: row) }
+                partialRecord = writer.bytes
+                patched = true
+            } else {
+                let (merged, changed) = try Self.overlayChanges(old, bytes, fields: only, entity, row: row)
+                changedFields = changed
+                if merged != bytes {
+                    bytes = merged
+                    if !groups.isEmpty { keySource = try decode(merged, entity, row: row) }
+                }
             }
         }
+        try Self.checkSize(bytes.count, of: "record", entity, row: row)
         if !groups.isEmpty {
             let stored = try old.map { try decode($0, entity, row: row) }
             for group in groups {
@@ -158,7 +186,7 @@ extension SaveTransaction {
                 try tx.delete(RowKey.encode(row), in: tree(name))
             }
         }
-        return WrittenRecord(bytes: bytes, changedFields: changedFields, changedOutside: changedOutside)
+        return WrittenRecord(bytes: bytes, changedFields: changedFields, changedOutside: changedOutside, patched: patched)
     }
 
     /// A model whose relationships ``writeRelationship(_:_:_:)`` writes.

@@ -64,6 +64,24 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// Calls `body` with each field, ascending, without an array.
+    func forEachField(_ body: (Int) throws -> Void) rethrows {
+        var bits = low
+        while bits != 0 {
+            try body(bits.trailingZeroBitCount)
+            bits &= bits - 1
+        }
+        for (word, var bits) in high.enumerated() {
+            while bits != 0 {
+                try body((word + 1) * 64 + bits.trailingZeroBitCount)
+                bits &= bits - 1
+            }
+        }
+    }
+
+    /// How many fields the set holds.
+    var count: Int { high.reduce(low.nonzeroBitCount) { $0 + $1.nonzeroBitCount } }
+
     /// The fields, ascending.
     package var fields: [Int] {
         var result: [Int] = []
