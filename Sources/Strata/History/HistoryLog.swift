@@ -75,8 +75,9 @@ package enum HistoryLog {
                 switch group.kind {
                 case .insert: break
                 case .update:
-                    varint(UInt64(group.attributes[index].count))
-                    for attribute in group.attributes[index] { varint(UInt64(attribute)) }
+                    let attributes = group.attributes(ofUpdate: index)
+                    varint(UInt64(attributes.count))
+                    for attribute in attributes { varint(UInt64(attribute)) }
                 case .delete:
                     varint(UInt64(group.tombstones[index].count))
                     out.append(contentsOf: group.tombstones[index])

@@ -19,8 +19,11 @@ package struct HistoryRecorder {
         var names: [String] = []
         var nameIndex: [String: Int] = [:]
         var rows: [Int64] = []
-        /// Per update: the indexes of the updated attributes' names.
-        var attributes: [[Int]] = []
+        /// The indexes of the updated attributes' names, update after
+        /// update, and where each update's run ends: two arrays for a
+        /// save, not one per updated row (see ``attributes(ofUpdate:)``).
+        var attributeIndexes: [Int] = []
+        var attributeEnds: [Int] = []
         /// Per delete: the preserved values, as a record whose field
         /// numbers are name indexes.
         var tombstones: [[UInt8]] = []
@@ -28,6 +31,11 @@ package struct HistoryRecorder {
         /// By the entity's field number: the name's index plus one, 0
         /// for a name not listed yet (a group is of one entity).
         var fieldIndex: [Int] = []
+
+        /// The indexes of the attribute names update `update` changed.
+        func attributes(ofUpdate update: Int) -> ArraySlice<Int> {
+            attributeIndexes[(update == 0 ? 0 : attributeEnds[update - 1])..<attributeEnds[update]]
+        }
 
         mutating func index(of name: String) -> Int {
             if let known = nameIndex[name] { return known }
@@ -85,15 +93,12 @@ package struct HistoryRecorder {
         update(entity, row: row, fields: _FieldSet(fields))
     }
 
-    /// ``update(_:row:fields:)`` from a set of fields (one array, the one
-    /// kept, rather than two).
+    /// ``update(_:row:fields:)`` from a set of fields.
     mutating func update(_ entity: Schema.Entity, row: Int64, fields: _FieldSet) {
         let index = group(.update, entity)
         groups[index].rows.append(row)
-        var names: [Int] = []
-        names.reserveCapacity(fields.count)
-        fields.forEachField { names.append(groups[index].index(ofField: $0, in: entity)) }
-        groups[index].attributes.append(names)
+        fields.forEachField { groups[index].attributeIndexes.append(groups[index].index(ofField: $0, in: entity)) }
+        groups[index].attributeEnds.append(groups[index].attributeIndexes.count)
     }
 
     /// A delete of `row`, whose record (when the entity preserves values on
