@@ -53,7 +53,7 @@ final class SaveOrderTests: StoreTestCase {
         XCTAssertEqual(fetched.filter { $0.destination == "changed spread backwards" }.count, 19)
     }
 
-    /// The changed models against a dictionary and a list of first changes,
+    /// The changed models against a list of first changes,
     /// under random changes and removals (holes in the order, and their
     /// squeezing once they outnumber the models): the same models, in the
     /// order each was first changed since it last left.
@@ -69,15 +69,12 @@ final class SaveOrderTests: StoreTestCase {
                 let model = models[Int.random(in: 0..<pool, using: &random)]
                 let id = ObjectIdentifier(model)
                 switch Int.random(in: 0..<10, using: &random) {
-                case 0..<5:
-                    changed[id] = model
+                case 0..<6:
+                    changed.insert(model)
                     if !reference.contains(id) { reference.append(id) }
-                case 5..<9:
-                    let removed = changed.removeValue(forKey: id)
-                    XCTAssertEqual(removed.map { ObjectIdentifier($0) }, reference.contains(id) ? id : nil)
-                    reference.removeAll { $0 == id }
                 default:
-                    changed[id] = nil
+                    let removed = changed.remove(model)
+                    XCTAssertEqual(removed.map { ObjectIdentifier($0) }, reference.contains(id) ? id : nil)
                     reference.removeAll { $0 == id }
                 }
                 if step % 97 == 0 || step == 3_999 {
@@ -87,12 +84,16 @@ final class SaveOrderTests: StoreTestCase {
                 }
             }
             for model in models.prefix(pool) {
-                let id = ObjectIdentifier(model)
-                XCTAssertEqual(changed[id].map { ObjectIdentifier($0) }, reference.contains(id) ? id : nil)
+                XCTAssertEqual(changed.contains(model), reference.contains(ObjectIdentifier(model)))
             }
+            // Emptied, every model's position is stale: none reads as held,
+            // and each joins again once.
             changed.removeAll(keepingCapacity: true)
             XCTAssertTrue(changed.isEmpty)
             XCTAssertEqual(Array(changed.values).count, 0)
+            XCTAssertFalse(models.contains { changed.contains($0) })
+            for model in models.prefix(5) + models.prefix(5) { changed.insert(model) }
+            XCTAssertEqual(changed.values.map { ObjectIdentifier($0) }, models.prefix(5).map { ObjectIdentifier($0) })
         }
     }
 }

@@ -1,8 +1,8 @@
 // The saved models a context changed, by identity, in the order they
 // were first changed.
 
-/// A context's changed models: a dictionary by object identity that also
-/// keeps the order in which the models joined it.
+/// A context's changed models, a set by identity that keeps the order in
+/// which the models joined it.
 ///
 /// A save passes over its changed models several times (checks, row
 /// order, unique keys, writes, the reset after the commit). A `Dictionary`
@@ -14,62 +14,71 @@
 ///
 /// A removed model leaves a hole in the order; holes are squeezed out once
 /// they outnumber the models.
+///
+/// Each model's state keeps its position (`_ModelState.changedSlot`), so
+/// that noting a change needs no hash table: a dictionary by identity cost
+/// about 600 instructions a model changed, half of a property setter's
+/// instructions. A model is held by at most one live context's changes (a model
+/// joins another context only once its own is gone), and a position is
+/// trusted only where this list holds that very model: a stale one (left
+/// by a context that is gone, or by ``removeAll(keepingCapacity:)``) reads
+/// as not held.
 struct ChangedModels {
     /// The models in the order they joined; nil where one was removed.
     private var order: [(any PersistentModel)?] = []
-    /// Each model's position in `order`.
-    private var positions: [ObjectIdentifier: Int] = [:]
+    /// How many models `order` holds.
+    private(set) var count = 0
 
-    var count: Int { positions.count }
-    var isEmpty: Bool { positions.isEmpty }
-    var capacity: Int { positions.capacity }
+    var isEmpty: Bool { count == 0 }
+    var capacity: Int { order.capacity }
 
-    /// The model of identity `id`; setting one not held appends it,
-    /// setting nil removes it.
-    subscript(id: ObjectIdentifier) -> (any PersistentModel)? {
-        get { positions[id].flatMap { order[$0] } }
-        set {
-            guard let model = newValue else {
-                removeValue(forKey: id)
-                return
-            }
-            if let at = positions[id] {
-                order[at] = model
-            } else {
-                positions[id] = order.count
-                order.append(model)
-            }
-        }
+    /// Where `model` is in `order`, or nil when it is not held.
+    private func position(of model: some PersistentModel) -> Int? {
+        let slot = model._strataState.changedSlot
+        guard slot >= 0, slot < order.count, let held = order[slot], held === model else { return nil }
+        return slot
     }
 
-    /// Removes the model of identity `id`; returns it, or nil when it was
-    /// not held.
-    @discardableResult mutating func removeValue(forKey id: ObjectIdentifier) -> (any PersistentModel)? {
-        guard let at = positions.removeValue(forKey: id) else { return nil }
-        let model = order[at]
+    /// True when `model` is held.
+    func contains(_ model: some PersistentModel) -> Bool { position(of: model) != nil }
+
+    /// Adds `model` at the end, unless it is held already.
+    mutating func insert(_ model: some PersistentModel) {
+        guard position(of: model) == nil else { return }
+        model._strataState.changedSlot = order.count
+        order.append(model)
+        count += 1
+    }
+
+    /// Removes `model`; returns it, or nil when it was not held.
+    @discardableResult mutating func remove(_ model: some PersistentModel) -> (any PersistentModel)? {
+        guard let at = position(of: model) else { return nil }
+        let removed = order[at]
         order[at] = nil
-        if order.count > 32, order.count > 2 * positions.count { squeeze() }
-        return model
+        count -= 1
+        model._strataState.changedSlot = -1
+        if order.count > 32, order.count > 2 * count { squeeze() }
+        return removed
     }
 
     mutating func removeAll(keepingCapacity: Bool = false) {
         order.removeAll(keepingCapacity: keepingCapacity)
-        positions.removeAll(keepingCapacity: keepingCapacity)
+        count = 0
     }
 
     /// Drops the holes, keeping the order.
     private mutating func squeeze() {
         var kept: [(any PersistentModel)?] = []
-        kept.reserveCapacity(positions.count)
+        kept.reserveCapacity(count)
         for case let model? in order {
-            positions[ObjectIdentifier(model)] = kept.count
+            model._strataState.changedSlot = kept.count
             kept.append(model)
         }
         order = kept
     }
 
     /// The models, in the order they joined.
-    var values: Values { Values(order: order, count: positions.count) }
+    var values: Values { Values(order: order, count: count) }
 
     /// The models of a ``ChangedModels``, in the order they joined.
     struct Values: Sequence {

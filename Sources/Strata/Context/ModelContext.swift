@@ -199,7 +199,7 @@ public final class ModelContext: _RelatedModelLoader {
                 deleted[ObjectIdentifier(model)] = nil
                 state.status = .saved
                 // Changes made before the delete are pending again.
-                if state.isChanged { changed[ObjectIdentifier(model)] = model }
+                if state.isChanged { changed.insert(model) }
                 registerUndo(model) { context, model in context.delete(model) }
                 return
             }
@@ -312,14 +312,14 @@ public final class ModelContext: _RelatedModelLoader {
             discardFromGraph(model)
         case .saved:
             prepareUndoableDelete(model)
-            changed[ObjectIdentifier(model)] = nil
+            changed.remove(model)
             deleted[ObjectIdentifier(model)] = model
             state.status = .deleted
             registerUndo(model) { context, model in context.insert(model) }
         case .deleted:
             // Deleted by another context's save: deleting it here too drops
             // the change that would make the next save refuse.
-            if state.deletedElsewhere, changed.removeValue(forKey: ObjectIdentifier(model)) != nil {
+            if state.deletedElsewhere, changed.remove(model) != nil {
                 state.isChanged = false
                 state.changedFields = _FieldSet()
                 state.toManyBaselines = [:]
@@ -422,7 +422,7 @@ public final class ModelContext: _RelatedModelLoader {
     }
 
     func noteChanged(_ model: some PersistentModel) {
-        changed[ObjectIdentifier(model)] = model
+        changed.insert(model)
     }
 
     func noteMutation() {

@@ -76,6 +76,9 @@ public final class _ModelState {
     /// context so that its identifier does not change.
     @exclusivity(unchecked) var formerStoreIdentifier: String?
     @exclusivity(unchecked) var isChanged = false
+    /// Where the model is in its context's ``ChangedModels`` (-1: nowhere);
+    /// trusted only where that list holds this model.
+    @exclusivity(unchecked) var changedSlot = -1
     /// The fields changed since the last save, while ``status`` is
     /// `.saved`: a save writes these and keeps the stored values of the
     /// others, and merging another context's save leaves these alone.
