@@ -102,6 +102,7 @@ extension Database {
     /// The automatic checkpoint proper, on the committing thread or on its
     /// own; `claimed`: it holds `automaticCheckpointRunning`.
     private func runAutomaticCheckpoint(recent: WAL.RecentCommit, claimed: Bool) {
+        beforeAutomaticCheckpointGate?()
         acquireGateWhenIdle()
         // The claim ends before the gate opens: a commit appended after
         // this checkpoint finds the claim free when its own check runs.

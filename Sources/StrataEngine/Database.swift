@@ -209,6 +209,16 @@ public final class Database: @unchecked Sendable {
     /// commit in that window. Nothing else should set it.
     package nonisolated(unsafe) var beforeAutomaticCheckpoint: (() -> Void)?
 
+    /// Called by the automatic checkpoint before it waits for the writer
+    /// gate (a background one on its own thread): the engine's tests use it
+    /// to hold the run until `close()` has returned. Nothing else should
+    /// set it.
+    package nonisolated(unsafe) var beforeAutomaticCheckpointGate: (() -> Void)?
+
+    /// True while an automatic checkpoint holds its claim (from the commit
+    /// that set it off until the run returns, on whichever thread).
+    package var automaticCheckpointInProgress: Bool { automaticCheckpointRunning.load(ordering: .acquiring) }
+
     /// Closes the files after a failed open.
     private func releaseFiles() {
         stateLock.withLock {

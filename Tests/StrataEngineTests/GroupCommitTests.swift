@@ -291,6 +291,54 @@ extension GroupCommitTests {
         try db.close()
     }
 
+    /// A background checkpoint that reaches the writer gate only after
+    /// `close()` returned finds the handle closed and stops there: nothing
+    /// past its check runs (the files are closed), it gives its claim
+    /// back, and the store opens again whole.
+    func testABackgroundCheckpointThatReachesTheGateAfterCloseStops() throws {
+        var options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 8)
+        options.checkpointsInBackground = true
+        let db = try open("store.strata", options)
+        try db.write { tx in _ = try tx.createTree("t") }
+        final class Hooks: @unchecked Sendable {
+            let entered = DispatchSemaphore(value: 0)
+            let proceed = DispatchSemaphore(value: 0)
+            let committer = pthread_self()
+            private let lock = NSLock()
+            private var wentOn = false  // guarded by lock
+            var ranPastTheCheck: Bool { lock.withLock { wentOn } }
+
+            func beforeGate() {
+                // Never block the committing thread: the test would hang.
+                guard pthread_equal(pthread_self(), committer) == 0 else { return }
+                entered.signal()
+                proceed.wait()
+            }
+            func pastTheCheck() { lock.withLock { wentOn = true } }
+        }
+        let hooks = Hooks()
+        db.beforeAutomaticCheckpointGate = { hooks.beforeGate() }
+        db.beforeAutomaticCheckpoint = { hooks.pastTheCheck() }
+        var written = 0
+        while db.statistics.walFrames < 8 {
+            try db.write { tx in
+                try tx.put(Array("k\(written)".utf8), [UInt8](repeating: 5, count: 1_500), in: try tx.tree("t"))
+            }
+            written += 1
+        }
+        XCTAssertEqual(hooks.entered.wait(timeout: .now() + 20), .success, "no background checkpoint started")
+        try db.close()
+        hooks.proceed.signal()
+        let deadline = Date() + 20
+        while db.automaticCheckpointInProgress && Date() < deadline { usleep(1_000) }
+        XCTAssertFalse(db.automaticCheckpointInProgress, "the background checkpoint kept its claim")
+        XCTAssertFalse(hooks.ranPastTheCheck, "the background checkpoint went on after close()")
+        let again = try open("store.strata", options)
+        XCTAssertEqual(try again.read { tx in try tx.count(try tx.tree("t")) }, written)
+        XCTAssertTrue(try again.check().isHealthy)
+        try again.close()
+    }
+
     /// A handle closed right after a commit that set off a background
     /// checkpoint: the checkpoint finds it closed or finishes first, the
     /// close returns, and the store opens again whole.
