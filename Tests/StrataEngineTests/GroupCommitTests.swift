@@ -244,27 +244,8 @@ extension GroupCommitTests {
         options.checkpointsInBackground = true
         let db = try open("store.strata", options)
         try db.write { tx in _ = try tx.createTree("t") }
-        final class Hook: @unchecked Sendable {
-            let entered = DispatchSemaphore(value: 0)
-            let proceed = DispatchSemaphore(value: 0)
-            let committer = pthread_self()
-            private let lock = NSLock()
-            private var onCommitter = false  // guarded by lock
-            var ranOnCommitter: Bool { lock.withLock { onCommitter } }
-
-            func run() {
-                // On the committing thread (a checkpoint not in the
-                // background) it must not block: the test would hang.
-                guard pthread_equal(pthread_self(), committer) == 0 else {
-                    lock.withLock { onCommitter = true }
-                    return
-                }
-                entered.signal()
-                proceed.wait()
-            }
-        }
-        let hook = Hook()
-        db.beforeAutomaticCheckpoint = { hook.run() }
+        let hook = CheckpointHold()
+        db.beforeAutomaticCheckpoint = { hook.hold() }
         var written = 0
         while db.statistics.walFrames < 24 {
             try db.write { tx in try tx.put(Array("k\(written)".utf8), [UInt8](repeating: 7, count: 900), in: try tx.tree("t")) }
@@ -300,25 +281,9 @@ extension GroupCommitTests {
         options.checkpointsInBackground = true
         let db = try open("store.strata", options)
         try db.write { tx in _ = try tx.createTree("t") }
-        final class Hooks: @unchecked Sendable {
-            let entered = DispatchSemaphore(value: 0)
-            let proceed = DispatchSemaphore(value: 0)
-            let committer = pthread_self()
-            private let lock = NSLock()
-            private var wentOn = false  // guarded by lock
-            var ranPastTheCheck: Bool { lock.withLock { wentOn } }
-
-            func beforeGate() {
-                // Never block the committing thread: the test would hang.
-                guard pthread_equal(pthread_self(), committer) == 0 else { return }
-                entered.signal()
-                proceed.wait()
-            }
-            func pastTheCheck() { lock.withLock { wentOn = true } }
-        }
-        let hooks = Hooks()
-        db.beforeAutomaticCheckpointGate = { hooks.beforeGate() }
-        db.beforeAutomaticCheckpoint = { hooks.pastTheCheck() }
+        let hooks = CheckpointHold()
+        db.beforeAutomaticCheckpointGate = { hooks.hold() }
+        db.beforeAutomaticCheckpoint = { hooks.mark() }
         var written = 0
         while db.statistics.walFrames < 8 {
             try db.write { tx in
@@ -332,7 +297,7 @@ extension GroupCommitTests {
         let deadline = Date() + 20
         while db.automaticCheckpointInProgress && Date() < deadline { usleep(1_000) }
         XCTAssertFalse(db.automaticCheckpointInProgress, "the background checkpoint kept its claim")
-        XCTAssertFalse(hooks.ranPastTheCheck, "the background checkpoint went on after close()")
+        XCTAssertFalse(hooks.wasMarked, "the background checkpoint went on after close()")
         let again = try open("store.strata", options)
         XCTAssertEqual(try again.read { tx in try tx.count(try tx.tree("t")) }, written)
         XCTAssertTrue(try again.check().isHealthy)
@@ -362,4 +327,30 @@ extension GroupCommitTests {
         XCTAssertTrue(try db.check().isHealthy)
         try db.close()
     }
+}
+
+/// Holds a background checkpoint in an engine hook until the test lets it
+/// go. On the committing thread (a checkpoint not in the background) it
+/// never blocks, or the test would hang: it notes that it ran there.
+private final class CheckpointHold: @unchecked Sendable {
+    let entered = DispatchSemaphore(value: 0)
+    let proceed = DispatchSemaphore(value: 0)
+    private let committer = pthread_self()
+    private let lock = NSLock()
+    private var onCommitter = false  // guarded by lock
+    private var marked = false  // guarded by lock
+
+    var ranOnCommitter: Bool { lock.withLock { onCommitter } }
+    var wasMarked: Bool { lock.withLock { marked } }
+
+    func hold() {
+        guard pthread_equal(pthread_self(), committer) == 0 else {
+            lock.withLock { onCommitter = true }
+            return
+        }
+        entered.signal()
+        proceed.wait()
+    }
+
+    func mark() { lock.withLock { marked = true } }
 }

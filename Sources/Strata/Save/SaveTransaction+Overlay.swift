@@ -27,67 +27,30 @@ extension SaveTransaction {
     ) throws -> (bytes: [UInt8], changed: _FieldSet) {
         try stored.withUnsafeBytes { a in
             try fresh.withUnsafeBytes { b in
-                typealias Field = (field: Int, slot: _RecordReader.Slot, valueStart: Int)
-                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
-                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                /// Calls `body` with each field number either record holds,
-                /// ascending, and the field in each.
-                func walk(_ body: (Int, Field?, Field?) throws -> Void) throws {
-                    var walkA = _RecordReader.FieldWalk()
-                    var walkB = _RecordReader.FieldWalk()
-                    var x = try walkA.next(&readerA)
-                    var y = try walkB.next(&readerB)
-                    while x != nil || y != nil {
-                        let field = min(x?.field ?? .max, y?.field ?? .max)
-                        let inA = x?.field == field ? x : nil
-                        let inB = y?.field == field ? y : nil
-                        try body(field, inA, inB)
-                        if inA != nil { x = try walkA.next(&readerA) }
-                        if inB != nil { y = try walkB.next(&readerB) }
-                    }
-                }
-                func same(_ x: Field, _ y: Field) -> Bool {
-                    let count = x.slot.end - x.valueStart
-                    guard x.slot.wire == y.slot.wire, y.slot.end - y.valueStart == count else { return false }
-                    // Slices' `elementsEqual` goes byte by byte, with checks.
-                    return count == 0 || memcmp(a.baseAddress! + x.valueStart, b.baseAddress! + y.valueStart, count) == 0
-                }
                 // First the changes, and whether the result differs from
                 // `fresh` at all: usually not (no other save changed the
                 // fields this one keeps), and then it is `fresh`.
                 var changed = _FieldSet()
                 var differs = false
-                try walk { field, x, y in
-                    guard fields.contains(field) else {
+                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+                var pairs = try FieldPairs(&readerA, &readerB)
+                while let (field, x, y) = try pairs.next(&readerA, &readerB) {
+                    if fields.contains(field) {
+                        if try Self.changes(field, from: x, in: a, to: y, in: b, entity, row: row) { changed.insert(field) }
+                    } else if !differs {
                         switch (x, y) {
                         case (nil, nil): break
-                        case (let x?, let y?): if !same(x, y) { differs = true }
+                        case (let x?, let y?): differs = !Self.same(x, in: a, y, in: b)
                         default: differs = true
-                        }
-                        return
-                    }
-                    let old = x.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
-                    let new = y.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
-                    guard field < entity.properties.count, entity.holdsInRecord(field) else { return }
-                    switch (old, new) {
-                    case (nil, nil):
-                        return
-                    case (let x?, let y?):
-                        if !same(x, y) { changed.insert(field) }
-                    case (let x?, nil):
-                        if try !Self.isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row) {
-                            changed.insert(field)
-                        }
-                    case (nil, let y?):
-                        if try !Self.isDefault(y.slot.wire, b[y.valueStart..<y.slot.end], field: field, entity, row: row) {
-                            changed.insert(field)
                         }
                     }
                 }
                 guard differs else { return (fresh, changed) }
                 var writer = _RecordWriter()
-                try walk { field, x, y in
-                    guard let take = fields.contains(field) ? y : x else { return }
+                pairs = try FieldPairs(&readerA, &readerB)
+                while let (field, x, y) = try pairs.next(&readerA, &readerB) {
+                    guard let take = fields.contains(field) ? y : x else { continue }
                     let source = fields.contains(field) ? b : a
                     writer.appendCopy(
                         field: field, wire: take.slot.wire,
@@ -113,43 +76,29 @@ extension SaveTransaction {
     ) throws -> _FieldSet {
         try stored.withUnsafeBytes { a in
             try partial.withUnsafeBytes { b in
-                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
-                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                var walkA = _RecordReader.FieldWalk()
-                var walkB = _RecordReader.FieldWalk()
                 result.removeAll(keepingCapacity: true)
                 result.reserveCapacity(a.count + b.count)
                 result.append(RecordFormat.version)
                 var changed = _FieldSet()
                 // Where the stored bytes not yet copied begin, and where
-                // the current field of each record begins (its tag).
+                // the next field of each record begins (its tag).
                 var pending = 1
                 var startA = 1
                 var startB = 1
-                var x = try walkA.next(&readerA)
-                var y = try walkB.next(&readerB)
-                while x != nil || y != nil {
-                    let field = min(x?.field ?? .max, y?.field ?? .max)
-                    let inA = x?.field == field ? x : nil
-                    let inB = y?.field == field ? y : nil
-                    if inB != nil || fields.contains(field) {
+                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+                var pairs = try FieldPairs(&readerA, &readerB)
+                while let (field, x, y) = try pairs.next(&readerA, &readerB) {
+                    if y != nil || fields.contains(field) {
                         // Stored bytes up to this field are kept; its own
                         // stored value (if any) is not.
                         if startA > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<startA])) }
-                        if let inA { pending = inA.slot.end } else { pending = startA }
-                        if let inB { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[startB..<inB.slot.end])) }
-                        if try Self.changes(field, from: inA, in: a, to: inB, in: b, entity, row: row) {
-                            changed.insert(field)
-                        }
+                        pending = x?.slot.end ?? startA
+                        if let y { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[startB..<y.slot.end])) }
+                        if try Self.changes(field, from: x, in: a, to: y, in: b, entity, row: row) { changed.insert(field) }
                     }
-                    if let inA {
-                        startA = inA.slot.end
-                        x = try walkA.next(&readerA)
-                    }
-                    if let inB {
-                        startB = inB.slot.end
-                        y = try walkB.next(&readerB)
-                    }
+                    if let x { startA = x.slot.end }
+                    if let y { startB = y.slot.end }
                 }
                 if a.count > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<a.count])) }
                 return changed
@@ -160,9 +109,8 @@ extension SaveTransaction {
     /// Whether field `field` changes its value from `x` (in `a`) to `y` (in
     /// `b`), as ``overlayChanges(_:_:fields:_:row:)`` decides it.
     private static func changes(
-        _ field: Int, from x: (field: Int, slot: _RecordReader.Slot, valueStart: Int)?, in a: UnsafeRawBufferPointer,
-        to y: (field: Int, slot: _RecordReader.Slot, valueStart: Int)?, in b: UnsafeRawBufferPointer,
-        _ entity: Schema.Entity, row: Int64
+        _ field: Int, from x: FieldPairs.Field?, in a: UnsafeRawBufferPointer, to y: FieldPairs.Field?,
+        in b: UnsafeRawBufferPointer, _ entity: Schema.Entity, row: Int64
     ) throws -> Bool {
         let old = x.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
         let new = y.flatMap { $0.slot.wire == RecordFormat.null ? nil : $0 }
@@ -171,13 +119,52 @@ extension SaveTransaction {
         case (nil, nil):
             return false
         case (let x?, let y?):
-            let count = x.slot.end - x.valueStart
-            guard x.slot.wire == y.slot.wire, y.slot.end - y.valueStart == count else { return true }
-            return count != 0 && memcmp(a.baseAddress! + x.valueStart, b.baseAddress! + y.valueStart, count) != 0
+            return !same(x, in: a, y, in: b)
         case (let x?, nil):
             return try !isDefault(x.slot.wire, a[x.valueStart..<x.slot.end], field: field, entity, row: row)
         case (nil, let y?):
             return try !isDefault(y.slot.wire, b[y.valueStart..<y.slot.end], field: field, entity, row: row)
+        }
+    }
+
+    /// True when `x` (in `a`) and `y` (in `b`) hold the same wire type
+    /// and bytes.
+    private static func same(
+        _ x: FieldPairs.Field, in a: UnsafeRawBufferPointer, _ y: FieldPairs.Field, in b: UnsafeRawBufferPointer
+    ) -> Bool {
+        let count = x.slot.end - x.valueStart
+        guard x.slot.wire == y.slot.wire, y.slot.end - y.valueStart == count else { return false }
+        // Slices' `elementsEqual` goes byte by byte, with checks.
+        return count == 0 || memcmp(a.baseAddress! + x.valueStart, b.baseAddress! + y.valueStart, count) == 0
+    }
+
+    /// The fields of two records side by side: each field number either
+    /// record holds, ascending, with the field in each (nil in the one
+    /// that lacks it). The readers stay with the caller (a struct holding
+    /// them was copied at each step).
+    struct FieldPairs {
+        typealias Field = (field: Int, slot: _RecordReader.Slot, valueStart: Int)
+        private var walkA = _RecordReader.FieldWalk()
+        private var walkB = _RecordReader.FieldWalk()
+        private var x: Field?
+        private var y: Field?
+
+        /// Pairs over the records `a` and `b` read.
+        init(_ a: inout _RecordReader, _ b: inout _RecordReader) throws {
+            x = try walkA.next(&a)
+            y = try walkB.next(&b)
+        }
+
+        mutating func next(_ a: inout _RecordReader, _ b: inout _RecordReader) throws -> (
+            field: Int, a: Field?, b: Field?
+        )? {
+            guard x != nil || y != nil else { return nil }
+            let field = min(x?.field ?? .max, y?.field ?? .max)
+            let inA = x?.field == field ? x : nil
+            let inB = y?.field == field ? y : nil
+            if inA != nil { x = try walkA.next(&a) }
+            if inB != nil { y = try walkB.next(&b) }
+            return (field, inA, inB)
         }
     }
 
