@@ -89,11 +89,6 @@ package struct HistoryRecorder {
 
     /// An update of `row`; `fields` are the properties whose stored
     /// values changed.
-    mutating func update(_ entity: Schema.Entity, row: Int64, fields: [Int]) {
-        update(entity, row: row, fields: _FieldSet(fields))
-    }
-
-    /// ``update(_:row:fields:)`` from a set of fields.
     mutating func update(_ entity: Schema.Entity, row: Int64, fields: _FieldSet) {
         let index = group(.update, entity)
         groups[index].rows.append(row)

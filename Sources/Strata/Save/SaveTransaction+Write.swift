@@ -334,7 +334,7 @@ extension SaveTransaction {
         let updated = try Self.overlay(bytes, cleared.bytes, fields: fields, entity, row: row)
         try tx.put(RowKey.encode(row), updated, in: recordTree(entity))
         try tx.delete(PairKey.encode(target, row), in: tree(index))
-        history?.update(entity, row: row, fields: [field])
+        history?.update(entity, row: row, fields: _FieldSet([field]))
         changes?.update(entity, row: row, field: field)
         sideEffects.append((entity, row, field))
     }

@@ -79,16 +79,10 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// How many fields the set holds.
-    var count: Int { high.reduce(low.nonzeroBitCount) { $0 + $1.nonzeroBitCount } }
-
     /// The fields, ascending.
     package var fields: [Int] {
         var result: [Int] = []
-        for bit in 0..<64 where low & (1 << UInt64(bit)) != 0 { result.append(bit) }
-        for (word, bits) in high.enumerated() where bits != 0 {
-            for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 { result.append((word + 1) * 64 + bit) }
-        }
+        forEachField { result.append($0) }
         return result
     }
 
