@@ -51,6 +51,16 @@ final class CatalogCache: @unchecked Sendable {
         }
     }
 
+    /// Forgets every remembered entry, for a handle whose pending commits
+    /// failed without poisoning it (a log write failed): the positions
+    /// they advanced the cache to will be reached again by other commits.
+    func reset() {
+        lock.withLock {
+            position = .max
+            entries.removeAll()
+        }
+    }
+
     /// Forgets every remembered entry and remembers none from then on, for
     /// a handle whose sync failed: positions past the published state (its
     /// failed commits) may be reused by other processes' commits.

@@ -327,6 +327,7 @@ public final class Database: @unchecked Sendable {
                 // No restart while commits are pending: the last one's
                 // position is in this generation.
                 tx.catalogBase = SharedIndex.State.position(generation: generation, frames: pending.tail.frames)
+                tx.continuedFrom = pending.ticket
                 return tx
             }
             if freelistPosition != snapshot.position {

@@ -17,6 +17,12 @@ import Synchronization
 ///   holding the shared index's writer lock: this handle keeps the lock
 ///   from the first append until the last pending commit is published and
 ///   no writer of this handle is inside a transaction.
+/// - A small commit's frames are built and chained under the gate, and
+///   written by its own thread once it has released the gate (the next
+///   writer's transaction runs meanwhile); the leader syncs only commits
+///   whose frames are written. A write that fails fails that commit and
+///   every later pending one, which lie after the hole (see
+///   `writeFailure`); the handle goes on from the commit before it.
 /// - A failed sync fails every pending commit (none is reported durable),
 ///   and poisons the handle: the frames past the published state are
 ///   ignored by recovery unless whole, and overwritten by the next writer.
@@ -48,6 +54,10 @@ final class GroupCommit: @unchecked Sendable {
         /// published before its writer releases the gate, so no
         /// continuation ever needs them.
         var spilled: [UInt32]
+        /// Its frames are in the log, or their write failed (see
+        /// `writeFailure`): false while its thread writes them, after
+        /// releasing the gate.
+        var written: Bool
     }
 
     private let wal: WAL
@@ -87,6 +97,8 @@ final class GroupCommit: @unchecked Sendable {
     private var syncingThrough: UInt64 = 0
     /// Threads in ``waitUntilIdle()``.
     private var idleWaiters = 0
+    /// The leader waits for commits in its batch to be written.
+    private var leaderWaitsForWrites = false
     /// Appended, not yet published, in append order (the leader's batch
     /// stays here until it is published).
     private var entries: [Entry] = []
@@ -95,6 +107,26 @@ final class GroupCommit: @unchecked Sendable {
     private var syncing = false
     /// Tickets up to `through` failed with `error`.
     private var failure: (through: UInt64, error: any Error)?
+    /// A commit whose frames its thread writes after releasing the gate
+    /// (``wrote(_:failure:)``) could not write them: every pending commit
+    /// from ticket `from` on lies after that hole and fails. The failure is
+    /// *open* until the thread of every such commit has reported its own
+    /// write, so no frames are still being written where the next writer
+    /// will append; meanwhile nothing is enqueued. Then it closes: those
+    /// commits leave the queue, the next writer appends after the last one
+    /// before them, and the handle goes on (a failed sync poisons it; a
+    /// failed write, a full disk, leaves the log as it was).
+    private var writeFailure: (from: UInt64, error: any Error)?
+    /// The error of the last write failure, for a transaction that
+    /// continued from a commit it took away (``enqueue(_:after:)``).
+    private var lastWriteError: (any Error)?
+    /// The commits a closed write failure took away, with its error, until
+    /// each one's thread has looked (``awaitPublished(_:)``): later tickets
+    /// are published past theirs. Their number is `failedCount` (read
+    /// without the lock by the fast path, which must not report a failed
+    /// commit published).
+    private var failedTickets: [UInt64: any Error] = [:]
+    private let failedCount = Atomic<Int>(0)
     /// This handle holds the shared index's writer lock for the group.
     private var lockHeld = false
     /// A write transaction of this handle is between its begin and its
@@ -105,12 +137,14 @@ final class GroupCommit: @unchecked Sendable {
     /// commit's tail, header and free pages, and the pending pages by
     /// number (newest image). Nil when nothing is pending. The caller holds
     /// the gate.
-    func continuation() -> (tail: WAL.LogTail, header: FileHeader, freelist: Freelist, overlay: [UInt32: Page])? {
+    func continuation() -> (
+        tail: WAL.LogTail, header: FileHeader, freelist: Freelist, overlay: [UInt32: Page], ticket: UInt64
+    )? {
         condition.withLock {
             guard let last = entries.last else { return nil }
             var overlay: [UInt32: Page] = [:]
             for entry in entries { for (number, page) in entry.pages { overlay[number] = page } }
-            return (last.tail, last.header, last.freelist, overlay)
+            return (last.tail, last.header, last.freelist, overlay, last.ticket)
         }
     }
 
@@ -144,12 +178,19 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     /// Appends a commit to the queue (the caller holds the gate, and wrote
-    /// its frames after ``tail``); returns its ticket. Throws the error of
-    /// a sync that failed meanwhile: the frames were written after commits
-    /// that will never be published.
-    func enqueue(_ entry: Entry) throws -> UInt64 {
+    /// its frames after ``tail``, or will write them: `entry.written`);
+    /// returns its ticket. `after` is the ticket of the pending commit its
+    /// transaction continued from (``continuation()``), 0 for none. Throws
+    /// the error of a sync or a write that failed meanwhile: the frames
+    /// come after commits that will never be published.
+    func enqueue(_ entry: Entry, after: UInt64) throws -> UInt64 {
         try condition.withLock {
             if let failure { throw failure.error }
+            if let writeFailure { throw writeFailure.error }
+            if after > published.load(ordering: .relaxed), !entries.contains(where: { $0.ticket == after }) {
+                // It continued from a commit a write failure took away.
+                throw lastWriteError ?? StorageError.transactionFailed("an earlier commit's log write failed")
+            }
             var entry = entry
             entry.ticket = nextTicket
             nextTicket += 1
@@ -184,8 +225,13 @@ final class GroupCommit: @unchecked Sendable {
     /// publishes the batch it covered, in order, under the writer lock the
     /// group holds; a failed sync poisons the handle instead.
     func awaitPublished(_ ticket: UInt64) throws {
-        while published.load(ordering: .acquiring) < ticket {
+        while published.load(ordering: .acquiring) < ticket || failedCount.load(ordering: .acquiring) > 0 {
             condition.lock()
+            if let error = failedTickets.removeValue(forKey: ticket) {
+                failedCount.wrappingSubtract(1, ordering: .releasing)
+                condition.unlock()
+                throw error
+            }
             if ticket <= published.load(ordering: .relaxed) {
                 condition.unlock()
                 return
@@ -193,6 +239,15 @@ final class GroupCommit: @unchecked Sendable {
             if let failure, ticket <= failure.through {
                 condition.unlock()
                 throw failure.error
+            }
+            if let open = writeFailure, ticket >= open.from {
+                // Failed: it learns so when the failure closes, which
+                // wakes every waiter.
+                let ends = syncEnds[syncNumber % 2]
+                let key = ends.key
+                condition.unlock()
+                ends.wait(unless: key)
+                continue
             }
             if syncing {
                 // Covered by the running sync, or by the next one.
@@ -202,11 +257,21 @@ final class GroupCommit: @unchecked Sendable {
                 ends.wait(unless: key)
                 continue
             }
-            // Lead: sync everything appended so far.
+            // Lead: sync everything appended so far, once its frames are
+            // written (their threads write them after the gate), up to a
+            // failed write.
             syncing = true
             syncNumber += 1
-            let batch = entries
-            syncingThrough = batch.last?.ticket ?? published.load(ordering: .relaxed)
+            syncingThrough = entries.last?.ticket ?? published.load(ordering: .relaxed)
+            func good(_ entry: Entry) -> Bool {
+                entry.ticket <= syncingThrough && entry.ticket < writeFailure?.from ?? .max
+            }
+            while entries.contains(where: { good($0) && !$0.written }) {
+                leaderWaitsForWrites = true
+                condition.wait()
+            }
+            leaderWaitsForWrites = false
+            let batch = Array(entries.prefix(while: good))
             condition.unlock()
             var syncError: (any Error)?
             do { try syncLog() } catch { syncError = error }
@@ -224,7 +289,9 @@ final class GroupCommit: @unchecked Sendable {
                 // Nothing appended can be trusted any more: every pending
                 // commit fails, and the handle refuses writes.
                 failure = (nextTicket - 1, syncError)
-                entries.removeAll()
+                // Commits whose threads still write their frames leave
+                // the queue once they have (``wrote(_:error:)``).
+                entries.removeAll { $0.written }
             } else {
                 entries.removeFirst(batch.count)
                 if let last = batch.last { published.store(last.ticket, ordering: .releasing) }
@@ -241,6 +308,51 @@ final class GroupCommit: @unchecked Sendable {
             // A failure wakes everyone.
             ended.notify(all: true)
             if let wakeNext { next.notify(all: wakeNext) }
+        }
+    }
+
+    /// The thread of commit `ticket` wrote its frames after releasing the
+    /// gate, or failed to (`error`): that commit and every later pending
+    /// one then fail (see `writeFailure`). Every commit whose write was
+    /// deferred reports here once, before it waits for its sync.
+    func wrote(_ ticket: UInt64, error: (any Error)?) {
+        let changed: Bool = condition.withLock {
+            guard let i = entries.firstIndex(where: { $0.ticket == ticket }) else { return false }
+            if failure != nil {
+                // A sync failed meanwhile: the commit is failed already,
+                // and leaves the queue now that its write is over.
+                entries.remove(at: i)
+                releaseIfIdle()
+                if idleWaiters > 0 { condition.broadcast() }
+                return false
+            }
+            entries[i].written = true
+            var changed = false
+            if let error, ticket < writeFailure?.from ?? .max {
+                writeFailure = (ticket, error)
+                lastWriteError = error
+                changed = true
+            }
+            if let open = writeFailure, !entries.contains(where: { $0.ticket >= open.from && !$0.written }) {
+                // Every commit after the hole has finished writing: they
+                // leave the queue, and the next writer appends after the
+                // commits before it.
+                for entry in entries where entry.ticket >= open.from { failedTickets[entry.ticket] = open.error }
+                failedCount.store(failedTickets.count, ordering: .releasing)
+                entries.removeAll { $0.ticket >= open.from }
+                writeFailure = nil
+                catalog.reset()
+                releaseIfIdle()
+                if idleWaiters > 0 { condition.broadcast() }
+                changed = true
+            }
+            if leaderWaitsForWrites { condition.broadcast() }
+            return changed
+        }
+        // Waiters look again: the failed ones throw, the others may lead.
+        if changed {
+            syncEnds[0].notify(all: true)
+            syncEnds[1].notify(all: true)
         }
     }
 

@@ -49,6 +49,9 @@ public final class WriteTransaction: ReadTransaction {
     /// it that are not in ``dirty`` are in the main file, written there by
     /// this transaction. `UInt32.max` before either.
     @exclusivity(unchecked) var freshFloor = UInt32.max
+    /// The ticket of the pending commit this transaction continued from
+    /// (see ``GroupCommit/continuation()``), 0 when none was pending.
+    var continuedFrom: UInt64 = 0
     /// Private pages this transaction may hold before it spills.
     let spillLimit: Int
     /// Pages that existed before this transaction and that it spilled to

@@ -304,7 +304,36 @@ final class WAL: @unchecked Sendable {
     func appendCommit(
         _ pages: [(number: UInt32, page: Page)], pageCount: UInt32, after tail: LogTail? = nil
     ) throws -> LogTail {
-        try append(pages, commitPageCount: pageCount, after: tail)
+        try append(pages, commitPageCount: pageCount, after: tail).tail
+    }
+
+    /// As ``appendCommit(_:pageCount:after:)``, except that frames that fit
+    /// one write into space the log already holds (see
+    /// ``prepareSpace(through:file:)``) are built, checksummed and chained
+    /// but not written: the caller writes them (``FrameWrite/write()``)
+    /// once it has released the writer gate, before the sync that makes
+    /// them durable. Nil when the frames were written here.
+    func appendCommitDeferringWrite(
+        _ pages: [(number: UInt32, page: Page)], pageCount: UInt32, after tail: LogTail?
+    ) throws -> (tail: LogTail, write: FrameWrite?) {
+        try append(pages, commitPageCount: pageCount, after: tail, deferWrite: true)
+    }
+
+    /// A commit's frames, built and not yet written (see
+    /// ``appendCommitDeferringWrite(_:pageCount:after:)``). Written or
+    /// discarded exactly once; either frees the bytes.
+    struct FrameWrite {
+        let file: any StorageFile
+        let bytes: UnsafeMutableRawPointer
+        let count: Int
+        let offset: Int64
+
+        func write() throws {
+            defer { bytes.deallocate() }
+            try file.write(bytes, count: count, at: offset)
+        }
+
+        func discard() { bytes.deallocate() }
     }
 
     /// Writes pages a write transaction spills as frames that are not a
@@ -312,23 +341,30 @@ final class WAL: @unchecked Sendable {
     /// published commit; returns the new tail. Recovery keeps them only
     /// when a commit frame follows them, the transaction's own.
     func appendSpilled(_ pages: [(number: UInt32, page: Page)], after tail: LogTail?) throws -> LogTail {
-        try append(pages, commitPageCount: nil, after: tail)
+        try append(pages, commitPageCount: nil, after: tail).tail
     }
 
     private func append(
-        _ pages: [(number: UInt32, page: Page)], commitPageCount: UInt32?, after tail: LogTail?
-    ) throws -> LogTail {
+        _ pages: [(number: UInt32, page: Page)], commitPageCount: UInt32?, after tail: LogTail?,
+        deferWrite: Bool = false
+    ) throws -> (tail: LogTail, write: FrameWrite?) {
         let current = lock.withLock { state }
         precondition(!pages.isEmpty && !current.restartPending)
         let first = tail?.frames ?? current.frames
         try shared.reserve(frames: first + pages.count)
         let file = lock.withLock { self.file }
-        if pages.count * frameSize < Self.growth {
-            prepareSpace(through: WALFormat.frameOffset(first + pages.count, pageSize: pageSize), file: file)
-        }
+        let end = WALFormat.frameOffset(first + pages.count, pageSize: pageSize)
+        if pages.count * frameSize < Self.growth { prepareSpace(through: end, file: file) }
         let batchFrames = min(pages.count, max(1, (1 << 20) / frameSize))
+        // Deferred only into bytes the file holds already: the write then
+        // allocates nothing on a file system that overwrites in place, so
+        // a full disk still fails the commit under the gate. One that
+        // fails anyway fails its commit and those queued after it (see
+        // `GroupCommit`).
+        let deferred = deferWrite && batchFrames == pages.count && end <= preparedEnd
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: batchFrames * frameSize, alignment: 16)
-        defer { buffer.deallocate() }
+        var handedOff = false
+        defer { if !handedOff { buffer.deallocate() } }
         var chain = tail?.chain ?? current.chain
         var i = 0
         while i < pages.count {
@@ -346,10 +382,18 @@ final class WAL: @unchecked Sendable {
                 storeBE32(f + 20, 0)
                 chain = c
             }
-            try file.write(buffer, count: n * frameSize, at: WALFormat.frameOffset(first + i, pageSize: pageSize))
+            let offset = WALFormat.frameOffset(first + i, pageSize: pageSize)
+            if deferred {
+                handedOff = true
+                return (
+                    LogTail(frames: first + pages.count, chain: chain),
+                    FrameWrite(file: file, bytes: buffer, count: n * frameSize, offset: offset)
+                )
+            }
+            try file.write(buffer, count: n * frameSize, at: offset)
             i += n
         }
-        return LogTail(frames: first + pages.count, chain: chain)
+        return (LogTail(frames: first + pages.count, chain: chain), nil)
     }
 
     /// The most the log grows ahead of its frames at a time (see
