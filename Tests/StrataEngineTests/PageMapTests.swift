@@ -61,3 +61,46 @@ final class DirtyPagesTests: XCTestCase {
         XCTAssertEqual(Set(dirty.numbers), Set(reference.keys))
     }
 }
+
+/// The page cache against `Dictionary`: it may forget entries (it is
+/// bounded), but what it returns is the last image put under that key,
+/// and after dropping frames or main-file pages, none of that kind is left
+/// while every entry of the other kind it held is still found. The share
+/// dropped varies, so both ways of dropping run.
+final class PageCacheTests: XCTestCase {
+    func testGetsReturnTheLastPutAndDropsRemoveOneKind() {
+        var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "PageCacheTests"))
+        let images = (0..<16).map { _ in Page.zeroed(64) }
+        var cache = PageCache(capacityPages: 48)
+        var reference: [UInt64: Page] = [:]
+        var drops = (rebuilt: 0, oneByOne: 0)
+        let keys: [UInt64] =
+            (0..<60).map { PageCache.mainKey(UInt32($0)) } + (0..<60).map { PageCache.frameKey(generation: 3, frame: $0) }
+        for step in 0..<100_000 {
+            let key = keys[Int(random.next() % UInt64(keys.count))]
+            switch random.next() % 200 {
+            case 0, 1:
+                let frames = random.next() % 2 == 0
+                let kind: UInt64 = frames ? 1 : 0
+                let held = keys.filter { cache.get($0) != nil }
+                let doomed = held.filter { $0 >> 63 == kind }.count
+                if doomed > 0 && doomed * 4 < held.count { drops.oneByOne += 1 } else if doomed > 0 { drops.rebuilt += 1 }
+                if frames { cache.removeFrames() } else { cache.removeMainPages() }
+                for k in keys where k >> 63 == kind {
+                    XCTAssertNil(cache.get(k), "step \(step)")
+                    reference[k] = nil
+                }
+                for k in held where k >> 63 != kind { XCTAssertTrue(cache.get(k) === reference[k], "step \(step)") }
+            case 2..<80:
+                let page = images[Int(random.next() % UInt64(images.count))]
+                cache.put(key, page)
+                reference[key] = page
+            default:
+                if let page = cache.get(key) { XCTAssertTrue(page === reference[key], "step \(step)") }
+            }
+        }
+        XCTAssertLessThanOrEqual(keys.filter { cache.get($0) != nil }.count, 48)
+        XCTAssertGreaterThan(drops.rebuilt, 10)
+        XCTAssertGreaterThan(drops.oneByOne, 10)
+    }
+}
