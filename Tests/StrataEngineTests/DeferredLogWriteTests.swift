@@ -85,7 +85,12 @@ final class DeferredLogWriteTests: EngineTestCase {
         try db.read { tx in try tx.scan(try tx.tree("t")).map(\.0) }
     }
 
-    func testTheNextTransactionRunsWhileACommitWritesItsFrames() throws {
+    /// A store with key 0 committed, and a commit of key 1 on another
+    /// thread whose frame write `hold` holds; `done` is left when that
+    /// commit returns, and its error goes to `errors`.
+    func storeWithAHeldCommit() throws -> (
+        fs: MemoryFileSystem, db: Database, hold: WriteHold, errors: ErrorList, done: DispatchGroup
+    ) {
         let fs = MemoryFileSystem()
         let db = try open(path, options: DatabaseOptions(durability: .full), fileSystem: fs)
         try db.write { tx in try tx.put([0], [0], in: try tx.createTree("t")) }
@@ -96,6 +101,11 @@ final class DeferredLogWriteTests: EngineTestCase {
         let done = DispatchGroup()
         commitOnThread(db, 1, errors: errors, done: done)
         XCTAssertTrue(hold.waitUntilHolding(), "the commit never wrote its frames")
+        return (fs, db, hold, errors, done)
+    }
+
+    func testTheNextTransactionRunsWhileACommitWritesItsFrames() throws {
+        let (fs, db, hold, errors, done) = try storeWithAHeldCommit()
         // The commit's frames are not written yet, and the gate is free:
         // another transaction begins and reads what is published.
         let began = DispatchSemaphore(value: 0)
@@ -132,21 +142,12 @@ final class DeferredLogWriteTests: EngineTestCase {
     /// commit before them, and a power loss keeps exactly the commits that
     /// returned.
     func testAFailedFrameWriteFailsTheCommitsAfterItAndTheHandleGoesOn() throws {
-        let fs = MemoryFileSystem()
-        let db = try open(path, options: DatabaseOptions(durability: .full), fileSystem: fs)
-        try db.write { tx in try tx.put([0], [0], in: try tx.createTree("t")) }
-        let hold = WriteHold(log: log)
-        fs.faults = { hold.observe($0) }
+        let (fs, db, hold, errors, done) = try storeWithAHeldCommit()
         let before = hold.frameWrites
-        hold.arm()
-        let errors = ErrorList()
-        let done = DispatchGroup()
-        commitOnThread(db, 1, errors: errors, done: done)
-        XCTAssertTrue(hold.waitUntilHolding())
         // The second commit continues from the first and writes its frames
         // after them; it then waits for a sync, which waits for the first.
         commitOnThread(db, 2, errors: errors, done: done)
-        XCTAssertTrue(hold.waitForFrameWrites(before + 2))
+        XCTAssertTrue(hold.waitForFrameWrites(before + 1))
         hold.release(failing: EIO)
         done.wait()
         XCTAssertEqual(errors.all.count, 2, "\(errors.all)")
@@ -169,16 +170,7 @@ final class DeferredLogWriteTests: EngineTestCase {
     /// failed cannot commit: its frames would follow the hole, and a
     /// recovery would drop them although the commit returned.
     func testATransactionBuiltOnAFailedCommitFails() throws {
-        let fs = MemoryFileSystem()
-        let db = try open(path, options: DatabaseOptions(durability: .full), fileSystem: fs)
-        try db.write { tx in try tx.put([0], [0], in: try tx.createTree("t")) }
-        let hold = WriteHold(log: log)
-        fs.faults = { hold.observe($0) }
-        hold.arm()
-        let errors = ErrorList()
-        let done = DispatchGroup()
-        commitOnThread(db, 1, errors: errors, done: done)
-        XCTAssertTrue(hold.waitUntilHolding())
+        let (fs, db, hold, errors, done) = try storeWithAHeldCommit()
         // Begun while the first commit is pending: it sees its key.
         let tx = try db.beginWrite()
         let tree = try tx.tree("t")
