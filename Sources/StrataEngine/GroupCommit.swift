@@ -108,7 +108,7 @@ final class GroupCommit: @unchecked Sendable {
     /// Tickets up to `through` failed with `error`.
     private var failure: (through: UInt64, error: any Error)?
     /// A commit whose frames its thread writes after releasing the gate
-    /// (``wrote(_:failure:)``) could not write them: every pending commit
+    /// (``wrote(_:error:)``) could not write them: every pending commit
     /// from ticket `from` on lies after that hole and fails. The failure is
     /// *open* until the thread of every such commit has reported its own
     /// write, so no frames are still being written where the next writer

@@ -190,6 +190,56 @@ final class DeferredLogWriteTests: EngineTestCase {
         try reopened.close()
     }
 
+    /// A leader's sync fails while a later commit's frames are still being
+    /// written: both commits fail, the handle refuses writes, and closing
+    /// it waits until that write is over (a write landing after the close
+    /// could fall among a reopened log's frames).
+    func testAFailedSyncWaitsForTheFrameWritesStillInFlight() throws {
+        let fs = MemoryFileSystem()
+        let db = try open(path, options: DatabaseOptions(durability: .full), fileSystem: fs)
+        try db.write { tx in try tx.put([0], [0], in: try tx.createTree("t")) }
+        let hold = WriteHold(log: log)
+        let syncHeld = DispatchSemaphore(value: 0)
+        let failSync = DispatchSemaphore(value: 0)
+        let armedSync = FaultCounter()
+        let log = log
+        fs.faults = { operation in
+            if operation.path == log, operation.kind == .sync, armedSync.next() == 1 {
+                syncHeld.signal()
+                failSync.wait()
+                return EIO
+            }
+            return hold.observe(operation)
+        }
+        let errors = ErrorList()
+        let done = DispatchGroup()
+        // The first commit writes its frames and leads a sync, held.
+        commitOnThread(db, 1, errors: errors, done: done)
+        XCTAssertEqual(syncHeld.wait(timeout: .now() + 10), .success)
+        // The second commit's frame write is held.
+        hold.arm()
+        commitOnThread(db, 2, errors: errors, done: done)
+        XCTAssertTrue(hold.waitUntilHolding())
+        failSync.signal()
+        // Closing waits for the held write.
+        let closed = DispatchSemaphore(value: 0)
+        Thread {
+            try? db.close()
+            closed.signal()
+        }.start()
+        XCTAssertEqual(
+            closed.wait(timeout: .now() + 0.3), .timedOut, "close returned while a commit's frames were being written")
+        hold.release(failing: nil)
+        done.wait()
+        XCTAssertEqual(closed.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(errors.all.count, 2, "\(errors.all)")
+        fs.faults = nil
+        let reopened = try open(path, fileSystem: fs.afterPowerLoss())
+        XCTAssertEqual(try keys(reopened), [[0]])
+        XCTAssertTrue(try reopened.check().isHealthy)
+        try reopened.close()
+    }
+
     /// Threads commit while one frame write in seven fails: every commit
     /// that returned survives a power loss, none that threw does, and the
     /// store is whole.
