@@ -116,6 +116,36 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertEqual(bySize.map(\.uid), [1])
     }
 
+    func testAChangeToAFetchedAttributeLeavesTheOthersToLoadWhenRead() throws {
+        let container = try stocked()
+        let context = ModelContext(container)
+        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
+        descriptor.propertiesToFetch = [\.flag]
+        let gadgets = try context.fetch(descriptor)
+        let leftOut = gadgets[1]._strataState.unloaded
+        XCTAssertFalse(leftOut.isEmpty)
+        gadgets[1].flag = false
+        try context.save()
+        // The save laid the one field over the stored record and decoded
+        // none of the others into the model.
+        XCTAssertEqual(gadgets[1]._strataState.unloaded, leftOut)
+        // Read later, they are the store's values then.
+        let other = ModelContext(container)
+        let same = try other.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.uid == 2 }))
+        same[0].note = "changed elsewhere"
+        try other.save()
+        XCTAssertEqual(gadgets[1].note, "changed elsewhere")
+        XCTAssertEqual(gadgets[1].score, 20)
+        XCTAssertTrue(gadgets[1]._strataState.unloaded.isEmpty)
+        let check = ModelContext(container)
+        let stored = try check.fetch(FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)]))
+        XCTAssertEqual(stored.map(\.flag), [true, false, true, true])
+        XCTAssertEqual(stored.map(\.note), ["note 1", "changed elsewhere", "note 3", "note 4"])
+        XCTAssertEqual(stored.map(\.score), [10, 20, 30, 40])
+        XCTAssertEqual(stored.map(\.name), ["g1", "g2", "g3", "g4"])
+        XCTAssertEqual(stored.map(\.rating), [1.5, 1.5, 1.5, 1.5])
+    }
+
     func testAPartialFetchNeedsNoRecordReadsForFilteredAttributes() throws {
         let container = try stocked()
         let context = ModelContext(container)

@@ -116,9 +116,6 @@ extension SaveTransaction {
         var changedFields: _FieldSet?
         var changedOutside: [Int] = []
         var patched = false
-        // Attributes a partial fetch left out hold placeholders: load them
-        // from the stored record first, so keys and records see real values.
-        if state.mayHaveUnloaded, let old { try state.loadUnloaded(model, entity: entity, from: old) }
         // A change to none of a group's fields leaves its key as stored
         // (the fields it did not change keep their stored values): only
         // the groups it touches are compared, and a change that touches
@@ -132,6 +129,14 @@ extension SaveTransaction {
         // compared. One that touches a key encodes the whole model, whose
         // values give the key unless another save changed the row.
         let partial = only != nil && old != nil && groups.isEmpty
+        // Attributes a partial fetch left out hold placeholders. A record
+        // or a key encoded whole needs their real values: they are loaded
+        // from the stored record first. A patch leaves them as stored and
+        // the model as it is (they load when read), unless it changes one
+        // of them (a setter loads them all first, so it does not).
+        if state.mayHaveUnloaded, let old, !partial || only.map(state.unloaded.intersects) == true {
+            try state.loadUnloaded(model, entity: entity, from: old)
+        }
         var writer = partial ? _RecordWriter(reusing: &partialRecord) : _RecordWriter()
         writer.externalTrees = entity.externalTrees
         if partial { writer.only = only }
