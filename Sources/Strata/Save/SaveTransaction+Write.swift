@@ -82,8 +82,9 @@ extension SaveTransaction {
         let state = model._strataState
         guard state.status == .saved, !entity.uniqueGroups.isEmpty else { return }
         let only = state.changedFields
-        let groups = entity.uniqueGroups.filter { group in group.properties.contains { only.contains($0.field) } }
-        guard !groups.isEmpty, let old = try record(entity, row: state.rowID) else { return }
+        guard entity.uniqueGroups.contains(where: { only.intersects($0.fields) }) else { return }
+        let groups = entity.uniqueGroups.filter { only.intersects($0.fields) }
+        guard let old = try record(entity, row: state.rowID) else { return }
         let stored = try decode(old, entity, row: state.rowID)
         for group in groups {
             try removeKey(group, group.values(of: stored), row: state.rowID)
@@ -122,7 +123,8 @@ extension SaveTransaction {
         // none decodes no model.
         let groups =
             only.map { changed in
-                entity.keyGroups.filter { group in group.properties.contains { changed.contains($0.field) } }
+                entity.keyGroups.contains { changed.intersects($0.fields) }
+                    ? entity.keyGroups.filter { changed.intersects($0.fields) } : []
             } ?? entity.keyGroups
         // A change that touches no key writes only its own fields, laid
         // over the stored record: the others are neither encoded nor

@@ -25,6 +25,19 @@ package struct KeyGroup: CustomStringConvertible {
     let entityName: String
     package let properties: [Schema.Property]
     package let treeName: String
+    /// The fields of ``properties``: a save asks whether a change touches
+    /// the group once per changed model.
+    let fields: _FieldSet
+
+    init(kind: Kind, entityName: String, properties: [Schema.Property], treeName: String) {
+        self.kind = kind
+        self.entityName = entityName
+        self.properties = properties
+        self.treeName = treeName
+        var fields = _FieldSet()
+        for property in properties { fields.insert(property.field) }
+        self.fields = fields
+    }
 
     package var description: String { "\(kind.rawValue) (\(properties.map(\.name).joined(separator: ", ")))" }
 
