@@ -88,7 +88,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     /// cannot call a setter that default main-actor isolation isolates.
     static func setterBody(name: String, field: String, newValue: String) -> String {
         """
-        if _strataState.hasFaults { _strataState.loadIfUnloaded(self, field: \(field)) }
+        if _strataState.hasFaults { _strataState.loadBeforeSet(self, field: \(field)) }
         let _old = _strataState.willSet(&self._\(name), field: \(field))
         _strataState.registerUndo(self, keyPath: \\.\(name), old: self._\(name))
         _strataState.withMutation(of: self, keyPath: \\.\(name)) {

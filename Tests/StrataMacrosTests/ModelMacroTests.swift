@@ -48,7 +48,7 @@ final class ModelMacroTests: XCTestCase {
                         }
                         set {
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: _StrataFields.first + 0)
+                                _strataState.loadBeforeSet(self, field: _StrataFields.first + 0)
                             }
                             let _old = _strataState.willSet(&self._title, field: _StrataFields.first + 0)
                             _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
@@ -76,7 +76,7 @@ final class ModelMacroTests: XCTestCase {
                         }
                         set {
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: _StrataFields.first + 1)
+                                _strataState.loadBeforeSet(self, field: _StrataFields.first + 1)
                             }
                             let _old = _strataState.willSet(&self._count, field: _StrataFields.first + 1)
                             _strataState.registerUndo(self, keyPath: \\.count, old: self._count)
@@ -160,7 +160,7 @@ final class ModelMacroTests: XCTestCase {
                         case 0:
                             let __value = Strata._relationshipValue(value, like: self._title)
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: 0)
+                                _strataState.loadBeforeSet(self, field: 0)
                             }
                             let _old = _strataState.willSet(&self._title, field: 0)
                             _strataState.registerUndo(self, keyPath: \\.title, old: self._title)
@@ -172,7 +172,7 @@ final class ModelMacroTests: XCTestCase {
                         case 1:
                             let __value = Strata._relationshipValue(value, like: self._count)
                             if _strataState.hasFaults {
-                                _strataState.loadIfUnloaded(self, field: 1)
+                                _strataState.loadBeforeSet(self, field: 1)
                             }
                             let _old = _strataState.willSet(&self._count, field: 1)
                             _strataState.registerUndo(self, keyPath: \\.count, old: self._count)

@@ -146,6 +146,56 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertEqual(stored.map(\.rating), [1.5, 1.5, 1.5, 1.5])
     }
 
+    private func flagOnly(in context: ModelContext) throws -> [Gadget] {
+        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
+        descriptor.propertiesToFetch = [\.flag]
+        return try context.fetch(descriptor)
+    }
+
+    func testSettingAnAttributeLeftOutReadsNothingAndTheRestLoadWhenRead() throws {
+        let container = try stocked()
+        let rating = try XCTUnwrap(container.schema.entity(forType: Gadget.self)?.propertiesByName["rating"]).field
+        let context = ModelContext(container)
+        let gadgets = try flagOnly(in: context)
+        let leftOut = gadgets[0]._strataState.unloaded
+        XCTAssertTrue(leftOut.contains(rating))
+        gadgets[0].rating = 9
+        // The setter read no record: only the attribute set is loaded.
+        XCTAssertEqual(gadgets[0]._strataState.unloaded, leftOut.subtracting(_FieldSet([rating])))
+        XCTAssertEqual(gadgets[0].rating, 9)
+        // The others load when read, as the store holds them then.
+        let other = ModelContext(container)
+        let same = try other.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.uid == 1 }))
+        same[0].note = "changed elsewhere"
+        try other.save()
+        XCTAssertEqual(gadgets[0].note, "changed elsewhere")
+        XCTAssertEqual(gadgets[0].rating, 9)
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)]))
+        XCTAssertEqual(stored.map(\.rating), [9, 1.5, 1.5, 1.5])
+        XCTAssertEqual(stored.map(\.note), ["changed elsewhere", "note 2", "note 3", "note 4"])
+        XCTAssertEqual(stored.map(\.score), [10, 20, 30, 40])
+    }
+
+    #if !canImport(Darwin)
+        func testWithAnUndoManagerSettingAnAttributeLeftOutLoadsTheOldValueFirst() throws {
+            let container = try stocked()
+            let context = ModelContext(container)
+            let undo = UndoManager()
+            context.undoManager = undo
+            let gadgets = try flagOnly(in: context)
+            undo.beginUndoGrouping()
+            gadgets[0].rating = 9
+            undo.endUndoGrouping()
+            XCTAssertTrue(gadgets[0]._strataState.unloaded.isEmpty)
+            undo.undo()
+            XCTAssertEqual(gadgets[0].rating, 1.5)
+            try context.save()
+            let stored = try ModelContext(container).fetch(FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)]))
+            XCTAssertEqual(stored.map(\.rating), [1.5, 1.5, 1.5, 1.5])
+        }
+    #endif
+
     func testAPartialFetchNeedsNoRecordReadsForFilteredAttributes() throws {
         let container = try stocked()
         let context = ModelContext(container)

@@ -259,12 +259,23 @@ public final class _ModelState {
         mayHaveUnloaded = true
     }
 
-    /// Called by generated getters and setters of a model with faults: when
+    /// Called by generated getters of a model with faults: when
     /// attribute `field` was left out by a fetch's `propertiesToFetch`,
     /// reads the model's record and loads every attribute left out. Not
     /// meant to be called directly.
     @inlinable public func loadIfUnloaded<M: PersistentModel>(_ model: M, field: Int) {
         if mayHaveUnloaded { loadUnloaded(model, field: field) }
+    }
+
+    /// Called by generated setters of a model with faults, before attribute
+    /// `field` takes a new value. A value left out by `propertiesToFetch`
+    /// is replaced unread (``didChange(_:field:)`` then counts it as
+    /// loaded; the others stay left out, to load when read), unless an
+    /// undo manager will record the old value: then every attribute left
+    /// out is loaded first, as a getter loads them. Not meant to be called
+    /// directly.
+    @inlinable public func loadBeforeSet<M: PersistentModel>(_ model: M, field: Int) {
+        if mayHaveUnloaded, link?.undoManager != nil { loadUnloaded(model, field: field) }
     }
 
     /// Loads the attributes left out of `model`, when `field` is one of
