@@ -12,7 +12,9 @@ import Strata
 // - `threads` threads, each with its own context (GRDB: the pool's writer),
 //   `perThread` durable saves of one ticket each;
 // - fetch the tenth of the tickets in one bucket by the indexed attribute,
-//   change each one's title, one save (GRDB: one SQL `UPDATE`);
+//   change each one's title, one save (GRDB: one SQL `UPDATE`); then the
+//   same for another bucket, the fetch naming in `propertiesToFetch` only
+//   the attribute the change reads (GRDB: the same `UPDATE`);
 // - the store's size once every handle closed (Strata: main file and log;
 //   SQLite: database and WAL files).
 
@@ -21,6 +23,8 @@ struct WriteFigures {
     var singles = 0.0
     var threaded = 0.0
     var update = 0.0
+    /// The update with `propertiesToFetch` (GRDB: the same `UPDATE`).
+    var partialUpdate = 0.0
     var bytes = 0
     /// Strata only: the floor under one durable save, measured after the
     /// saves with the bytes they logged (see `singleSaveFloor`).
@@ -110,6 +114,15 @@ func strataWrites(count: Int, singles: Int, threads: Int, perThread: Int, in dir
             for ticket in tickets { ticket.title = "Reopened \(ticket.number)" }
             try context.save()
         }
+        figures.partialUpdate = try seconds {
+            let context = ModelContext(container)
+            let bucket = 4
+            var descriptor = FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket })
+            descriptor.propertiesToFetch = [\.number]
+            let tickets = try context.fetch(descriptor)
+            for ticket in tickets { ticket.title = "Reopened \(ticket.number)" }
+            try context.save()
+        }
         let check = try ModelContext(container).fetchCount(FetchDescriptor<Ticket>())
         guard check == count + singles + threads * perThread else {
             throw BenchFailure(message: "Strata holds \(check) tickets")
@@ -160,6 +173,11 @@ func grdbWrites(count: Int, singles: Int, threads: Int, perThread: Int, in direc
         figures.update = try seconds {
             try pool.write { db in
                 try db.execute(sql: "UPDATE ticket SET title = 'Reopened ' || number WHERE bucket = ?", arguments: [3])
+            }
+        }
+        figures.partialUpdate = try seconds {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE ticket SET title = 'Reopened ' || number WHERE bucket = ?", arguments: [4])
             }
         }
         let check = try pool.read { db in try TicketRecord.fetchCount(db) }
@@ -228,6 +246,9 @@ func writeWorkloads(count: Int, in directory: URL) throws {
                 + "%.2f× the floor |", strata.framesPerSave, each * 1e6, strata.floor * 1e6, each / strata.floor))
     ratioRow("tickets: \(threads) threads × \(perThread) durable saves", strata.threaded, grdb.threaded)
     ratioRow("tickets: fetch 10% by index, change, one save", strata.update, grdb.update)
+    ratioRow(
+        "tickets: the same, `propertiesToFetch` = the attribute read (GRDB: the same `UPDATE`)", strata.partialUpdate,
+        grdb.partialUpdate)
     let ratio = String(format: "%.2f×", Double(grdb.bytes) / Double(strata.bytes))
     print("| tickets: file size | \(strata.bytes / 1024) KiB | \(grdb.bytes / 1024) KiB | \(ratio) |")
 }
