@@ -44,6 +44,16 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
         high[word] |= 1 << UInt64(field % 64)
     }
 
+    mutating func remove(_ field: Int) {
+        guard field >= 0 else { return }
+        if field < 64 {
+            low &= ~(1 << UInt64(field))
+            return
+        }
+        let word = field / 64 - 1
+        if word < high.count { high[word] &= ~(1 << UInt64(field % 64)) }
+    }
+
     mutating func formUnion(_ other: _FieldSet) {
         low |= other.low
         if other.high.count > high.count { high += Array(repeating: 0, count: other.high.count - high.count) }

@@ -324,7 +324,7 @@ public final class _ModelState {
 
     func takeFault(field: Int) -> Fault? {
         if mayHaveUnloaded, unloaded.contains(field) {
-            unloaded = unloaded.subtracting(_FieldSet([field]))
+            unloaded.remove(field)
             noteFaultsChanged()
         }
         guard let fault = faults.removeValue(forKey: field) else { return nil }
