@@ -116,12 +116,24 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertEqual(bySize.map(\.uid), [1])
     }
 
+    private func flagOnly(in context: ModelContext) throws -> [Gadget] {
+        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
+        descriptor.propertiesToFetch = [\.flag]
+        return try context.fetch(descriptor)
+    }
+
+    /// Saves a new note for gadget `uid` from a context of its own.
+    private func changeNoteElsewhere(uid: Int, in container: ModelContainer) throws {
+        let other = ModelContext(container)
+        let same = try other.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.uid == uid }))
+        same[0].note = "changed elsewhere"
+        try other.save()
+    }
+
     func testAChangeToAFetchedAttributeLeavesTheOthersToLoadWhenRead() throws {
         let container = try stocked()
         let context = ModelContext(container)
-        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
-        descriptor.propertiesToFetch = [\.flag]
-        let gadgets = try context.fetch(descriptor)
+        let gadgets = try flagOnly(in: context)
         let leftOut = gadgets[1]._strataState.unloaded
         XCTAssertFalse(leftOut.isEmpty)
         gadgets[1].flag = false
@@ -130,10 +142,7 @@ final class PartialFetchTests: StoreTestCase {
         // none of the others into the model.
         XCTAssertEqual(gadgets[1]._strataState.unloaded, leftOut)
         // Read later, they are the store's values then.
-        let other = ModelContext(container)
-        let same = try other.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.uid == 2 }))
-        same[0].note = "changed elsewhere"
-        try other.save()
+        try changeNoteElsewhere(uid: 2, in: container)
         XCTAssertEqual(gadgets[1].note, "changed elsewhere")
         XCTAssertEqual(gadgets[1].score, 20)
         XCTAssertTrue(gadgets[1]._strataState.unloaded.isEmpty)
@@ -144,12 +153,6 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertEqual(stored.map(\.score), [10, 20, 30, 40])
         XCTAssertEqual(stored.map(\.name), ["g1", "g2", "g3", "g4"])
         XCTAssertEqual(stored.map(\.rating), [1.5, 1.5, 1.5, 1.5])
-    }
-
-    private func flagOnly(in context: ModelContext) throws -> [Gadget] {
-        var descriptor = FetchDescriptor<Gadget>(sortBy: [SortDescriptor(\.uid)])
-        descriptor.propertiesToFetch = [\.flag]
-        return try context.fetch(descriptor)
     }
 
     func testSettingAnAttributeLeftOutReadsNothingAndTheRestLoadWhenRead() throws {
@@ -164,10 +167,7 @@ final class PartialFetchTests: StoreTestCase {
         XCTAssertEqual(gadgets[0]._strataState.unloaded, leftOut.subtracting(_FieldSet([rating])))
         XCTAssertEqual(gadgets[0].rating, 9)
         // The others load when read, as the store holds them then.
-        let other = ModelContext(container)
-        let same = try other.fetch(FetchDescriptor<Gadget>(predicate: #Predicate { $0.uid == 1 }))
-        same[0].note = "changed elsewhere"
-        try other.save()
+        try changeNoteElsewhere(uid: 1, in: container)
         XCTAssertEqual(gadgets[0].note, "changed elsewhere")
         XCTAssertEqual(gadgets[0].rating, 9)
         try context.save()
