@@ -52,7 +52,9 @@ public struct DatabaseOptions: Sendable {
     /// out before its commit (pages it allocated past the end of the store
     /// into the main file, others into the log) and reads them back when it
     /// needs them (it *spills*), so an import or a rewrite larger than
-    /// memory runs in bounded memory.
+    /// memory runs in bounded memory. Once it has spilled, it also holds
+    /// back up to half as much again of puts and deletes, applied in key
+    /// order.
     public var cacheSizeBytes: Int = 64 << 20
     /// A checkpoint runs after the commit that brings the WAL to this many
     /// frames (default 1000), and at close.
