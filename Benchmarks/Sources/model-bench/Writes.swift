@@ -107,22 +107,20 @@ func strataWrites(count: Int, singles: Int, threads: Int, perThread: Int, in dir
                 }
             }
         }
-        figures.update = try seconds {
-            let context = ModelContext(container)
-            let bucket = 3
-            let tickets = try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket }))
-            for ticket in tickets { ticket.title = "Reopened \(ticket.number)" }
-            try context.save()
+        // The tickets of one bucket, fetched whole or with only the
+        // attribute the change reads, each given a new title; one save.
+        func reopen(bucket: Int, partial: Bool) throws -> Double {
+            try seconds {
+                let context = ModelContext(container)
+                var descriptor = FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket })
+                if partial { descriptor.propertiesToFetch = [\.number] }
+                let tickets = try context.fetch(descriptor)
+                for ticket in tickets { ticket.title = "Reopened \(ticket.number)" }
+                try context.save()
+            }
         }
-        figures.partialUpdate = try seconds {
-            let context = ModelContext(container)
-            let bucket = 4
-            var descriptor = FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket })
-            descriptor.propertiesToFetch = [\.number]
-            let tickets = try context.fetch(descriptor)
-            for ticket in tickets { ticket.title = "Reopened \(ticket.number)" }
-            try context.save()
-        }
+        figures.update = try reopen(bucket: 3, partial: false)
+        figures.partialUpdate = try reopen(bucket: 4, partial: true)
         let check = try ModelContext(container).fetchCount(FetchDescriptor<Ticket>())
         guard check == count + singles + threads * perThread else {
             throw BenchFailure(message: "Strata holds \(check) tickets")
@@ -170,16 +168,17 @@ func grdbWrites(count: Int, singles: Int, threads: Int, perThread: Int, in direc
                 }
             }
         }
-        figures.update = try seconds {
-            try pool.write { db in
-                try db.execute(sql: "UPDATE ticket SET title = 'Reopened ' || number WHERE bucket = ?", arguments: [3])
+        // GRDB's side of both: one `UPDATE` of a bucket.
+        func reopen(bucket: Int) throws -> Double {
+            try seconds {
+                try pool.write { db in
+                    try db.execute(
+                        sql: "UPDATE ticket SET title = 'Reopened ' || number WHERE bucket = ?", arguments: [bucket])
+                }
             }
         }
-        figures.partialUpdate = try seconds {
-            try pool.write { db in
-                try db.execute(sql: "UPDATE ticket SET title = 'Reopened ' || number WHERE bucket = ?", arguments: [4])
-            }
-        }
+        figures.update = try reopen(bucket: 3)
+        figures.partialUpdate = try reopen(bucket: 4)
         let check = try pool.read { db in try TicketRecord.fetchCount(db) }
         guard check == count + singles + threads * perThread else {
             throw BenchFailure(message: "GRDB holds \(check) tickets")
