@@ -72,7 +72,10 @@ extension Database {
                 pager.mapped?.clearVerified(number)
             }
         }
-        try pager.writeRuns(count: pages.count, number: { pages[$0].number }, image: { pages[$0].page })
+        let size = pageSize
+        try pager.writeRuns(
+            count: pages.count, number: { pages[$0].number },
+            fill: { i, slot in slot.copyMemory(from: pages[i].page.bytes, byteCount: size) })
     }
 
     /// After a commit's own fresh pages were written into the main file and

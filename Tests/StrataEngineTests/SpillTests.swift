@@ -517,6 +517,52 @@ final class SpillTests: EngineTestCase {
         try db.close()
     }
 
+    /// The checkpoint after a transaction that spilled copies most of its
+    /// pages from frames read back from the log, each straight into the
+    /// write to the main file without a page of its own. After the log
+    /// restarts, every read comes from the main file and sees the new
+    /// values, and the store checks healthy. Unmapped, so the page cache
+    /// holds copies, not views of the file; a reader of the previous commit
+    /// reads the first leaf from the main file all through the transaction.
+    func testACheckpointCopiesFramesReadBackFromTheLog() throws {
+        let options = DatabaseOptions(cacheSizeBytes: 16 * 4096, memoryMappedReads: false)
+        let db = try open("stale.strata", options)
+        var model = try load(db, 0..<3000)
+        // The first key in key order: its leaf is the first each application
+        // of the buffered puts rewrites, so it is spilled again long before
+        // the commit and its newest image is a frame read back.
+        let first = (0..<3000).min { key($0).lexicographicallyPrecedes(key($1)) }!
+        let watched = key(first)
+        func read(_ key: [UInt8]) throws -> [UInt8]? { try db.read { try $0.get(key, in: try $0.tree("t")) } }
+        try db.checkpoint()
+        // A commit restarts the log: the watched leaf has no frame, and its
+        // readers read the main file.
+        var restarts = db.statistics.walRestarts
+        try db.write { try $0.put(Array("~a".utf8), [1], in: try $0.tree("t")) }
+        XCTAssertEqual(db.statistics.walRestarts, restarts + 1)
+        model[Array("~a".utf8)] = [1]
+        let spilled = db.statistics.spilledPages
+        let tx = try db.beginWrite()
+        let tree = try tx.tree("t")
+        for i in 0..<3000 {
+            try tx.put(key(i), value(i, 1), in: tree)
+            model[key(i)] = value(i, 1)
+            // The previous commit's image of the watched leaf stays cached.
+            if i % 25 == 0 { XCTAssertEqual(try read(watched), value(first)) }
+        }
+        try tx.commit()
+        XCTAssertGreaterThan(db.statistics.spilledPages - spilled, 100)
+        try db.checkpoint()
+        restarts = db.statistics.walRestarts
+        try db.write { try $0.put(Array("~b".utf8), [2], in: try $0.tree("t")) }
+        XCTAssertEqual(db.statistics.walRestarts, restarts + 1)
+        model[Array("~b".utf8)] = [2]
+        XCTAssertEqual(try read(watched), value(first, 1))
+        XCTAssertEqual(try contents(db), model)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+    }
+
     /// Another handle of the store (its own cache and mapping) reads a
     /// spilled commit's pages, which reached the main file without a
     /// checkpoint.

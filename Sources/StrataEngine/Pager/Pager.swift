@@ -110,10 +110,14 @@ final class Pager: @unchecked Sendable {
         }
     }
 
-    /// Writes `count` page images into the main file at their numbers
+    /// Writes `count` pages into the main file at their numbers
     /// (`number(i)`, ascending), consecutive pages in one write of up to
-    /// 64. `image(i)` is asked for each page once, in order.
-    func writeRuns(count: Int, number: (Int) -> UInt32, image: (Int) throws -> Page) throws {
+    /// 64. `fill(i, slot)` puts page `i`'s image into `slot` (a page's
+    /// bytes), once for each page, in order: an image read from the log
+    /// goes there without a page of its own.
+    func writeRuns(
+        count: Int, number: (Int) -> UInt32, fill: (Int, UnsafeMutableRawPointer) throws -> Void
+    ) throws {
         let runPages = 64
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
         defer { buffer.deallocate() }
@@ -122,7 +126,7 @@ final class Pager: @unchecked Sendable {
             let first = number(i)
             var j = i
             while j < count && j - i < runPages && number(j) == first &+ UInt32(j - i) {
-                (buffer + (j - i) * pageSize).copyMemory(from: try image(j).bytes, byteCount: pageSize)
+                try fill(j, buffer + (j - i) * pageSize)
                 j += 1
             }
             try main.write(buffer, count: (j - i) * pageSize, at: Int64(first) * Int64(pageSize))
@@ -146,10 +150,20 @@ final class Pager: @unchecked Sendable {
     /// the main file's and marked checked, since the bytes there are the
     /// ones it built or checked. Measures the mapping first, so that the
     /// marks reach pages past its old end. The caller holds `lock`.
-    func adoptWrittenPages(_ pages: [(number: UInt32, page: Page)], mainFileSize size: Int64) {
+    ///
+    /// `uncached`: pages written from images checked but not kept (a
+    /// checkpoint's frames read back from the log): marked checked, and any
+    /// older image of them the cache holds is dropped.
+    func adoptWrittenPages(
+        _ pages: [(number: UInt32, page: Page)], uncached: [UInt32] = [], mainFileSize size: Int64
+    ) {
         mainFileResized(to: size)
         for (number, page) in pages {
             cache.put(PageCache.mainKey(number), page)
+            mapped?.markVerified(number)
+        }
+        for number in uncached {
+            cache.remove(PageCache.mainKey(number))
             mapped?.markVerified(number)
         }
     }

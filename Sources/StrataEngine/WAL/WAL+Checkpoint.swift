@@ -32,17 +32,29 @@ extension WAL {
             // Mapped views of these pages stop counting as checked until the
             // copy has succeeded (a failed write may leave them half new).
             lock.withLock { for (number, _) in plan.copies { pager.mapped?.clearVerified(number) } }
+            // Images held in memory (the commit's own pages, cached frames)
+            // are cached as the main file's afterwards. Frames read back
+            // from the log go straight into the write's buffer: a page each
+            // for a large checkpoint (tens of thousands after a transaction
+            // that spilled) took most of its time in fresh memory, and held
+            // all of them at once.
             var written: [(number: UInt32, page: Page)] = []
-            written.reserveCapacity(plan.copies.count)
+            var readBack: [UInt32] = []
             let sorted = plan.copies.sorted { $0.page < $1.page }
-            func image(_ i: Int) throws -> Page {
+            func fill(_ i: Int, _ slot: UnsafeMutableRawPointer) throws {
                 let (number, frame) = sorted[i]
-                let page = try checkpointSource(
-                    number, frame: frame, generation: plan.generation, recent: recent, pager: pager)
-                written.append((number, page))
-                return page
+                if let page = heldImage(number, frame: frame, generation: plan.generation, recent: recent, pager: pager) {
+                    slot.copyMemory(from: page.bytes, byteCount: pageSize)
+                    written.append((number, page))
+                    return
+                }
+                guard try readFrame(frame, into: slot), Page.checksum(slot, size: pageSize, pageNumber: number) == loadBE32(slot)
+                else {
+                    throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
+                }
+                readBack.append(number)
             }
-            try pager.writeRuns(count: sorted.count, number: { sorted[$0].page }, image: image)
+            try pager.writeRuns(count: sorted.count, number: { sorted[$0].page }, fill: fill)
             if plan.full {
                 let size = try pager.main.size()
                 let wanted = Int64(plan.pageCount) * Int64(pageSize)
@@ -50,7 +62,7 @@ extension WAL {
             }
             if sync { try syncFile(pager.main) }
             let mainSize = try pager.main.size()
-            lock.withLock { pager.adoptWrittenPages(written, mainFileSize: mainSize) }
+            lock.withLock { pager.adoptWrittenPages(written, uncached: readBack, mainFileSize: mainSize) }
             checkpointed(to: plan.target)
             return plan.full
         } catch {
@@ -59,23 +71,18 @@ extension WAL {
         }
     }
 
-    /// The image of log frame `frame` (page `number`) for a checkpoint.
-    private func checkpointSource(
+    /// The image of log frame `frame` (page `number`) for a checkpoint when
+    /// this handle holds it in memory (the commit just made, or the page
+    /// cache), else nil.
+    private func heldImage(
         _ number: UInt32, frame: Int, generation: UInt32, recent: RecentCommit?, pager: Pager
-    ) throws -> Page {
+    ) -> Page? {
         if let recent, recent.generation == generation, frame >= recent.firstFrame, frame - recent.firstFrame < recent.pages.count
         {
             let entry = recent.pages[frame - recent.firstFrame]
             if entry.number == number { return entry.page }
         }
-        if let page = lock.withLock({ pager.cache.get(PageCache.frameKey(generation: generation, frame: frame)) }) {
-            return page
-        }
-        let page = Page.zeroed(pageSize)
-        guard try readFrame(frame, into: page), page.checksumMatches(pageNumber: number) else {
-            throw StorageError.corrupt(page: number, reason: "WAL frame \(frame) unreadable during checkpoint")
-        }
-        return page
+        return lock.withLock { pager.cache.get(PageCache.frameKey(generation: generation, frame: frame)) }
     }
 }
 

@@ -201,9 +201,14 @@ final class WAL: @unchecked Sendable {
 
     /// Reads the page image of frame `index` into `page`.
     func readFrame(_ index: Int, into page: Page) throws -> Bool {
+        try readFrame(index, into: page.bytes)
+    }
+
+    /// Reads the page image of frame `index` into the page-sized `bytes`.
+    func readFrame(_ index: Int, into bytes: UnsafeMutableRawPointer) throws -> Bool {
         let file = lock.withLock { self.file }
         let offset = WALFormat.frameOffset(index, pageSize: pageSize) + Int64(WALFormat.frameHeaderSize)
-        return try file.read(into: page.bytes, count: pageSize, at: offset) == pageSize
+        return try file.read(into: bytes, count: pageSize, at: offset) == pageSize
     }
 
     // MARK: - Reader marks
