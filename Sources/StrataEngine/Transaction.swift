@@ -66,6 +66,13 @@ public class ReadTransaction {
     /// root's tree was dropped. Roots not listed hold the snapshot's tree
     /// (instance 0), if any. Always empty in a reader.
     @exclusivity(unchecked) var treeInstances: [UInt32: (name: String?, instance: UInt32)] = [:]
+    /// The writer's last few trees ``treeIfPresent(_:)`` found, each valid
+    /// while ``treeEpoch`` is the one it was made at: a save asks for the
+    /// same few trees again and again, and each lookup in the shared
+    /// catalog cache hashed the name under its lock (about 850
+    /// instructions). Readers, which mostly ask once, keep none (the
+    /// array's allocation would cost them more).
+    @exclusivity(unchecked) var recentTrees: [Tree] = []
 
     /// The writer's ``Finger``s, one per tree for the last ``maxFingers``
     /// trees it descended into (nil in a reader), the next to replace at
@@ -225,12 +232,15 @@ public class ReadTransaction {
     /// The tree called `name`, or nil.
     public func treeIfPresent(_ name: String) throws -> Tree? {
         try checkOpen()
+        if fingers != nil, let i = recentTrees.firstIndex(where: { $0.epoch == treeEpoch && $0.name == name }) {
+            return recentTrees[i]
+        }
         let position = catalogPosition
         if let position, let (root, count) = db.catalog.entry(name, position: position) {
             // Root 0 (the file header, never a tree's): no such tree.
             if root == 0 { return nil }
             if counts[root] == nil { counts[root] = count }
-            return handle(name, root: root)
+            return remember(handle(name, root: root))
         }
         let key = Array(name.utf8)
         guard key.count <= Database.maxKeyLength else { return nil }
@@ -241,7 +251,18 @@ public class ReadTransaction {
         let (root, count) = try decodeCatalogValue(value, name: name)
         if counts[root] == nil { counts[root] = count }
         if let position { db.catalog.remember(name, position: position, root: root, count: count) }
-        return handle(name, root: root)
+        return remember(handle(name, root: root))
+    }
+
+    /// Keeps `tree` among ``recentTrees`` (the eight last found; a tree
+    /// created, dropped or renamed since changes the epoch, which retires
+    /// them all) and returns it.
+    private func remember(_ tree: Tree) -> Tree {
+        guard fingers != nil else { return tree }
+        if recentTrees.isEmpty { recentTrees.reserveCapacity(8) }
+        if recentTrees.count == 8 { recentTrees.removeFirst() }
+        recentTrees.append(tree)
+        return tree
     }
 
     /// The position whose catalog this transaction's catalog is, for the

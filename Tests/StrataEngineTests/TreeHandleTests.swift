@@ -58,6 +58,37 @@ final class TreeHandleTests: EngineTestCase {
         XCTAssertTrue(report.isHealthy, "\(report)")
     }
 
+    /// A transaction keeps the last trees it found by name; a rename, a
+    /// drop or a creation since is never answered from them.
+    func testLookupsByNameFollowChangesInTheTransaction() throws {
+        let db = try open("lookups.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in
+            try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("t"))
+            try tx.createTree("u")
+        }
+        try db.write { tx in
+            let t = try tx.tree("t")
+            XCTAssertEqual(try tx.tree("t"), t)
+            _ = try tx.tree("u")
+            try tx.renameTree("t", to: "v")
+            XCTAssertNil(try tx.treeIfPresent("t"))
+            XCTAssertEqual(try tx.count(try tx.tree("v")), 1)
+            let created = try tx.createTree("t")
+            XCTAssertEqual(try tx.tree("t"), created)
+            XCTAssertEqual(try tx.count(try tx.tree("t")), 0)
+            XCTAssertTrue(try tx.dropTree("u"))
+            XCTAssertNil(try tx.treeIfPresent("u"))
+            // Nine other names push "v" out of the few kept: found again.
+            for i in 0..<9 { _ = try tx.tree(try tx.createTree("w\(i)").name) }
+            XCTAssertEqual(try tx.count(try tx.tree("v")), 1)
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.count(try tx.tree("v")), 1)
+            XCTAssertEqual(try tx.tree("v"), try tx.tree("v"))
+            XCTAssertNil(try tx.treeIfPresent("u"))
+        }
+    }
+
     /// Dropped and created again on the same root page: the new tree's
     /// handle works, the old one is stale.
     func testHandleOfATreeCreatedAgainOnTheSameRootIsStale() throws {

@@ -27,7 +27,6 @@ struct SaveTransaction {
     let schema: Schema
     /// For the identifiers of upserted rows.
     let storeIdentifier: String
-    private var trees: [String: Tree] = [:]
     /// Unique keys given to inserted models during step 2, by tree.
     var pendingUnique: [String: [[UInt8]: Int64]] = [:]
     /// Rows whose stored unique keys step 3 released before any write,
@@ -92,11 +91,9 @@ struct SaveTransaction {
         return tree
     }
 
-    mutating func tree(_ name: String) throws -> Tree {
-        if let known = trees[name] { return known }
-        let tree = try tx.tree(name)
-        trees[name] = tree
-        return tree
+    /// The tree `name` (the transaction keeps the last few it found).
+    func tree(_ name: String) throws -> Tree {
+        try tx.tree(name)
     }
 
     /// The entity of the model type looked up last: a save writes its
