@@ -232,7 +232,13 @@ public class ReadTransaction {
     /// The tree called `name`, or nil.
     public func treeIfPresent(_ name: String) throws -> Tree? {
         try checkOpen()
-        if fingers != nil, let i = recentTrees.firstIndex(where: { $0.epoch == treeEpoch && $0.name == name }) {
+        // Bytes, as the catalog compares names: `==` takes two spellings of
+        // one Unicode name as equal.
+        if fingers != nil,
+            let i = recentTrees.firstIndex(where: {
+                $0.epoch == treeEpoch && $0.name == name && $0.name.utf8.elementsEqual(name.utf8)
+            })
+        {
             return recentTrees[i]
         }
         let position = catalogPosition
@@ -254,9 +260,9 @@ public class ReadTransaction {
         return remember(handle(name, root: root))
     }
 
-    /// Keeps `tree` among ``recentTrees`` (the eight last found; a tree
-    /// created, dropped or renamed since changes the epoch, which retires
-    /// them all) and returns it.
+    /// Keeps `tree` among ``recentTrees`` (the eight last found; a drop or
+    /// a rename changes the epoch, which retires them all, and a creation
+    /// needs nothing, as names not found are not kept) and returns it.
     private func remember(_ tree: Tree) -> Tree {
         guard fingers != nil else { return tree }
         if recentTrees.isEmpty { recentTrees.reserveCapacity(8) }

@@ -81,6 +81,14 @@ final class TreeHandleTests: EngineTestCase {
             // Nine other names push "v" out of the few kept: found again.
             for i in 0..<9 { _ = try tx.tree(try tx.createTree("w\(i)").name) }
             XCTAssertEqual(try tx.count(try tx.tree("v")), 1)
+            // Two spellings of one Unicode name are two trees, as the
+            // catalog keys them by their bytes.
+            let composed = try tx.createTree("caf\u{E9}")
+            try tx.put(bytes("x"), bytes("1"), in: try tx.tree("caf\u{E9}"))
+            let decomposed = try tx.createTree("cafe\u{301}")
+            XCTAssertNotEqual(decomposed, composed)
+            XCTAssertEqual(try tx.count(decomposed), 0)
+            XCTAssertEqual(try tx.count(try tx.tree("caf\u{E9}")), 1)
         }
         try db.read { tx in
             XCTAssertEqual(try tx.count(try tx.tree("v")), 1)

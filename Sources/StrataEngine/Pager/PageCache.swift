@@ -3,7 +3,8 @@
 ///
 /// Keys name an immutable page *version*: a main-file page (`mainKey`) or a
 /// WAL frame of one generation (`frameKey`). A main-file key is rewritten
-/// only by a checkpoint, which replaces the cached image in the same step.
+/// only by a checkpoint (or a fresh page's write), which replaces or drops
+/// the cached image in the same step.
 struct PageCache {
     private struct Slot {
         var key: UInt64
