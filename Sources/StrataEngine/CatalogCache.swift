@@ -13,7 +13,10 @@
 /// publishes): a leaf, lock 8 of the order stated in Lock.swift.
 final class CatalogCache: @unchecked Sendable {
     private let lock = Lock()
-    @exclusivity(unchecked) private var entries: [String: (root: UInt32, count: Int)] = [:]
+    /// By name, each with the name it was remembered under: `String`'s
+    /// equality takes two spellings of one Unicode name (precomposed,
+    /// decomposed) as one key, while the catalog keys trees by their bytes.
+    @exclusivity(unchecked) private var entries: [String: (name: String, root: UInt32, count: Int)] = [:]
     @exclusivity(unchecked) private var position = UInt64.max
     /// Set by ``forget()``: nothing is remembered from then on.
     @exclusivity(unchecked) private var off = false
@@ -22,7 +25,12 @@ final class CatalogCache: @unchecked Sendable {
     /// transaction of that position looked it up already; root 0 when it
     /// found no such tree.
     func entry(_ name: String, position: UInt64) -> (root: UInt32, count: Int)? {
-        lock.withLock { self.position == position ? entries[name] : nil }
+        lock.withLock {
+            guard self.position == position, let entry = entries[name], entry.name.hasSameBytes(as: name) else {
+                return nil
+            }
+            return (entry.root, entry.count)
+        }
     }
 
     /// Remembers the catalog entry of `name` as of position `position`
@@ -35,7 +43,7 @@ final class CatalogCache: @unchecked Sendable {
                 self.position = position
                 entries.removeAll(keepingCapacity: true)
             }
-            entries[name] = (root, count)
+            entries[name] = (name, root, count)
         }
     }
 
@@ -47,7 +55,7 @@ final class CatalogCache: @unchecked Sendable {
         lock.withLock {
             guard !off, position == from, to > from else { return }
             position = to
-            for (root, name) in changed { entries[name] = (root, counts[root] ?? 0) }
+            for (root, name) in changed { entries[name] = (name, root, counts[root] ?? 0) }
         }
     }
 
@@ -70,5 +78,22 @@ final class CatalogCache: @unchecked Sendable {
             position = .max
             entries.removeAll()
         }
+    }
+}
+
+extension String {
+    /// Whether the two strings are the same UTF-8 bytes, which is how the
+    /// catalog compares tree names (`==` takes canonically equivalent
+    /// spellings, such as a precomposed and a decomposed letter, as equal).
+    /// Native strings compare their lengths, then their storage.
+    func hasSameBytes(as other: String) -> Bool {
+        let count = utf8.count
+        guard count == other.utf8.count else { return false }
+        guard count > 0 else { return true }
+        let same = utf8.withContiguousStorageIfAvailable { a in
+            other.utf8.withContiguousStorageIfAvailable { b in compareBytes(a.baseAddress!, count, b.baseAddress!, count) == 0 }
+        }
+        if let same = same ?? nil { return same }
+        return utf8.elementsEqual(other.utf8)
     }
 }

@@ -236,7 +236,7 @@ public class ReadTransaction {
         // one Unicode name as equal.
         if fingers != nil,
             let i = recentTrees.firstIndex(where: {
-                $0.epoch == treeEpoch && $0.name == name && $0.name.utf8.elementsEqual(name.utf8)
+                $0.epoch == treeEpoch && $0.name.hasSameBytes(as: name)
             })
         {
             return recentTrees[i]

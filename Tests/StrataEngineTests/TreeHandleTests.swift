@@ -97,6 +97,29 @@ final class TreeHandleTests: EngineTestCase {
         }
     }
 
+    /// Tree names are their bytes: two spellings of one Unicode name
+    /// (precomposed, decomposed) name two trees, in lookups the handle's
+    /// shared catalog cache answers as in the catalog itself. The cache
+    /// keyed them by `String`, whose equality takes them as one.
+    func testTwoSpellingsOfOneNameAreTwoTrees() throws {
+        let db = try open("spellings.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in try tx.put(bytes("a"), bytes("1"), in: try tx.createTree("caf\u{E9}")) }
+        // Fills the shared cache at this position.
+        try db.read { tx in XCTAssertEqual(try tx.count(try tx.tree("caf\u{E9}")), 1) }
+        try db.read { tx in XCTAssertNil(try tx.treeIfPresent("cafe\u{301}")) }
+        try db.write { tx in
+            let decomposed = try tx.createTree("cafe\u{301}")
+            XCTAssertEqual(try tx.count(decomposed), 0)
+            try tx.put(bytes("b"), bytes("2"), in: decomposed)
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.scan(try tx.tree("caf\u{E9}")).map(\.key), [bytes("a")])
+            XCTAssertEqual(try tx.scan(try tx.tree("cafe\u{301}")).map(\.key), [bytes("b")])
+        }
+        let report = try db.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+    }
+
     /// Dropped and created again on the same root page: the new tree's
     /// handle works, the old one is stale.
     func testHandleOfATreeCreatedAgainOnTheSameRootIsStale() throws {
