@@ -54,6 +54,66 @@ final class CursorBulkTests: EngineTestCase {
         }
     }
 
+    /// `first()`, `next()`, `previous()` and `withEntry` against a sorted
+    /// reference, in a reader that reads through the mapping and in one
+    /// that reads through a page cache of 16 pages (every leaf an object
+    /// the cache may evict), across leaves with inline and overflow values.
+    /// A `withEntry` body that moves the cursor past several leaves still
+    /// reads its buffers intact.
+    func testStepsAndEntriesMatchTheReference() throws {
+        for mapped in [true, false] {
+            let options = DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096, memoryMappedReads: mapped)
+            let db = try open("steps-\(mapped).strata", options)
+            var reference: [(key: [UInt8], value: [UInt8])] = []
+            try db.write { tx in
+                let tree = try tx.createTree("t")
+                for i in stride(from: 0, to: 6_000, by: 2) {
+                    let value = [UInt8](repeating: UInt8(i % 251), count: i % 701 == 0 ? 6_000 : 20 + i % 90)
+                    reference.append((bytes(String(format: "k%06d", i)), value))
+                    try tx.put(reference.last!.key, value, in: tree)
+                }
+            }
+            try db.read { tx in
+                let cursor = try tx.cursor(try tx.tree("t"))
+                var seen: [(key: [UInt8], value: [UInt8])] = []
+                var more = try cursor.first()
+                while more {
+                    seen.append(try cursor.withEntry { (Array($0), Array($1)) })
+                    more = try cursor.next()
+                }
+                XCTAssertFalse(cursor.isValid)
+                XCTAssertEqual(seen.map(\.key), reference.map(\.key), "mapped: \(mapped)")
+                XCTAssertTrue(zip(seen, reference).allSatisfy { $0.value == $1.value }, "mapped: \(mapped)")
+
+                // Backwards from the end, then forwards again from the middle.
+                var back: [[UInt8]] = []
+                more = try cursor.last()
+                while more {
+                    back.append(try cursor.key())
+                    more = try cursor.previous()
+                }
+                XCTAssertEqual(back, reference.map(\.key).reversed(), "mapped: \(mapped)")
+                XCTAssertTrue(try cursor.seek(reference[1_500].key))
+                XCTAssertTrue(try cursor.previous())
+                XCTAssertTrue(try cursor.next())
+                XCTAssertTrue(try cursor.next())
+                XCTAssertEqual(try cursor.key(), reference[1_501].key)
+
+                // The body moves the cursor 400 entries on (tens of leaves)
+                // before it reads the buffers it was given.
+                XCTAssertTrue(try cursor.seek(reference[100].key))
+                let (key, value, later) = try cursor.withEntry { key, value in
+                    for _ in 0..<400 { XCTAssertTrue(try cursor.next()) }
+                    return (Array(key), Array(value), try cursor.key())
+                }
+                XCTAssertEqual(key, reference[100].key, "mapped: \(mapped)")
+                XCTAssertEqual(value, reference[100].value, "mapped: \(mapped)")
+                XCTAssertEqual(later, reference[500].key, "mapped: \(mapped)")
+            }
+            try db.close()
+        }
+    }
+
     func testSeekForwardLandsWhereSeekDoes() throws {
         var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "CursorBulkTests.seekForward"))
         let db = try open("forward.strata", DatabaseOptions(durability: .none))
