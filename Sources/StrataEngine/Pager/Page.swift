@@ -125,18 +125,41 @@ final class Page: ManagedBuffer<Page.Header, UInt8> {
     if n >= 8 {
         // Most keys differ in their first 8 bytes (row ids are exactly 8):
         // one big-endian word comparison instead of a call to memcmp.
-        let x = UInt64(bigEndian: a.loadUnaligned(as: UInt64.self))
-        let y = UInt64(bigEndian: b.loadUnaligned(as: UInt64.self))
-        if x != y { return x < y ? -1 : 1 }
-        if n > 8 {
+        let order = compareWords(a, b)
+        if order != 0 { return order }
+        if n > 16 {
             let r = memcmp(a + 8, b + 8, n - 8)
             if r != 0 { return Int(r) }
+        } else if n > 8 {
+            // The last 8 of the n bytes: they overlap the first word, which
+            // is equal, so this word orders the rest.
+            let order = compareWords(a + (n - 8), b + (n - 8))
+            if order != 0 { return order }
         }
-    } else if n > 0 {
-        let r = memcmp(a, b, n)
-        if r != 0 { return Int(r) }
+    } else if n >= 4 {
+        // Short keys (a branch's separators are cut to the bytes that
+        // separate): the first 4 bytes, then the last 4, which overlap.
+        let x = UInt32(bigEndian: a.loadUnaligned(as: UInt32.self))
+        let y = UInt32(bigEndian: b.loadUnaligned(as: UInt32.self))
+        if x != y { return x < y ? -1 : 1 }
+        let u = UInt32(bigEndian: (a + (n - 4)).loadUnaligned(as: UInt32.self))
+        let v = UInt32(bigEndian: (b + (n - 4)).loadUnaligned(as: UInt32.self))
+        if u != v { return u < v ? -1 : 1 }
+    } else {
+        for i in 0..<n {
+            let x = a.load(fromByteOffset: i, as: UInt8.self)
+            let y = b.load(fromByteOffset: i, as: UInt8.self)
+            if x != y { return x < y ? -1 : 1 }
+        }
     }
     return aCount == bCount ? 0 : (aCount < bCount ? -1 : 1)
+}
+
+/// The order of the 8 bytes at `a` and at `b`, as big-endian words.
+@inline(__always) private func compareWords(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer) -> Int {
+    let x = UInt64(bigEndian: a.loadUnaligned(as: UInt64.self))
+    let y = UInt64(bigEndian: b.loadUnaligned(as: UInt64.self))
+    return x == y ? 0 : (x < y ? -1 : 1)
 }
 
 #if canImport(Glibc)
