@@ -87,6 +87,61 @@ final class InterpolatedSearchTests: EngineTestCase {
         }
     }
 
+    /// A branch's child index, placed by interpolation, against a binary
+    /// search of the same separators: random byte strings of 1 to 20 bytes
+    /// (cut short, as separators are), 8-byte numbers in each spread, and
+    /// separators sharing a prefix longer than 8 bytes; probes equal to a
+    /// separator, one byte longer or shorter, or random.
+    func testChildIndexMatchesBinarySearchOnAnyBranch() throws {
+        var random = SeededRandom(
+            seed: SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "InterpolatedSearchTests.branch"))
+        let pageSize = 4096
+        let page = UnsafeMutableRawPointer.allocate(byteCount: pageSize, alignment: 8)
+        defer { page.deallocate() }
+        let node = Node(mapped: page, pageSize: pageSize)
+        var interpolated = 0
+        for round in 0..<600 {
+            let count = Int.random(in: 1...140, using: &random)
+            var separators: Set<[UInt8]> = []
+            while separators.count < count {
+                switch round % 4 {
+                case 0:
+                    let length = Int.random(in: 1...20, using: &random)
+                    separators.insert((0..<length).map { _ in UInt8.random(in: 0...255, using: &random) })
+                case 1: separators.insert(Array(key(UInt64(round) << 20 + random.next() % UInt64(count * 4))))
+                case 2: separators.insert(key(random.next() % 5 == 0 ? random.next() : random.next() % 1_000))  // skewed
+                default: separators.insert(Array("shared-prefix-".utf8) + [UInt8.random(in: 0...255, using: &random)])
+                }
+            }
+            let sorted = separators.sorted { $0.lexicographicallyPrecedes($1) }
+            node.format(leaf: false)
+            for (i, separator) in sorted.enumerated() {
+                let cell = [0, 0, 0, 2, UInt8(separator.count)] + separator  // child page, key length, key
+                XCTAssertTrue(cell.withUnsafeBytes { node.insertCell(at: i, $0.baseAddress!, $0.count) })
+            }
+            XCTAssertEqual(node.count, sorted.count)
+            for _ in 0..<60 {
+                let pick = sorted[Int.random(in: 0..<sorted.count, using: &random)]
+                let probe: [UInt8] =
+                    switch random.next() % 4 {
+                    case 0: pick
+                    case 1: pick + [UInt8.random(in: 0...255, using: &random)]
+                    case 2: Array(pick.dropLast())
+                    default: (0..<Int.random(in: 0...12, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                    }
+                let expected = sorted.firstIndex { probe.lexicographicallyPrecedes($0) } ?? sorted.count
+                let (index, binary) = probe.withUnsafeBytes {
+                    let p = $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+                    return (node.childIndex(p, probe.count), node.childIndex(p, probe.count, in: 0, node.count))
+                }
+                XCTAssertEqual(binary, expected, "round \(round), probe \(probe)")
+                XCTAssertEqual(index, expected, "round \(round), probe \(probe), separators \(sorted.count)")
+                if sorted.count >= 16 { interpolated += 1 }
+            }
+        }
+        XCTAssertGreaterThan(interpolated, 20_000)
+    }
+
     /// Seeks, gets and ascending runs of `seekForward` over a tree of 8-byte keys
     /// (many leaves, three levels, holes left by deletes) against a sorted
     /// array: the descent's separators feed the interpolation.

@@ -248,9 +248,65 @@ struct Node {
 
     /// The child index to follow in a branch for `key`: the first cell whose
     /// key is greater than `key`, or `count` for the right-most child.
+    ///
+    /// On a branch of 16 or more separators whose first 8 bytes differ
+    /// between the first and the last (keys of random bytes, row ids), the
+    /// first probe is placed by interpolating the key's first 8 bytes
+    /// between theirs, and the answer is bracketed around it by probes at
+    /// doubling distances, then searched in the bracket: about five probes
+    /// on a full branch of a million random keys, where a binary search
+    /// takes eight or nine. Keys spread unevenly cost at most about twice
+    /// the binary search's probes.
     @inline(__always) func childIndex(_ key: UnsafeRawPointer, _ keyCount: Int) -> Int {
+        let n = count
+        guard n >= 16 else { return childIndex(key, keyCount, in: 0, n) }
+        let (fp, fn) = self.key(0)
+        let (lp, ln) = self.key(n - 1)
+        let low = Node.prefix(fp, fn)
+        let high = Node.prefix(lp, ln)
+        let k = Node.prefix(key, keyCount)
+        guard low < k, k < high else { return childIndex(key, keyCount, in: 0, n) }
+        // (k - low) / (high - low) < 1: the guess lies in 0..<n - 1.
+        let product = (k - low).multipliedFullWidth(by: UInt64(n - 1))
+        let guess = Int((high - low).dividingFullWidth(product).quotient)
+        // The answer (the first separator above the key, or n) lies in lo...hi.
         var lo = 0
-        var hi = count
+        var hi = n
+        var step = 1
+        let (gp, gn) = self.key(guess)
+        if compareBytes(gp, gn, key, keyCount) <= 0 {
+            lo = guess + 1
+            while guess + step < n {
+                let i = guess + step
+                let (p, m) = self.key(i)
+                if compareBytes(p, m, key, keyCount) > 0 {
+                    hi = i
+                    break
+                }
+                lo = i + 1
+                step <<= 1
+            }
+        } else {
+            hi = guess
+            while guess - step >= 0 {
+                let i = guess - step
+                let (p, m) = self.key(i)
+                if compareBytes(p, m, key, keyCount) <= 0 {
+                    lo = i + 1
+                    break
+                }
+                hi = i
+                step <<= 1
+            }
+        }
+        return childIndex(key, keyCount, in: lo, hi)
+    }
+
+    /// `childIndex(_:_:)` by binary search, knowing the answer lies in
+    /// `lo...hi`.
+    @inline(__always) func childIndex(_ key: UnsafeRawPointer, _ keyCount: Int, in lo: Int, _ hi: Int) -> Int {
+        var lo = lo
+        var hi = hi
         while lo < hi {
             let mid = (lo &+ hi) >> 1
             let (kp, kn) = self.key(mid)
