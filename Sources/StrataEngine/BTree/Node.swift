@@ -208,19 +208,35 @@ struct Node {
             guess = low.position + Int((high.prefix - low.prefix).dividingFullWidth(product).quotient)
         }
         guess = min(max(guess, from), n - 1)
-        let (gp, gn) = self.key(guess)
-        let order = compareBytes(gp, gn, key, 8)
-        if order == 0 { return (guess, true) }
-        var lo = from
+        let found = bracket(from: guess, lowest: from) { i in
+            let (p, m) = self.key(i)
+            return compareBytes(p, m, key, 8)
+        }
+        if let equal = found.equal { return (equal, true) }
+        return lowerBound(key, 8, from: found.lo, below: found.hi)
+    }
+
+    /// From `guess`, brackets the first position at or after `lowest`
+    /// whose cell does not order below the key, by probes at doubling
+    /// distances: it lies in `lo...hi`, or is `equal` when a probe met a
+    /// cell equal to the key. `order(i)` is negative for a cell below the
+    /// key, zero for one equal to it and positive above; the cells are
+    /// sorted, so its sign never decreases with `i`.
+    @inline(__always) private func bracket(
+        from guess: Int, lowest: Int, _ order: (Int) -> Int
+    ) -> (lo: Int, hi: Int, equal: Int?) {
+        let n = count
+        let first = order(guess)
+        if first == 0 { return (guess, guess, guess) }
+        var lo = lowest
         var hi = n
         var step = 1
-        if order < 0 {
+        if first < 0 {
             lo = guess + 1
             while guess + step < n {
                 let i = guess + step
-                let (p, m) = self.key(i)
-                let c = compareBytes(p, m, key, 8)
-                if c == 0 { return (i, true) }
+                let c = order(i)
+                if c == 0 { return (i, i, i) }
                 if c > 0 {
                     hi = i
                     break
@@ -230,11 +246,10 @@ struct Node {
             }
         } else {
             hi = guess
-            while guess - step >= from {
+            while guess - step >= lowest {
                 let i = guess - step
-                let (p, m) = self.key(i)
-                let c = compareBytes(p, m, key, 8)
-                if c == 0 { return (i, true) }
+                let c = order(i)
+                if c == 0 { return (i, i, i) }
                 if c < 0 {
                     lo = i + 1
                     break
@@ -243,7 +258,7 @@ struct Node {
                 step <<= 1
             }
         }
-        return lowerBound(key, 8, from: lo, below: hi)
+        return (lo, hi, nil)
     }
 
     /// The child index to follow in a branch for `key`: the first cell whose
@@ -269,37 +284,13 @@ struct Node {
         // (k - low) / (high - low) < 1: the guess lies in 0..<n - 1.
         let product = (k - low).multipliedFullWidth(by: UInt64(n - 1))
         let guess = Int((high - low).dividingFullWidth(product).quotient)
-        // The answer (the first separator above the key, or n) lies in lo...hi.
-        var lo = 0
-        var hi = n
-        var step = 1
-        let (gp, gn) = self.key(guess)
-        if compareBytes(gp, gn, key, keyCount) <= 0 {
-            lo = guess + 1
-            while guess + step < n {
-                let i = guess + step
-                let (p, m) = self.key(i)
-                if compareBytes(p, m, key, keyCount) > 0 {
-                    hi = i
-                    break
-                }
-                lo = i + 1
-                step <<= 1
-            }
-        } else {
-            hi = guess
-            while guess - step >= 0 {
-                let i = guess - step
-                let (p, m) = self.key(i)
-                if compareBytes(p, m, key, keyCount) <= 0 {
-                    lo = i + 1
-                    break
-                }
-                hi = i
-                step <<= 1
-            }
+        // The answer is the first separator above the key (or n): a
+        // separator equal to the key orders below it here.
+        let found = bracket(from: guess, lowest: 0) { i in
+            let (p, m) = self.key(i)
+            return compareBytes(p, m, key, keyCount) <= 0 ? -1 : 1
         }
-        return childIndex(key, keyCount, in: lo, hi)
+        return childIndex(key, keyCount, in: found.lo, found.hi)
     }
 
     /// `childIndex(_:_:)` by binary search, knowing the answer lies in
