@@ -32,17 +32,17 @@ public final class Cursor {
     private let inWriter: Bool
     private let pageSize: Int
 
-    init(tx: ReadTransaction, root: UInt32) {
-        self.tx = tx
-        self.root = root
-        tree = nil
-        inWriter = tx is WriteTransaction
-        pageSize = tx.db.pageSize
+    convenience init(tx: ReadTransaction, root: UInt32) {
+        self.init(tx: tx, root: root, tree: nil)
     }
 
-    init(tx: ReadTransaction, tree: Tree) {
+    convenience init(tx: ReadTransaction, tree: Tree) {
+        self.init(tx: tx, root: tree.root, tree: tree)
+    }
+
+    private init(tx: ReadTransaction, root: UInt32, tree: Tree?) {
         self.tx = tx
-        self.root = tree.root
+        self.root = root
         self.tree = tree
         inWriter = tx is WriteTransaction
         pageSize = tx.db.pageSize

@@ -268,9 +268,9 @@ struct Node {
     /// between the first and the last (keys of random bytes, row ids), the
     /// first probe is placed by interpolating the key's first 8 bytes
     /// between theirs, and the answer is bracketed around it by probes at
-    /// doubling distances, then searched in the bracket: about five probes
-    /// on a full branch of a million random keys, where a binary search
-    /// takes eight or nine. Keys spread unevenly cost at most about twice
+    /// doubling distances, then searched in the bracket: evenly spread keys
+    /// land near the guess, where a binary search of a full branch takes
+    /// eight or nine probes. Keys spread unevenly cost at most about twice
     /// the binary search's probes.
     @inline(__always) func childIndex(_ key: UnsafeRawPointer, _ keyCount: Int) -> Int {
         let n = count
