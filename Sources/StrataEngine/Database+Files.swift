@@ -154,6 +154,11 @@ public struct Statistics: Sendable, Equatable {
     /// main file instead of the log (commits of at least 256 such pages,
     /// or a quarter of the budget when that is less), spills not counted.
     public var freshPagesWrittenToMainFile = 0
+    /// Leaves that existed before a write transaction that spilled and
+    /// that it moved to new page numbers, so that it wrote each of them
+    /// once, into the main file, instead of into the log and again at the
+    /// checkpoint (see ``DatabaseOptions/cacheSizeBytes``).
+    public var relocatedPages = 0
     /// Spilled pages read back by the transactions that wrote them.
     public var spillReads = 0
     /// Frames in the WAL right now.

@@ -22,6 +22,7 @@ extension WriteTransaction {
         }
         if let failure { throw StorageError.transactionFailed(failure) }
         guard !dirty.isEmpty || freelist.changed || !changedTrees.isEmpty else { return }
+        try relocateHeldLeaves()
         try writeCatalogAndFreelist()
         let sealed = try sealPages()
         let appended = try appendToLog(sealed)
@@ -82,7 +83,7 @@ extension WriteTransaction {
     /// can reach them.
     func sealPages() throws -> SealedPages {
         let freshAtCommit = try takeFreshPagesToMainFile()
-        let wroteMain = freshSpilled > 0 || freshAtCommit
+        let wroteMain = freshSpilled > 0 || freshAtCommit || movedAtCommit > 0
         // Page 0 is logged only when the header changed: a small commit then
         // costs one frame per changed tree page plus the catalog page. A
         // transaction that spilled always logs it: its commit frames then

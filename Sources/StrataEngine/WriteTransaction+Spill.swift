@@ -25,7 +25,118 @@ extension WriteTransaction {
             if victims.count == dirty.count - target { break }
         }
         guard !victims.isEmpty else { return }
-        try spillToLog(victims)
+        let (moved, kept) = try relocateLeaves(victims)
+        if !moved.isEmpty {
+            for (number, page) in moved { page.sealChecksum(pageNumber: number) }
+            try db.writeFreshPages(moved)
+            for (number, _) in moved { dirty.remove(number) }
+            freshSpilled += moved.count
+            db.stateLock.withLock { db.counters.spilledPages += moved.count }
+        }
+        if !kept.isEmpty { try spillToLog(kept) }
+    }
+
+    /// Moves leaves that existed before this transaction to page numbers
+    /// past the fresh floor, as a copy-on-write engine (LMDB) moves every
+    /// page it changes: each is then written once, into the main file at
+    /// its new place, instead of into the log and again into the main
+    /// file at the checkpoint. Its parent (a branch, held in memory) is
+    /// pointed at the new number and the old number is freed: the
+    /// committed state still reads the old page, which no write reaches
+    /// before a later commit reuses it through the log. Only a
+    /// transaction that spilled does this (its commit writes and syncs
+    /// the main file anyway), and only when fewer than an eighth of the
+    /// store's pages were free as it began: the file grows by the pages
+    /// it moves (LMDB's grows the same way), later commits reuse the freed
+    /// ones, and a large transaction that finds them still free logs its
+    /// pages instead of growing the file again. The file then stays below
+    /// about twice its live pages.
+    ///
+    /// A leaf is found from its first key by a descent from the root of
+    /// each tree this transaction changed, branches only. Leaves that are
+    /// empty or roots, pages of other kinds, and pages of trees this
+    /// transaction did not change (the catalog) stay where they are and
+    /// are returned in `kept`; so are all of them when the store's page
+    /// count lies below the fresh floor (bytes past it in the main file
+    /// or the log that nothing committed holds). `moved` holds the pages
+    /// under their new numbers, ascending; the caller writes them.
+    func relocateLeaves(
+        _ victims: [(number: UInt32, page: Page)]
+    ) throws -> (moved: [(number: UInt32, page: Page)], kept: [(number: UInt32, page: Page)]) {
+        guard freshFloor != .max, header.pageCount >= freshFloor, !changedTrees.isEmpty,
+            freeAtStart < Int(snapshot.header.pageCount) / 8
+        else { return ([], victims) }
+        let roots = changedTrees.keys.sorted()
+        var heights: [UInt32: Int] = [:]
+        var moved: [(number: UInt32, page: Page)] = []
+        var kept: [(number: UInt32, page: Page)] = []
+        for (number, page) in victims {
+            let leaf = Node(page: page)
+            guard number < freshFloor, leaf.isLeaf, leaf.count > 0, header.pageCount < UInt32.max - 1,
+                let (parent, index) = try parentOfLeaf(number, firstKey: leaf.key(0), roots: roots, heights: &heights)
+            else {
+                kept.append((number, page))
+                continue
+            }
+            let fresh = header.pageCount
+            header.pageCount += 1
+            Node(page: try writable(parent)).setChild(index, fresh)
+            free(number)
+            // Held under its new number until the caller writes it: a
+            // later descent of this loop may pass through it.
+            dirty[fresh] = page
+            moved.append((fresh, page))
+        }
+        if !moved.isEmpty {
+            // Cursors of this transaction hold page numbers: they find
+            // their place again, as after any change.
+            modifications += 1
+            db.stateLock.withLock { db.counters.relocatedPages += moved.count }
+        }
+        return (moved, kept)
+    }
+
+    /// The branch that points at leaf `number` and the index of that
+    /// pointer, found by descending each tree of `roots` towards the
+    /// leaf's first key; nil when none does (the leaf is a root, or of a
+    /// tree not in `roots`). `heights` remembers each tree's branch levels
+    /// (no tree changes shape while leaves move), so that the descents
+    /// after a tree's first read no leaf, which may have spilled.
+    private func parentOfLeaf(
+        _ number: UInt32, firstKey key: (UnsafeRawPointer, Int), roots: [UInt32], heights: inout [UInt32: Int]
+    ) throws -> (UInt32, Int)? {
+        for root in roots where root != number {
+            let height = heights[root]
+            var current = root
+            var level = 0
+            while level < (height ?? Cursor.maxDepth) {
+                let branch = try treeNode(current)
+                guard branch.isBranch else { break }
+                let index = branch.childIndex(key.0, key.1)
+                let child = branch.child(index)
+                if child == number { return (current, index) }
+                current = child
+                level += 1
+            }
+            if height == nil { heights[root] = level }
+        }
+        return nil
+    }
+
+    /// At the commit of a transaction that spilled, moves the leaves it
+    /// still holds that existed before it (see ``relocateLeaves(_:)``):
+    /// the commit writes them into the main file with its other fresh
+    /// pages instead of logging them (``movedAtCommit``).
+    func relocateHeldLeaves() throws {
+        guard freshFloor != .max else { return }
+        var candidates: [(number: UInt32, page: Page)] = []
+        for (number, page) in zip(dirty.numbers, dirty.pages)
+        where number != 0 && number < freshFloor && page.u8(4) == PageType.leaf.rawValue {
+            candidates.append((number, page))
+        }
+        let (moved, _) = try relocateLeaves(candidates)
+        for (number, page) in moved { dirty[number] = page }
+        movedAtCommit += moved.count
     }
 
     /// Writes up to `excess` fresh pages into the main file: the

@@ -64,6 +64,13 @@ public final class WriteTransaction: ReadTransaction {
     var spillTail: WAL.LogTail?
     /// Fresh pages written into the main file so far.
     var freshSpilled = 0
+    /// Free pages of the store when the transaction began (see
+    /// `relocateLeaves(_:)`).
+    let freeAtStart: Int
+    /// Leaves the commit moved past the fresh floor (see
+    /// `relocateHeldLeaves()`), written into the main file with the
+    /// commit's other fresh pages.
+    var movedAtCommit = 0
     /// Puts and deletes held back once the transaction has spilled (see
     /// ``put(_:_:in:)`` and ``delete(_:in:)``), by tree root, in the order
     /// made; their count is `bufferedChanges`, and `bufferedBytes`
@@ -132,6 +139,7 @@ public final class WriteTransaction: ReadTransaction {
         header = snapshot.header
         self.freelist = freelist
         self.freelist.changed = false
+        freeAtStart = freelist.count
         cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
         spillLimit = db.spillLimitPages
         catalogBase = snapshot.position

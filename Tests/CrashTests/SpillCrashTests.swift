@@ -34,8 +34,8 @@ final class SpillCrashTests: CrashTestCase {
     /// spanning overflow pages) and delete half of the keys commit `c - 2`
     /// loaded (their pages spill into the main file); commits 5 and 7
     /// rewrite every value loaded by commits 0 and 2 (pages that existed
-    /// before: they spill to the log); the other odd ones change a few
-    /// keys.
+    /// before: their leaves move to new pages in the main file, the others
+    /// spill to the log); the other odd ones change a few keys.
     static func apply(commit c: Int, to tx: WriteTransaction, model: inout [[UInt8]: [UInt8]]) throws {
         let tree = try tx.createTree("t")
         if c % 2 == 0 {
@@ -173,6 +173,7 @@ final class SpillCrashTests: CrashTestCase {
         let clean = MemoryFileSystem()
         let cleanRun = run(clean)
         XCTAssertGreaterThan(cleanRun.statistics?.spilledPages ?? 0, 100, "the workload must spill")
+        XCTAssertGreaterThan(cleanRun.statistics?.relocatedPages ?? 0, 20, "and move leaves that existed before")
         XCTAssertEqual(cleanRun.acknowledged.count, Self.commits)  // one rolled back
         try crashAtEverySyncPoint(of: clean)
     }

@@ -278,6 +278,62 @@ final class SpillTests: EngineTestCase {
         try reopened.close()
     }
 
+    /// A transaction that spilled moves the leaves it changes to new
+    /// pages, written once into the main file, instead of logging them:
+    /// its commit logs a few frames (branches, the header, the catalog,
+    /// the freelist), a reader of the snapshot before it still reads every
+    /// old page, and the commits after it reuse the pages it freed.
+    func testASpilledTransactionMovesTheLeavesItChangesInsteadOfLoggingThem() throws {
+        let db = try open("relocate.strata", small)
+        var model = try load(db, 0..<3000)
+        let old = model
+        let reader = try db.beginRead()
+        let before = db.statistics
+        var random = SeededRandom(seed: 5)
+        try db.write { tx in
+            let tree = try tx.tree("t")
+            for i in 0..<3000 where random.choose(3) != 0 {
+                if i % 2 == 0 {
+                    XCTAssertTrue(try tx.delete(key(i), in: tree))
+                    model.removeValue(forKey: key(i))
+                } else {
+                    try tx.put(key(i), value(i, 1), in: tree)
+                    model[key(i)] = value(i, 1)
+                }
+            }
+        }
+        let after = db.statistics
+        let leaves = after.pageCount - after.freePages
+        XCTAssertGreaterThan(after.spilledPages - before.spilledPages, 0, "\(after)")
+        XCTAssertGreaterThan(after.relocatedPages - before.relocatedPages, leaves / 2, "\(after)")
+        // The reader holds the log: every frame the commit wrote is there.
+        // Leaves logged one frame each before they moved.
+        XCTAssertLessThan(after.walFrames - before.walFrames, leaves / 8, "\(before) → \(after)")
+        XCTAssertEqual(try contents(db), model)
+        // The moved leaves' old pages are free, not yet reused: the reader
+        // still finds its snapshot whole.
+        var seen: [[UInt8]: [UInt8]] = [:]
+        for (k, v) in try reader.scan(try reader.tree("t")) { seen[k] = v }
+        XCTAssertTrue(seen == old, "the snapshot before the commit")
+        // Commits that reuse the freed pages leave it whole too.
+        model.merge(try load(db, 3000..<4500)) { $1 }
+        XCTAssertLessThan(db.statistics.pageCount, after.pageCount + 20, "the freed pages were reused")
+        XCTAssertEqual(
+            db.statistics.relocatedPages, after.relocatedPages,
+            "with a third of the store free, a spilled transaction logs its pages rather than grow the file")
+        seen = [:]
+        for (k, v) in try reader.scan(try reader.tree("t")) { seen[k] = v }
+        XCTAssertTrue(seen == old, "the snapshot before both commits")
+        reader.end()
+        XCTAssertEqual(try contents(db), model)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+        let reopened = try open("relocate.strata", small)
+        XCTAssertEqual(try contents(reopened), model)
+        XCTAssertTrue(try reopened.check().isHealthy)
+        try reopened.close()
+    }
+
     /// Small commits of other threads of the same handle (group commit)
     /// interleave with transactions that spill to the log.
     func testSpillingBesideConcurrentSmallCommits() throws {
