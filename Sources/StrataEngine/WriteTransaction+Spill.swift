@@ -134,9 +134,8 @@ extension WriteTransaction {
         where number != 0 && number < freshFloor && page.u8(4) == PageType.leaf.rawValue {
             candidates.append((number, page))
         }
-        let (moved, _) = try relocateLeaves(candidates)
-        for (number, page) in moved { dirty[number] = page }
-        movedAtCommit += moved.count
+        // The moved pages stay held, under their new numbers.
+        movedAtCommit += try relocateLeaves(candidates).moved.count
     }
 
     /// Writes up to `excess` fresh pages into the main file: the
