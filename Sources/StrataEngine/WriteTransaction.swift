@@ -348,10 +348,16 @@ public final class WriteTransaction: ReadTransaction {
         try checkOpen()
         try checkHandle(tree)
         return try changing {
-            try ensureCounted(tree)
+            // Consecutive changes of one tree skip the bookkeeping lookups
+            // but the count's, as puts do.
+            let repeated = lastTouched.map { $0.root == tree.root && $0.name == tree.name } ?? false
+            if !repeated { try ensureCounted(tree) }
             guard try BTreeWriter(tx: self).deleteRaw(key, root: tree.root) else { return false }
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
-            changedTrees[tree.root] = tree.name
+            if !repeated {
+                changedTrees[tree.root] = tree.name
+                lastTouched = (tree.root, tree.name)
+            }
             return true
         }
     }

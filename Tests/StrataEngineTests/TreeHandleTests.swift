@@ -120,6 +120,60 @@ final class TreeHandleTests: EngineTestCase {
         XCTAssertTrue(report.isHealthy, "\(report)")
     }
 
+    /// Deletes that follow one another in a tree skip its bookkeeping
+    /// lookups, as puts do: deletes and puts alternating between two trees,
+    /// a delete as a tree's first change (its count read from the
+    /// catalog), an absent key, and a rename between deletes each leave
+    /// every tree's count and catalog entry right.
+    func testInterleavedDeletesKeepEveryTreesCountAndEntry() throws {
+        let db = try open("interleaved.strata", DatabaseOptions(durability: .none))
+        try db.write { tx in
+            let a = try tx.createTree("a")
+            let b = try tx.createTree("b")
+            let d = try tx.createTree("d")
+            for i in 0..<50 {
+                try tx.put(bytes("k\(i)"), bytes("\(i)"), in: a)
+                try tx.put(bytes("k\(i)"), bytes("\(i)"), in: b)
+                try tx.put(bytes("k\(i)"), bytes("\(i)"), in: d)
+            }
+        }
+        try db.write { tx in
+            let a = try tx.tree("a")
+            let b = try tx.tree("b")
+            XCTAssertTrue(try tx.delete(bytes("k0"), in: a))
+            XCTAssertTrue(try tx.delete(bytes("k1"), in: a))
+            XCTAssertFalse(try tx.delete(bytes("absent"), in: a))
+            // A tree only deleted from.
+            let d = try tx.tree("d")
+            XCTAssertTrue(try tx.delete(bytes("k9"), in: d))
+            XCTAssertTrue(try tx.delete(bytes("k8"), in: d))
+            XCTAssertTrue(try tx.delete(bytes("k0"), in: b))
+            try tx.put(bytes("new"), bytes("x"), in: b)
+            XCTAssertTrue(try tx.delete(bytes("k2"), in: a))
+            XCTAssertTrue(try tx.delete(bytes("k1"), in: b))
+            let c = try tx.renameTree("a", to: "c")
+            XCTAssertTrue(try tx.delete(bytes("k3"), in: c))
+            XCTAssertTrue(try tx.delete(bytes("k4"), in: c))
+            XCTAssertEqual(try tx.count(c), 45)
+            XCTAssertEqual(try tx.count(b), 49)
+            XCTAssertEqual(try tx.count(d), 48)
+        }
+        try db.close()
+        let reopened = try open("interleaved.strata", DatabaseOptions(durability: .none))
+        try reopened.read { tx in
+            XCTAssertNil(try tx.treeIfPresent("a"))
+            XCTAssertEqual(try tx.count(try tx.tree("c")), 45)
+            XCTAssertEqual(try tx.scan(try tx.tree("c")).count, 45)
+            XCTAssertEqual(try tx.count(try tx.tree("b")), 49)
+            XCTAssertEqual(try tx.scan(try tx.tree("b")).count, 49)
+            XCTAssertEqual(try tx.count(try tx.tree("d")), 48)
+            XCTAssertEqual(try tx.scan(try tx.tree("d")).count, 48)
+        }
+        let report = try reopened.check()
+        XCTAssertTrue(report.isHealthy, "\(report)")
+        try reopened.close()
+    }
+
     /// Dropped and created again on the same root page: the new tree's
     /// handle works, the old one is stale.
     func testHandleOfATreeCreatedAgainOnTheSameRootIsStale() throws {

@@ -209,9 +209,13 @@ struct BTreeWriter {
     /// Removes `key` from the tree at `root`; rebalances on the way up.
     func deleteRaw(_ key: [UInt8], root: UInt32) throws -> Bool {
         guard key.count <= Database.maxKeyLength else { return false }
+        // The path's buffer is reused, as a put's is.
+        var path = tx.pathScratch
+        tx.pathScratch = []
+        path.removeAll(keepingCapacity: true)
+        defer { tx.pathScratch = path }
         return try key.withUnsafeBytes { k in
             let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-            var path: [(UInt32, Int)] = []
             var number = root
             while true {
                 let node = try tx.treeNode(number)
@@ -244,6 +248,9 @@ struct BTreeWriter {
         var removed = 0
         var i = 0
         var doomed: [Int] = []
+        var path = tx.pathScratch
+        tx.pathScratch = []
+        defer { tx.pathScratch = path }
         try keys.withUnsafeBytes { all in
             let base = all.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped
             @inline(__always) func key(_ index: Int) -> (UnsafeRawPointer, Int) {
@@ -256,7 +263,7 @@ struct BTreeWriter {
                     i += 1
                     continue
                 }
-                var path: [(UInt32, Int)] = []
+                path.removeAll(keepingCapacity: true)
                 var number = root
                 var node = try tx.treeNode(number)
                 while !node.isLeaf {
