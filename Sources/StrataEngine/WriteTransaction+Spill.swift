@@ -26,14 +26,19 @@ extension WriteTransaction {
         }
         guard !victims.isEmpty else { return }
         let (moved, kept) = try relocateLeaves(victims)
-        if !moved.isEmpty {
-            for (number, page) in moved { page.sealChecksum(pageNumber: number) }
-            try db.writeFreshPages(moved)
-            for (number, _) in moved { dirty.remove(number) }
-            freshSpilled += moved.count
-            db.stateLock.withLock { db.counters.spilledPages += moved.count }
-        }
+        if !moved.isEmpty { try writeOutFresh(moved) }
         if !kept.isEmpty { try spillToLog(kept) }
+    }
+
+    /// Seals held fresh pages (numbered at or past the fresh floor,
+    /// ascending), writes them into the main file and lets them go: they
+    /// are read back from there (``spilledImage(_:)``).
+    private func writeOutFresh(_ pages: [(number: UInt32, page: Page)]) throws {
+        for (number, page) in pages { page.sealChecksum(pageNumber: number) }
+        try db.writeFreshPages(pages)
+        for (number, _) in pages { dirty.remove(number) }
+        freshSpilled += pages.count
+        db.stateLock.withLock { db.counters.spilledPages += pages.count }
     }
 
     /// Moves leaves that existed before this transaction to page numbers
@@ -159,11 +164,7 @@ extension WriteTransaction {
         let victims = candidates.suffix(min(candidates.count, excess)).compactMap { number in
             dirty[number].map { (number: number, page: $0) }
         }
-        for (number, page) in victims { page.sealChecksum(pageNumber: number) }
-        try db.writeFreshPages(victims)
-        for (number, _) in victims { dirty.remove(number) }
-        freshSpilled += victims.count
-        db.stateLock.withLock { db.counters.spilledPages += victims.count }
+        try writeOutFresh(victims)
     }
 
     /// Appends pages that existed before this transaction to the log as

@@ -232,11 +232,18 @@ public final class WriteTransaction: ReadTransaction {
         try changing { try putNow(key, value, in: tree) }
     }
 
+    /// True when `tree` is the tree the last put or delete changed: its
+    /// count is loaded and it is recorded as changed.
+    @inline(__always) private func touchedLast(_ tree: Tree) -> Bool {
+        guard let last = lastTouched else { return false }
+        return last.root == tree.root && last.name == tree.name
+    }
+
     /// A put's change proper.
     @inline(__always) private func putNow(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
         // Consecutive puts into one tree skip the bookkeeping lookups but
         // the count's increment.
-        if let last = lastTouched, last.root == tree.root, last.name == tree.name {
+        if touchedLast(tree) {
             if try BTreeWriter(tx: self).putRaw(key, value, root: tree.root) {
                 try Self.adjust(&counts[tree.root, default: 0], of: tree, by: 1)
             }
@@ -350,7 +357,7 @@ public final class WriteTransaction: ReadTransaction {
         return try changing {
             // Consecutive changes of one tree skip the bookkeeping lookups
             // but the count's, as puts do.
-            let repeated = lastTouched.map { $0.root == tree.root && $0.name == tree.name } ?? false
+            let repeated = touchedLast(tree)
             if !repeated { try ensureCounted(tree) }
             guard try BTreeWriter(tx: self).deleteRaw(key, root: tree.root) else { return false }
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
