@@ -11,8 +11,10 @@ extension WriteTransaction {
         return copy
     }
 
-    /// A new zeroed page: the lowest free page, or one past the end.
-    func allocate() throws -> (UInt32, Page) {
+    /// A new page: the lowest free page, or one past the end. Its bytes are
+    /// zeroed unless `zeroed` is false, for a caller that overwrites them
+    /// all (formatting a node zeroes it whole).
+    func allocate(zeroed: Bool = true) throws -> (UInt32, Page) {
         let number: UInt32
         if let free = freelist.allocate() {
             number = free
@@ -23,7 +25,7 @@ extension WriteTransaction {
             number = header.pageCount
             header.pageCount += 1
         }
-        let page = Page.zeroed(db.pageSize)
+        let page = zeroed ? Page.zeroed(db.pageSize) : Page.uninitialized(db.pageSize)
         dirty[number] = page
         shape &+= 1
         return (number, page)

@@ -112,11 +112,18 @@ extension BTreeWriter {
         var copies: [(UnsafeRawPointer, Int)] = []
         copies.reserveCapacity(moving)
         var at = 0
+        // The highest-placed leaving cell the new one fits in: when the
+        // new cell stays, it goes there instead of making the node
+        // compact its heap (the leaving cells' bytes become holes, which
+        // only a compaction gives back otherwise).
+        let newSize = cells[index].1
+        var hole = -1
         for i in leaving {
             let (p, n) = cells[i]
             (scratch + at).copyMemory(from: p, byteCount: n)
             copies.append((UnsafeRawPointer(scratch + at), n))
             at += n
+            if i != index && n >= newSize { hole = max(hole, UnsafeRawPointer(node.bytes).distance(to: p)) }
         }
         // The node's own indices of the leaving cells (the new cell is not
         // in the node yet).
@@ -125,7 +132,11 @@ extension BTreeWriter {
         for i in leaving where i != index { doomed.append(i < index ? i : i - 1) }
         if !doomed.isEmpty { node.removeCells(sortedIndices: doomed) }
         if !leaving.contains(index) {
-            let ok = node.insertCell(at: toRight ? index : index - moving, cells[index].0, cells[index].1)
+            let at = toRight ? index : index - moving
+            let ok =
+                hole >= 0
+                ? node.insertCell(at: at, cells[index].0, newSize, hole: hole)
+                : node.insertCell(at: at, cells[index].0, newSize)
             precondition(ok, "the staying cells fit by construction")
         }
 

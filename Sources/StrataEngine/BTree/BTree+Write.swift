@@ -346,9 +346,9 @@ struct BTreeWriter {
             // The root: move its content into a new child; the root becomes
             // a branch whose only child is that page.
             let rootPage = try tx.writable(number)
-            let (child, childPage) = try tx.allocate()
+            let (child, childPage) = try tx.allocate(zeroed: false)
             childPage.bytes.copyMemory(from: rootPage.bytes, byteCount: tx.db.pageSize)
-            Node.format(rootPage, leaf: false)
+            Node(page: rootPage).reformat(leaf: false)
             Node(page: rootPage).setRightChild(child)
             path.append((number, 0))
             target = child
@@ -359,7 +359,7 @@ struct BTreeWriter {
             // An append at the tree's right edge: the full leaf keeps its
             // cells where they are, and the new cell starts a right page,
             // so sequential loads pack densely.
-            let (rightNumber, rightPage) = try tx.allocate()
+            let (rightNumber, rightPage) = try tx.allocate(zeroed: false)
             Node.format(rightPage, leaf: true)
             let right = Node(page: rightPage)
             guard right.insertCell(at: 0, cell, size) else {
@@ -405,9 +405,11 @@ struct BTreeWriter {
             k += 1
         }
         k = max(1, min(k, isLeaf ? n - 1 : n - 2))
-        let (rightNumber, rightPage) = try tx.allocate()
+        // The right page is new: `format` zeroes it whole. The left one
+        // holds its own cells, copied out above.
+        let (rightNumber, rightPage) = try tx.allocate(zeroed: false)
         let right = Node(page: rightPage)
-        node.format(leaf: isLeaf)
+        node.reformat(leaf: isLeaf)
         Node.format(rightPage, leaf: isLeaf)
         for i in 0..<k { _ = node.insertCell(at: i, scratch + offsets[i], sizes[i]) }
         // The separator goes into a new branch cell: child = left page.

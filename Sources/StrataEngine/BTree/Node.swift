@@ -60,6 +60,16 @@ struct Node {
         setU16(8, pageSize == 65536 ? 0 : pageSize)
     }
 
+    /// Empties a node whose bytes are its own earlier content, as a split
+    /// does before it refills the page: only the header is cleared, as
+    /// ``format(leaf:)`` would leave it (the heap's old bytes are not
+    /// zeroed again).
+    func reformat(leaf: Bool) {
+        (bytes + 4).initializeMemory(as: UInt8.self, repeating: 0, count: Layout.nodeHeaderSize - 4)
+        setU8(4, leaf ? PageType.leaf.rawValue : PageType.branch.rawValue)
+        setU16(8, pageSize == 65536 ? 0 : pageSize)
+    }
+
     func setCount(_ n: Int) { setU16(6, n) }
     func setHeapStart(_ v: Int) { setU16(8, v == 65536 ? 0 : v) }
     func setFragmented(_ v: Int) { setU16(10, v) }
@@ -118,8 +128,24 @@ struct Node {
     }
 
     /// Size in bytes of cell `i`.
-    func cellSize(_ i: Int) -> Int {
+    @inline(__always) func cellSize(_ i: Int) -> Int {
         let p = UnsafeRawPointer(bytes + slot(i))
+        // Most cells' lengths take one byte each (under 128): no varint
+        // decoding then (a page compaction measures every cell).
+        let first = Int(p.load(fromByteOffset: isLeaf ? 0 : 4, as: UInt8.self))
+        if isLeaf {
+            let second = Int(p.load(fromByteOffset: 1, as: UInt8.self))
+            if first | second < 0x80, 2 + first + second <= Layout.maxInlineCell(pageSize: pageSize) {
+                return 2 + first + second
+            }
+        } else if first < 0x80 {
+            return 5 + first
+        }
+        return decodedCellSize(p)
+    }
+
+    /// Size in bytes of the cell at `p`, its lengths decoded.
+    private func decodedCellSize(_ p: UnsafeRawPointer) -> Int {
         if isLeaf {
             let (klen, a) = fastVarint(p)
             let (vlen, b) = fastVarint(p + a)
@@ -321,13 +347,37 @@ struct Node {
         heap -= size
         (bytes + heap).copyMemory(from: cell, byteCount: size)
         setHeapStart(heap)
+        insertSlot(at: i, pointingAt: heap, count: n)
+        return true
+    }
+
+    /// Inserts a raw cell at slot index `i` into the hole at offset `hole`,
+    /// the bytes of a cell just removed, counted as fragmented and at least
+    /// `size` long, when the gap between the slots and the heap holds the
+    /// new slot but not the cell: the page then needs no compaction.
+    /// Otherwise (the gap holds both, or the hole lies below the heap's
+    /// start, where the removal gave it back to the gap) as
+    /// ``insertCell(at:_:_:)``.
+    func insertCell(at i: Int, _ cell: UnsafeRawPointer, _ size: Int, hole: Int) -> Bool {
+        let n = count
+        let gap = heapStart - (Layout.nodeHeaderSize + 2 * n)
+        guard gap < size + 2, gap >= 2, hole >= heapStart, fragmented >= size else {
+            return insertCell(at: i, cell, size)
+        }
+        (bytes + hole).copyMemory(from: cell, byteCount: size)
+        setFragmented(fragmented - size)
+        insertSlot(at: i, pointingAt: hole, count: n)
+        return true
+    }
+
+    /// Opens slot `i` of the `n` and points it at the cell at `offset`.
+    @inline(__always) private func insertSlot(at i: Int, pointingAt offset: Int, count n: Int) {
         let slotBase = bytes + Layout.nodeHeaderSize
         if i < n {
             memmove(slotBase + 2 * (i + 1), slotBase + 2 * i, 2 * (n - i))
         }
-        setU16(Layout.nodeHeaderSize + 2 * i, heap)
+        setU16(Layout.nodeHeaderSize + 2 * i, offset)
         setCount(n + 1)
-        return true
     }
 
     /// Puts `cell` in place of cell `i` and returns true when it fits
@@ -431,17 +481,19 @@ struct Node {
     /// Rewrites the heap so that all free space is contiguous.
     func defragment() {
         let n = count
-        let scratch = UnsafeMutableRawPointer.allocate(byteCount: pageSize, alignment: 16)
-        defer { scratch.deallocate() }
-        var heap = pageSize
-        for i in 0..<n {
-            let size = cellSize(i)
-            heap -= size
-            (scratch + heap).copyMemory(from: bytes + slot(i), byteCount: size)
-            setU16(Layout.nodeHeaderSize + 2 * i, heap)
+        let pageSize = pageSize
+        withUnsafeTemporaryAllocation(byteCount: pageSize, alignment: 16) { buffer in
+            let scratch = buffer.baseAddress!
+            var heap = pageSize
+            for i in 0..<n {
+                let size = cellSize(i)
+                heap -= size
+                (scratch + heap).copyMemory(from: bytes + slot(i), byteCount: size)
+                setU16(Layout.nodeHeaderSize + 2 * i, heap)
+            }
+            (bytes + heap).copyMemory(from: scratch + heap, byteCount: pageSize - heap)
+            setHeapStart(heap)
         }
-        (bytes + heap).copyMemory(from: scratch + heap, byteCount: pageSize - heap)
-        setHeapStart(heap)
         setFragmented(0)
     }
 }
