@@ -28,7 +28,7 @@ extension ModelContext {
         try mergeSavedChangesOrThrow()
         guard hasChanges else { return try participantWritesAlone() }
         try refuseIfReadOnly()
-        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+        SaveNotifications.post(ModelContext.willSave, of: self)
         // The write transaction begins before the delete rules run: they
         // then read the state the save writes over, which no other
         // process's save can change before the commit.
@@ -510,7 +510,7 @@ extension ModelContext {
             default: saved.deleted
             }
         }
-        NotificationCenter.default.post(name: ModelContext.didSave, object: self, userInfo: userInfo)
+        SaveNotifications.post(ModelContext.didSave, of: self, userInfo: userInfo)
     }
 
     /// The `didSave` notification's keys, each with the slot of its list.

@@ -87,7 +87,7 @@ extension ModelContext {
         }
         guard parts.contains(where: { $0.hasChanges || $0.owedMark != nil }) else { return }
         for part in parts where part.hasChanges { try part.refuseIfReadOnly() }
-        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+        SaveNotifications.post(ModelContext.willSave, of: self)
         // The observers may have changed other parts.
         let saving = parts.filter { $0.hasChanges || $0.owedMark != nil }.sorted { $0.store.identifier < $1.store.identifier }
         for part in saving where part.hasChanges { try part.refuseIfReadOnly() }
