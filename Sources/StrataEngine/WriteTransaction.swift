@@ -125,8 +125,18 @@ public final class WriteTransaction: ReadTransaction {
     @exclusivity(unchecked) var modifications = 0
     /// Scratch space for building one cell.
     let cellBuffer: UnsafeMutableRawPointer
-    /// The descent path's buffer, reused by each put.
+    /// The descent path's buffer, reused by each put and delete (see
+    /// ``takePathScratch()``).
     @exclusivity(unchecked) var pathScratch: [(UInt32, Int)] = []
+
+    /// ``pathScratch`` emptied, its capacity kept, for one descent; the
+    /// caller hands it back (`defer { tx.pathScratch = path }`).
+    @inline(__always) func takePathScratch() -> [(UInt32, Int)] {
+        var path = pathScratch
+        pathScratch = []
+        path.removeAll(keepingCapacity: true)
+        return path
+    }
     /// The tree the last put or delete changed, whose entries in
     /// ``counts`` and ``changedTrees`` are known to exist.
     @exclusivity(unchecked) var lastTouched: (root: UInt32, name: String)?

@@ -39,9 +39,7 @@ struct BTreeWriter {
     ) throws -> Bool {
         // The path's buffer is reused from put to put (one allocation per
         // transaction, not per put).
-        var path = tx.pathScratch
-        tx.pathScratch = []
-        path.removeAll(keepingCapacity: true)
+        var path = tx.takePathScratch()
         defer { tx.pathScratch = path }
         var number = root
         var rightmost = true
@@ -210,9 +208,7 @@ struct BTreeWriter {
     func deleteRaw(_ key: [UInt8], root: UInt32) throws -> Bool {
         guard key.count <= Database.maxKeyLength else { return false }
         // The path's buffer is reused, as a put's is.
-        var path = tx.pathScratch
-        tx.pathScratch = []
-        path.removeAll(keepingCapacity: true)
+        var path = tx.takePathScratch()
         defer { tx.pathScratch = path }
         return try key.withUnsafeBytes { k in
             let keyPtr = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
@@ -248,8 +244,7 @@ struct BTreeWriter {
         var removed = 0
         var i = 0
         var doomed: [Int] = []
-        var path = tx.pathScratch
-        tx.pathScratch = []
+        var path = tx.takePathScratch()
         defer { tx.pathScratch = path }
         try keys.withUnsafeBytes { all in
             let base = all.baseAddress ?? UnsafeRawPointer(bitPattern: 1).unsafelyUnwrapped

@@ -56,8 +56,7 @@ struct Node {
 
     func format(leaf: Bool) {
         bytes.initializeMemory(as: UInt8.self, repeating: 0, count: pageSize)
-        setU8(4, leaf ? PageType.leaf.rawValue : PageType.branch.rawValue)
-        setU16(8, pageSize == 65536 ? 0 : pageSize)
+        reformat(leaf: leaf)
     }
 
     /// Empties a node whose bytes are its own earlier content, as a split
