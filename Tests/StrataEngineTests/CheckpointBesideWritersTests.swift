@@ -45,6 +45,20 @@ final class CheckpointBesideWritersTests: EngineTestCase {
         return written
     }
 
+    /// A new store whose background checkpoint copies beside writers,
+    /// filled until one starts, and held just before its copy; the store,
+    /// the hold and how many keys were written.
+    private func storeHeldAtCopy(cachePages: Int = 1_024) throws -> (Database, CopyHold, Int) {
+        let db = try open("store.strata", options(cachePages: cachePages))
+        db.pagesCopiedBesideWriters = 1
+        try db.write { tx in _ = try tx.createTree("t") }
+        let hold = CopyHold()
+        db.beforeCheckpointCopy = { hold.hold() }
+        let written = try fillPastThreshold(db)
+        XCTAssertEqual(hold.copying.wait(timeout: .now() + 20), .success, "no background checkpoint started")
+        return (db, hold, written)
+    }
+
     private func waitForCheckpoint(_ db: Database) {
         let deadline = Date() + 30
         while db.automaticCheckpointInProgress && Date() < deadline { usleep(1_000) }
@@ -58,13 +72,7 @@ final class CheckpointBesideWritersTests: EngineTestCase {
     /// gate held through the copy, the write waited for the hook's 30 s and
     /// the test failed after 10.
     func testAWriterCommitsWhileTheCheckpointCopies() throws {
-        let db = try open("store.strata", options())
-        db.pagesCopiedBesideWriters = 1
-        try db.write { tx in _ = try tx.createTree("t") }
-        let hold = CopyHold()
-        db.beforeCheckpointCopy = { hold.hold() }
-        let written = try fillPastThreshold(db)
-        XCTAssertEqual(hold.copying.wait(timeout: .now() + 20), .success, "no background checkpoint started")
+        let (db, hold, written) = try storeHeldAtCopy()
         XCTAssertEqual(db.statistics.checkpoints, 0)
         let committed = DispatchSemaphore(value: 0)
         let errors = ErrorList()
@@ -101,13 +109,7 @@ final class CheckpointBesideWritersTests: EngineTestCase {
     /// store holds exactly the last values, in this handle, after a manual
     /// checkpoint, and reopened, and checks healthy.
     func testWhatWritersDidDuringTheCopySurvivesIt() throws {
-        let db = try open("store.strata", options(cachePages: 32))
-        db.pagesCopiedBesideWriters = 1
-        try db.write { tx in _ = try tx.createTree("t") }
-        let hold = CopyHold()
-        db.beforeCheckpointCopy = { hold.hold() }
-        let first = try fillPastThreshold(db)
-        XCTAssertEqual(hold.copying.wait(timeout: .now() + 20), .success, "no background checkpoint started")
+        let (db, hold, first) = try storeHeldAtCopy(cachePages: 32)
         var expected: [[UInt8]: [UInt8]] = [:]
         for i in 0..<first { expected[key(i)] = value(i, 0) }
         try db.write { tx in
@@ -166,14 +168,8 @@ final class CheckpointBesideWritersTests: EngineTestCase {
     /// copy writes. It returned at once before, and the copy wrote through
     /// closed descriptors (or ones reused by other files).
     func testCloseWaitsForACopyInFlight() throws {
-        let a = try open("store.strata", options())
-        a.pagesCopiedBesideWriters = 1
+        let (a, hold, written) = try storeHeldAtCopy()
         let b = try open("store.strata", options())
-        try a.write { tx in _ = try tx.createTree("t") }
-        let hold = CopyHold()
-        a.beforeCheckpointCopy = { hold.hold() }
-        let written = try fillPastThreshold(a)
-        XCTAssertEqual(hold.copying.wait(timeout: .now() + 20), .success, "no background checkpoint started")
         let held = try b.beginWrite()
         let closed = DispatchSemaphore(value: 0)
         let errors = ErrorList()
