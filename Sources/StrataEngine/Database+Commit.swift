@@ -10,39 +10,19 @@ extension Database {
         acquireGateWhenIdle()
         defer { gate.release() }
         try stateLock.withLock { if isClosed { throw StorageError.closed } }
-        let deadline = ContinuousClock.now + options.busyTimeout
-        try wal.shared.lock(SharedIndex.writerLock, .exclusive, until: deadline, store: path)
+        try wal.shared.lock(SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
         defer { wal.shared.unlock(SharedIndex.writerLock) }
         try repairHoldingWriterLock()
-        try checkpointLocked(waitingUntil: deadline)
+        try checkpointLocked()
     }
 
-    /// The checkpoint proper; the caller holds the gate and the writer
-    /// lock. It waits for a checkpoint of this handle that is copying
-    /// without them, and for another process's until `deadline`, or
-    /// leaves the log to it when there is no deadline.
-    func checkpointLocked(recent: WAL.RecentCommit? = nil, waitingUntil deadline: ContinuousClock.Instant? = nil) throws {
+    /// The checkpoint proper; the caller holds the writer lock.
+    func checkpointLocked(recent: WAL.RecentCommit? = nil) throws {
         if let poisoned = stateLock.withLock({ groupCommit.poisoned }) { throw StorageError.readOnly(poisoned) }
-        checkpointMutex.acquire()
-        defer { checkpointMutex.release() }
-        if let deadline {
-            try wal.shared.lock(SharedIndex.checkpointLock, .exclusive, until: deadline, store: path)
-        } else if try !wal.shared.tryLock(SharedIndex.checkpointLock, .exclusive) {
-            return
-        }
-        defer { wal.shared.unlock(SharedIndex.checkpointLock) }
-        try checkpointFailing {
-            try wal.checkpoint(
-                into: pager, sync: options.durability != .none, syncLogFirst: options.durability == .normal, recent: recent)
-        }
-    }
-
-    /// Runs a part of a checkpoint that returns what ``WAL/finish(_:pager:sync:)``
-    /// returns, counts the checkpoint it finished, and poisons the handle
-    /// when an fsync failed.
-    private func checkpointFailing(_ body: () throws -> Bool?) throws {
         do {
-            if let full = try body() {
+            let full = try wal.checkpoint(
+                into: pager, sync: options.durability != .none, syncLogFirst: options.durability == .normal, recent: recent)
+            if let full {
                 stateLock.withLock {
                     counters.checkpoints += 1
                     if !full { counters.partialCheckpoints += 1 }
@@ -121,112 +101,31 @@ extension Database {
 
     /// The automatic checkpoint proper, on the committing thread or on its
     /// own; `claimed`: it holds `automaticCheckpointRunning`.
-    ///
-    /// It plans under the gate and the writer lock, as ``checkpoint()``
-    /// does. A copy of fewer than ``pagesCopiedBesideWriters`` pages runs
-    /// there too. A larger one gives both up and copies and syncs holding
-    /// only the checkpoint locks, so writers commit meanwhile (a save that
-    /// follows one of 10,000 changed objects need not wait for its 1,200
-    /// pages), then takes them again to publish, and copies what those
-    /// writers committed before it lets them in again: a log that still
-    /// held frames not in the main file could not restart, and grew (with
-    /// every copy beside writers, 16 threads' saves took 1.45× as long).
     private func runAutomaticCheckpoint(recent: WAL.RecentCommit, claimed: Bool) {
         beforeAutomaticCheckpointGate?()
-        var releaseClaim = claimed
-        defer { if releaseClaim { automaticCheckpointRunning.store(false, ordering: .releasing) } }
-        guard let plan = planAutomaticCheckpoint(claimed: claimed, recent: recent) else {
-            releaseClaim = false
-            return
-        }
-        beforeCheckpointCopy?()
-        let sync = options.durability != .none
-        var copied = true
-        do {
-            try checkpointFailing {
-                try wal.copy(plan, into: pager, sync: sync, syncLogFirst: options.durability == .normal, recent: recent)
-                return nil
-            }
-        } catch {
-            copied = false
-        }
-        wal.shared.unlock(SharedIndex.checkpointLock)
-        checkpointMutex.release()
-        guard copied else { return }
         acquireGateWhenIdle()
         // The claim ends before the gate opens: a commit appended after
         // this checkpoint finds the claim free when its own check runs.
         defer {
-            if releaseClaim { automaticCheckpointRunning.store(false, ordering: .releasing) }
-            releaseClaim = false
-            gate.release()
-        }
-        if stateLock.withLock({ isClosed || groupCommit.poisoned != nil }) { return }
-        // Another process's writer may hold the lock for a while; the
-        // frames copied are copied again by a later checkpoint if this
-        // one gives up.
-        do {
-            try wal.shared.lock(
-                SharedIndex.writerLock, .exclusive, until: ContinuousClock.now + options.busyTimeout, store: path)
-        } catch {
-            return
-        }
-        defer { wal.shared.unlock(SharedIndex.writerLock) }
-        do { try repairHoldingWriterLock() } catch { return }
-        try? checkpointFailing { try wal.finish(plan, pager: pager, sync: sync) }
-        if stateLock.withLock({ wal.state.backfilled < wal.state.frames }) { try? checkpointLocked() }
-    }
-
-    /// The plan of an automatic checkpoint, made under the gate and the
-    /// writer lock, which it gives back; nil when there is nothing left to
-    /// do (a small copy ran there), and then a `claimed` run's claim ended
-    /// before the gate opened (see `runAutomaticCheckpoint`). With a plan,
-    /// the caller holds the checkpoint locks and the claim, and releases
-    /// them.
-    private func planAutomaticCheckpoint(claimed: Bool, recent: WAL.RecentCommit) -> WAL.CheckpointPlan? {
-        acquireGateWhenIdle()
-        var planned = false
-        defer {
-            if claimed && !planned { automaticCheckpointRunning.store(false, ordering: .releasing) }
+            if claimed { automaticCheckpointRunning.store(false, ordering: .releasing) }
             gate.release()
         }
         // A checkpoint of its own thread may find the handle closed (close
         // takes the gate, and checkpoints itself).
-        if stateLock.withLock({ isClosed || groupCommit.poisoned != nil }) { return nil }
+        if stateLock.withLock({ isClosed }) { return }
         beforeAutomaticCheckpoint?()
         // Another process's writer holds the lock: one of its commits, or
         // a later one here, checkpoints instead.
-        guard (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true else { return nil }
+        guard (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true else { return }
         defer { wal.shared.unlock(SharedIndex.writerLock) }
         // The lock was free since this handle's commit was published: other
         // handles may have committed, checkpointed and restarted the log
         // meanwhile. A checkpoint planned from the state this handle last
         // saw would copy older page images over newer ones in the main
         // file and publish that stale state.
-        do { try repairHoldingWriterLock() } catch { return nil }
-        guard !claimed || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return nil }
-        // Another checkpoint copies (of this handle, or of another
-        // process): it, or a later one, goes on. A commit that wrote the
-        // main file does not wait for it.
-        guard checkpointMutex.tryAcquire() else { return nil }
-        guard (try? wal.shared.tryLock(SharedIndex.checkpointLock, .exclusive)) == true else {
-            checkpointMutex.release()
-            return nil
-        }
-        guard let plan = try? wal.planCheckpoint(), plan.copies.count >= pagesCopiedBesideWriters else {
-            defer {
-                wal.shared.unlock(SharedIndex.checkpointLock)
-                checkpointMutex.release()
-            }
-            try? checkpointFailing {
-                try wal.checkpoint(
-                    into: pager, sync: options.durability != .none, syncLogFirst: options.durability == .normal,
-                    recent: recent)
-            }
-            return nil
-        }
-        planned = true
-        return plan
+        do { try repairHoldingWriterLock() } catch { return }
+        guard !claimed || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
+        try? checkpointLocked(recent: recent)
     }
 }
 

@@ -48,10 +48,6 @@ public final class Database: @unchecked Sendable {
     /// writer lock makes handles take turns). Lock 3 of the order stated in
     /// Lock.swift.
     let gate = WriterGate()
-    /// One checkpoint of this handle copies frames into the main file at a
-    /// time (an automatic one copies without the gate). The in-process half
-    /// of lock 4a of the order stated in Lock.swift.
-    let checkpointMutex = Lock()
 
     /// Guards every field below it but `committedFreelist` and
     /// `freelistPosition` (the writer's), and the fields of `wal` and
@@ -218,18 +214,6 @@ public final class Database: @unchecked Sendable {
     /// to hold the run until `close()` has returned. Nothing else should
     /// set it.
     package nonisolated(unsafe) var beforeAutomaticCheckpointGate: (() -> Void)?
-
-    /// Called by the automatic checkpoint once it planned and gave the gate
-    /// and the writer lock up, before it copies: the engine's tests use it
-    /// to commit while the copy waits. Nothing else should set it.
-    package nonisolated(unsafe) var beforeCheckpointCopy: (() -> Void)?
-
-    /// The fewest pages an automatic checkpoint copies beside writers,
-    /// without the gate (see `runAutomaticCheckpoint`); fewer are copied
-    /// holding it, as their main file's sync costs about what a copy of
-    /// many does, and writers that came in meanwhile would leave frames
-    /// behind it. The engine's tests lower it; nothing else should set it.
-    package nonisolated(unsafe) var pagesCopiedBesideWriters = 256
 
     /// True while an automatic checkpoint holds its claim (from the commit
     /// that set it off until the run returns, on whichever thread).
@@ -402,10 +386,6 @@ public final class Database: @unchecked Sendable {
         defer { gate.release() }
         let alreadyClosed = stateLock.withLock { isClosed }
         if alreadyClosed { return }
-        // An automatic checkpoint copying without the gate finishes first:
-        // the files it writes are closed below. None starts after (they
-        // plan under the gate, and find the handle closed).
-        checkpointMutex.withLock {}
         var failure: Error?
         if stateLock.withLock({ groupCommit.poisoned == nil }),
             (try? wal.shared.tryLock(SharedIndex.writerLock, .exclusive)) == true

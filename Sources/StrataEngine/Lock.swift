@@ -27,13 +27,6 @@ import Synchronization
 //    byte-range lock): one writer among every handle of every process.
 //    Taken with the gate held, up to `busyTimeout`; a group of pending
 //    commits keeps it until the last is published (`GroupCommit`).
-// 4a. The checkpoint locks: `Database.checkpointMutex` (one per handle),
-//    then `SharedIndex.checkpointLock` (a byte-range lock, one among every
-//    process): held while a checkpoint copies log frames into the main
-//    file and syncs it. Taken under the gate and the writer lock; an
-//    automatic checkpoint then gives those two up and copies holding only
-//    these, so writers commit meanwhile (see `runAutomaticCheckpoint`).
-//    Their holder takes no lock above them.
 // 5. A reader slot's lock (`SharedIndex.slotLock`): held for the handle's
 //    life; other handles only try it, to tell a dead handle's mark.
 // 6. `GroupCommit.condition`: the queue of commits waiting for a shared
@@ -77,16 +70,6 @@ package final class Lock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
-
-    /// Takes the mutex, for a holder that releases it in another scope
-    /// (``release()``); `withLock` suits every other use.
-    package func acquire() { pthread_mutex_lock(mutex) }
-
-    /// Takes the mutex if it is free; true when it did.
-    package func tryAcquire() -> Bool { pthread_mutex_trylock(mutex) == 0 }
-
-    /// Releases the mutex ``acquire()`` or ``tryAcquire()`` took.
-    package func release() { pthread_mutex_unlock(mutex) }
 }
 
 /// A mutex and a condition variable on it (pthread's, which

@@ -190,9 +190,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Page `number` as the commits before this transaction left it: a
     /// pending commit's image (see ``GroupCommit``), else the snapshot's.
     /// The snapshot's images are memoized as a reader's are: while this
-    /// transaction holds the gate no restart runs; a checkpoint copying
-    /// meanwhile planned before it began, so it copies only pages this
-    /// snapshot reads from log frames, not from the main file; and a page
+    /// transaction holds the gate no checkpoint or restart runs, and a page
     /// it changes is found in `dirty` (or where it spilled) first.
     @inline(__always) func committedPage(_ number: UInt32) throws -> Page {
         if !pendingPages.isEmpty, let page = pendingPages[number] { return page }

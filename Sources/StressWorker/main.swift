@@ -12,10 +12,6 @@
 //   that the ledger holds as many transfers as "meta" counts; appends
 //   "ok N" to OUTPUT now and then, and exits with status 3 on a violation.
 // - `checkpoint`: checkpoints in a loop.
-//
-// Even workers use durability `full`, odd ones `normal`; transfer worker
-// 2 runs its automatic checkpoints on a thread of their own, which copies
-// frames beside writers (`Database.pagesCopiedBesideWriters` lowered to 1).
 import StrataEngine
 
 #if canImport(Glibc)
@@ -62,15 +58,9 @@ var options = DatabaseOptions(durability: id % 2 == 0 ? .full : .normal)
 options.checkpointThresholdFrames = 48
 options.busyTimeout = .seconds(60)
 options.readOnly = role == "read"
-// Transfer worker 2 (durability `full`) checkpoints on a thread of its
-// own, copying beside writers (its own and other processes') whatever the
-// copy's size.
-let besideWriters = role == "transfer" && id % 4 == 2
-options.checkpointsInBackground = besideWriters
 
 do {
     let db = try Database.open(path: path, options: options)
-    if besideWriters { db.pagesCopiedBesideWriters = 1 }
     var random = SystemRandomNumberGenerator()
     switch role {
     case "transfer":

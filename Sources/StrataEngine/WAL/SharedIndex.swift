@@ -56,9 +56,6 @@ import Synchronization
 ///  1  open     shared by every open handle for its life; exclusive by the
 ///              first handle while it builds the index, and by the last
 ///              one while it closes the store
-///  2  checkpoint exclusive while a checkpoint copies frames into the
-///              main file and syncs it; taken under the writer lock,
-///              which an automatic checkpoint then gives up for the copy
 ///  8+i slot i  exclusive by the handle that owns reader slot i, for its life
 /// ```
 ///
@@ -88,14 +85,7 @@ import Synchronization
 ///   holds belong to dead handles and are ignored.
 /// - *Checkpoint.* Copies into the main file, for each page, its latest
 ///   frame below the oldest live mark (and below the committed count);
-///   then syncs the main file, then publishes the backfilled count. It
-///   plans under the writer lock and the checkpoint lock, and may copy
-///   and sync holding only the checkpoint lock: writers meanwhile append
-///   frames past the planned ones, which it does not read, and write the
-///   main file only past every page the log holds (fresh pages); the log
-///   cannot restart while frames are not backfilled. It publishes under
-///   the writer lock again, from the latest state, unless the log
-///   restarted meanwhile; only then does a full one truncate the file.
+///   then syncs the main file, then publishes the backfilled count.
 /// - *Restart.* When every frame is backfilled and no live mark is older
 ///   than the last commit, the writer sets "restart pending", writes and
 ///   syncs a new log header, then publishes the new generation with no
@@ -120,10 +110,6 @@ final class SharedIndex: @unchecked Sendable {
     /// Exclusive while a handle rebuilds the index at open, shared after
     /// (lock 2).
     static let openLock = lockBase + 1
-    /// Exclusive while a checkpoint copies frames into the main file and
-    /// syncs it (lock 4a): taken under the writer lock, and kept by an
-    /// automatic checkpoint that then gives the writer lock up.
-    static let checkpointLock = lockBase + 2
     /// Reader slot `i`'s owner (lock 5).
     static func slotLock(_ i: Int) -> Int64 { lockBase + 8 + Int64(i) }
     /// Address space each handle reserves for the file: room for 64 Mi

@@ -9,27 +9,15 @@ extension WAL {
     }
 
     /// Copies committed frames into the main file as far as the readers of
-    /// every handle allow (see ``planCheckpoint()``), syncs it (unless
-    /// `sync` is false), truncates it when the whole log is in it, and
+    /// every handle allow (see ``planCheckpoint()``), truncates the file
+    /// when the whole log is in it, syncs it (unless `sync` is false), and
     /// publishes the new backfilled count. Returns nil when there was
     /// nothing to copy, else whether the checkpoint reached the last
-    /// commit. The caller holds the writer lock and the checkpoint locks.
-    /// Throws ``FsyncFailure`` wrapping an fsync failure, so the caller can
+    /// commit. The caller holds the writer lock. Throws
+    /// ``FsyncFailure`` wrapping an fsync failure, so the caller can
     /// poison the handle.
     func checkpoint(into pager: Pager, sync: Bool, syncLogFirst: Bool, recent: RecentCommit? = nil) throws -> Bool? {
         guard let plan = try planCheckpoint() else { return nil }
-        try copy(plan, into: pager, sync: sync, syncLogFirst: syncLogFirst, recent: recent)
-        return try finish(plan, pager: pager, sync: sync)
-    }
-
-    /// Copies the frames `plan` names into the main file and syncs it
-    /// (unless `sync` is false): a checkpoint's I/O, which publishes
-    /// nothing. The caller holds the checkpoint locks, and may have given
-    /// the writer lock up since it planned (see ``SharedIndex``'s rules):
-    /// the frames planned stay as they are, and no writer writes the pages
-    /// they hold into the main file. Throws ``FsyncFailure`` wrapping an
-    /// fsync failure.
-    func copy(_ plan: CheckpointPlan, into pager: Pager, sync: Bool, syncLogFirst: Bool, recent: RecentCommit?) throws {
         var syncFailed = false
         func syncFile(_ file: any StorageFile) throws {
             do { try file.sync() } catch {
@@ -67,42 +55,20 @@ extension WAL {
                 readBack.append(number)
             }
             try pager.writeRuns(count: sorted.count, number: { sorted[$0].page }, fill: fill)
+            if plan.full {
+                let size = try pager.main.size()
+                let wanted = Int64(plan.pageCount) * Int64(pageSize)
+                if size > wanted { try pager.main.truncate(to: wanted) }
+            }
             if sync { try syncFile(pager.main) }
             let mainSize = try pager.main.size()
             lock.withLock { pager.adoptWrittenPages(written, uncached: readBack, mainFileSize: mainSize) }
+            checkpointed(to: plan.target)
+            return plan.full
         } catch {
             if syncFailed { throw FsyncFailure(underlying: error) }
             throw error
         }
-    }
-
-    /// Publishes that the frames `plan` named are in the main file, once
-    /// ``copy(_:into:sync:syncLogFirst:recent:)`` put them there; when no
-    /// commit came since the plan, the whole log is, and a main file longer
-    /// than the store is cut (and synced again). Returns whether the
-    /// checkpoint reached the last commit, or nil when the state moved
-    /// past the plan (another handle's index, a restarted log: the copy
-    /// then published nothing). The caller holds the writer lock, and
-    /// adopted the latest state since it last gave the lock up.
-    func finish(_ plan: CheckpointPlan, pager: Pager, sync: Bool) throws -> Bool? {
-        guard
-            let current = lock.withLock({ sequenceSeen == shared.sequence() ? state : nil }),
-            current.generation == plan.generation, current.backfilled < plan.target, plan.target <= current.frames
-        else { return nil }
-        let full = plan.target == current.frames
-        if full {
-            let size = try pager.main.size()
-            let wanted = Int64(current.pageCount) * Int64(pageSize)
-            if size > wanted {
-                try pager.main.truncate(to: wanted)
-                if sync {
-                    do { try pager.main.sync() } catch { throw FsyncFailure(underlying: error) }
-                }
-                lock.withLock { pager.mainFileResized(to: wanted) }
-            }
-        }
-        checkpointed(to: plan.target)
-        return full
     }
 
     /// The image of log frame `frame` (page `number`) for a checkpoint when
