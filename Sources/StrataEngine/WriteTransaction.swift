@@ -77,45 +77,36 @@ public final class WriteTransaction: ReadTransaction {
     /// estimates their memory (bounded by half the budget).
     @exclusivity(unchecked) var changeBuffers: [UInt32: ChangeBuffer] = [:]
     @exclusivity(unchecked) var bufferedBytes = 0
+    /// Buffers applied and emptied, whose memory the next ones reuse.
+    @exclusivity(unchecked) var spareChangeBuffers: [ChangeBuffer] = []
 
-    /// One tree's held-back changes.
-    struct ChangeBuffer {
-        let tree: Tree
-        /// In the order made; a nil value is a delete.
-        var entries: [(key: [UInt8], value: [UInt8]?)] = []
-        /// How many of the entries are puts.
-        var puts = 0
-        /// The buffered deletes by a 64-bit digest of their key (see
-        /// `deleteDigest`): the index in `entries` of the first delete with
-        /// that digest. While the buffer holds no put, a key is in the tree
-        /// as its pages show unless it is among the buffered deletes. A
-        /// digest found here is confirmed against that entry's key; only a
-        /// collision of two keys' digests costs a scan, never a wrong
-        /// answer.
-        var deletedDigests: [UInt64: Int] = [:]
-
-        /// Buffers a delete of `key`, whose digest is `digest`.
-        mutating func appendDelete(of key: [UInt8], digest: UInt64) {
-            entries.append((key, nil))
-            if deletedDigests[digest] == nil { deletedDigests[digest] = entries.count - 1 }
+    /// The buffer of `tree`'s held-back changes, made (or a spare one
+    /// taken) when it has none.
+    @inline(__always) func changeBuffer(for tree: Tree) -> ChangeBuffer {
+        if let buffer = changeBuffers[tree.root] { return buffer }
+        let buffer: ChangeBuffer
+        if let spare = spareChangeBuffers.popLast() {
+            spare.reset(for: tree)
+            buffer = spare
+        } else {
+            buffer = ChangeBuffer(tree: tree)
         }
-
-        /// True when a delete of `key` is buffered.
-        func holdsDelete(of key: [UInt8], digest: UInt64) -> Bool {
-            guard let index = deletedDigests[digest] else { return false }
-            if entries[index].key == key { return true }
-            return entries.contains { $0.value == nil && $0.key == key }
-        }
+        changeBuffers[tree.root] = buffer
+        return buffer
     }
 
-    /// The digest of a key for ``ChangeBuffer/deletedDigests``: two
+    /// The memory a buffered put takes beside its key and value: its
+    /// header and offset in the buffer, and its place in the sort that
+    /// applies it (see ``ChangeBuffer``).
+    static let bufferedPutOverhead = 32
+
+    /// The digest of a key for the buffered deletes (see
+    /// ``ChangeBuffer``): two
     /// CRC-32C of it with different seeds (hardware instructions; the
     /// array's own hashing took a quarter of a buffered delete).
-    private static func deleteDigest(_ key: [UInt8]) -> UInt64 {
-        key.withUnsafeBytes { k in
-            let p = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-            return UInt64(crc32c(0, p, k.count)) << 32 | UInt64(crc32c(0x9E37_79B9, p, k.count))
-        }
+    private static func deleteDigest(_ k: UnsafeRawBufferPointer) -> UInt64 {
+        let p = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        return UInt64(crc32c(0, p, k.count)) << 32 | UInt64(crc32c(0x9E37_79B9, p, k.count))
     }
 
     /// Pages this transaction holds in memory (for tests of its bound).
@@ -232,10 +223,10 @@ public final class WriteTransaction: ReadTransaction {
             guard value.count <= Database.maxValueLength else {
                 throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
             }
-            changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].entries.append((key, value))
-            changeBuffers[tree.root]?.puts += 1
+            let buffer = changeBuffer(for: tree)
+            key.withUnsafeBytes { k in value.withUnsafeBytes { v in buffer.appendPut(k, v) } }
             bufferedChanges += 1
-            bufferedBytes += key.count + value.count + 96
+            bufferedBytes += key.count + value.count + Self.bufferedPutOverhead
             if bufferedBytes >= bufferLimitBytes { try applyBufferedChanges() }
             return
         }
@@ -251,6 +242,13 @@ public final class WriteTransaction: ReadTransaction {
 
     /// A put's change proper.
     @inline(__always) private func putNow(_ key: [UInt8], _ value: [UInt8], in tree: Tree) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try putNow(k, v, in: tree) } }
+    }
+
+    /// A put's change proper, from bytes the caller holds.
+    @inline(__always) private func putNow(
+        _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in tree: Tree
+    ) throws {
         // Consecutive puts into one tree skip the bookkeeping lookups but
         // the count's increment.
         if touchedLast(tree) {
@@ -271,7 +269,10 @@ public final class WriteTransaction: ReadTransaction {
     /// the budget. Each application walks the tree's leaves in key order,
     /// reading back the ones spilled since the last: a 1M random-key load
     /// with the default budget read back 148,183 pages with a quarter,
-    /// 89,047 with half (and 44,390 with all of it, for 33 MiB more).
+    /// 89,047 with half (and 44,390 with all of it, for 33 MiB more),
+    /// when each buffered put was two arrays (96 bytes beside its key and
+    /// value); half holds 1.4 times as many puts in ``ChangeBuffer``, and
+    /// the same load reads back 73,978 pages.
     var bufferLimitBytes: Int { spillLimit * db.pageSize / 2 }
 
     /// Applies the buffered changes, tree by tree, in key order (changes
@@ -284,33 +285,42 @@ public final class WriteTransaction: ReadTransaction {
         changeBuffers.removeAll(keepingCapacity: true)
         bufferedChanges = 0
         bufferedBytes = 0
+        defer { spareChangeBuffers.append(contentsOf: buffers.prefix(Self.spareBuffers - spareChangeBuffers.count)) }
         for buffer in buffers {
-            let entries = buffer.entries
             let tree = buffer.tree
-            // Sorted as (first 8 key bytes, position) pairs, integers only;
+            // Sorted as (first 8 key bytes, offset) pairs, integers only;
             // the whole keys are compared only where the first 8 bytes tie.
-            var order: [(prefix: UInt64, index: Int)] = []
-            order.reserveCapacity(entries.count)
-            for (i, entry) in entries.enumerated() { order.append((Self.prefix(entry.key), i)) }
+            // Offsets grow in the order the changes were made.
+            var order: [(prefix: UInt64, start: Int)] = []
+            order.reserveCapacity(buffer.count)
+            for start in buffer.starts { order.append((Self.prefix(buffer.key(at: start)), start)) }
             order.sort { a, b in
                 if a.prefix != b.prefix { return a.prefix < b.prefix }
-                let c = Self.compare(entries[a.index].key, entries[b.index].key)
-                return c != 0 ? c < 0 : a.index < b.index
+                let x = buffer.key(at: a.start)
+                let y = buffer.key(at: b.start)
+                let c = compareBytes(
+                    x.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, x.count,
+                    y.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, y.count)
+                return c != 0 ? c < 0 : a.start < b.start
             }
             var doomed = KeyBatch()
-            for (_, i) in order {
-                guard let value = entries[i].value else {
-                    doomed.append(entries[i].key)
+            for (_, start) in order {
+                let key = buffer.key(at: start)
+                guard let value = buffer.value(at: start) else {
+                    doomed.append(count: key.count) { $0.copyMemory(from: key) }
                     // A bounded batch: pages spill between batches.
                     if doomed.count == Self.deleteBatch { try deleteBuffered(&doomed, in: tree) }
                     continue
                 }
                 try deleteBuffered(&doomed, in: tree)
-                try changing { try putNow(entries[i].key, value, in: tree) }
+                try changing { try putNow(key, value, in: tree) }
             }
             try deleteBuffered(&doomed, in: tree)
         }
     }
+
+    /// Emptied change buffers kept for reuse, at most.
+    private static let spareBuffers = 2
 
     /// Deletes the buffered deletes `keys` (ascending, distinct, each
     /// present: ``delete(_:in:)`` looked each one up and counted it) and
@@ -333,24 +343,11 @@ public final class WriteTransaction: ReadTransaction {
 
     /// The first 8 bytes of `key`, big-endian, zero-padded: ordered as the
     /// keys are, except that keys equal in these bytes tie.
-    @inline(__always) private static func prefix(_ key: [UInt8]) -> UInt64 {
-        key.withUnsafeBytes { raw in
-            if raw.count >= 8 { return UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)) }
-            var word: UInt64 = 0
-            for (i, byte) in raw.enumerated() { word |= UInt64(byte) << (56 - 8 * i) }
-            return word
-        }
-    }
-
-    /// `memcmp` order of two keys.
-    @inline(__always) private static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        a.withUnsafeBytes { pa in
-            b.withUnsafeBytes { pb in
-                compareBytes(
-                    pa.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, pa.count,
-                    pb.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, pb.count)
-            }
-        }
+    @inline(__always) private static func prefix(_ key: UnsafeRawBufferPointer) -> UInt64 {
+        if key.count >= 8 { return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) }
+        var word: UInt64 = 0
+        for (i, byte) in key.enumerated() { word |= UInt64(byte) << (56 - 8 * i) }
+        return word
     }
 
     /// Removes `key`; returns false when it was absent.
@@ -388,6 +385,12 @@ public final class WriteTransaction: ReadTransaction {
         if let failure { throw StorageError.transactionFailed(failure) }
         try checkHandle(tree)
         guard key.count <= Database.maxKeyLength else { return false }
+        return try key.withUnsafeBytes { try bufferDelete($0, in: tree) }
+    }
+
+    /// ``bufferDelete(_:in:)`` from bytes the caller holds (the key's
+    /// length already checked).
+    private func bufferDelete(_ key: UnsafeRawBufferPointer, in tree: Tree) throws -> Bool {
         let digest = Self.deleteDigest(key)
         if let buffer = changeBuffers[tree.root] {
             if buffer.puts > 0 {
@@ -397,14 +400,12 @@ public final class WriteTransaction: ReadTransaction {
             }
         }
         return try changing {
-            let present = try key.withUnsafeBytes { k in
-                try search(root: tree.root, k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, k.count).2
-            }
+            let present = try search(root: tree.root, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, key.count).2
             guard present else { return false }
             try ensureCounted(tree)
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
-            changeBuffers[tree.root, default: ChangeBuffer(tree: tree)].appendDelete(of: key, digest: digest)
+            changeBuffer(for: tree).appendDelete(of: key, digest: digest)
             bufferedChanges += 1
             // The entry and its digest (counted as before the digest
             // replaced a set of keys, so the buffer is applied as often).

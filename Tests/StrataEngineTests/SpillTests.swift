@@ -573,6 +573,40 @@ final class SpillTests: EngineTestCase {
         try db.close()
     }
 
+    /// Buffered changes of two trees made in turn, with values from empty
+    /// to larger than a buffer starts with, and deletes among them: each
+    /// tree gets its own changes, in the order made, across many
+    /// applications of the buffers (whose memory passes from one tree's
+    /// buffer to the other's), and the store matches a model.
+    func testBufferedChangesOfTwoTreesWithValuesOfEverySize() throws {
+        let db = try open("two-trees.strata", small)
+        var models: [[[UInt8]: [UInt8]]] = [[:], [:]]
+        var random = SeededRandom(seed: 44)
+        try db.write { tx in
+            let trees = [try tx.createTree("t"), try tx.createTree("u")]
+            for i in 0..<1200 { try tx.put(key(i), value(i), in: trees[0]) }
+            for i in 0..<1200 { models[0][key(i)] = value(i) }
+            XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+            for step in 0..<6000 {
+                let t = random.choose(2)
+                let i = random.choose(1500)
+                if random.choose(4) == 0 {
+                    let removed = try tx.delete(key(i), in: trees[t])
+                    XCTAssertEqual(removed, models[t].removeValue(forKey: key(i)) != nil, "step \(step)")
+                    continue
+                }
+                let size = [0, 1, 7, 300, 5000, 70_000][random.choose(step % 500 == 0 ? 6 : 5)]
+                let v = [UInt8](repeating: UInt8(truncatingIfNeeded: step), count: size)
+                try tx.put(key(i), v, in: trees[t])
+                models[t][key(i)] = v
+            }
+        }
+        XCTAssertEqual(try contents(db, "t"), models[0])
+        XCTAssertEqual(try contents(db, "u"), models[1])
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+    }
+
     /// The checkpoint after a transaction that spilled copies most of its
     /// pages from frames read back from the log, each straight into the
     /// write to the main file without a page of its own. After the log
