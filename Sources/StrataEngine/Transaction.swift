@@ -128,7 +128,13 @@ public class ReadTransaction {
 
     deinit {
         end()
-        memoPages.deinitialize(count: Self.memoSize)
+        // Only the slots that hold a page: `deinitialize(count:)` over
+        // all of them went through the runtime's generic array destroy,
+        // about 3,200 instructions a transaction (callgrind, lone saves).
+        // A nil slot needs no deinitializing.
+        for slot in 0..<Self.memoSize where memoNumbers[slot] != UInt32.max {
+            (memoPages + slot).deinitialize(count: 1)
+        }
         memoPages.deallocate()
         memoNumbers.deallocate()
         fingers?.deinitialize(count: Self.maxFingers)
