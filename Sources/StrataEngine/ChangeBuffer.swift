@@ -25,7 +25,7 @@ final class ChangeBuffer {
     var tree: Tree
     /// `capacity` bytes, `used` of them holding changes.
     private var bytes: UnsafeMutableRawPointer
-    private var capacity: Int
+    private(set) var capacity: Int
     private var used = 0
     /// Where each change starts in the buffer, in the order made (so an
     /// earlier change has the smaller offset).

@@ -111,6 +111,11 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Pages this transaction holds in memory (for tests of its bound).
     package var heldPageCount: Int { dirty.count }
+    /// Bytes the buffers of held-back changes hold, spare ones included
+    /// (for tests of their bound).
+    package var changeBufferBytes: Int {
+        changeBuffers.values.reduce(0) { $0 + $1.capacity } + spareChangeBuffers.reduce(0) { $0 + $1.capacity }
+    }
     /// Trees whose entry count changed: root → name.
     @exclusivity(unchecked) var changedTrees: [UInt32: String] = [:]
     @exclusivity(unchecked) var modifications = 0
@@ -285,7 +290,15 @@ public final class WriteTransaction: ReadTransaction {
         changeBuffers.removeAll(keepingCapacity: true)
         bufferedChanges = 0
         bufferedBytes = 0
-        defer { spareChangeBuffers.append(contentsOf: buffers.prefix(Self.spareBuffers - spareChangeBuffers.count)) }
+        // Emptied buffers are kept for the next ones, but not one that
+        // grew past twice the limit (a large value held it): the
+        // transaction would keep that memory to its end.
+        defer {
+            for buffer in buffers
+            where spareChangeBuffers.count < Self.spareBuffers && buffer.capacity <= 2 * bufferLimitBytes {
+                spareChangeBuffers.append(buffer)
+            }
+        }
         for buffer in buffers {
             let tree = buffer.tree
             // Sorted as (first 8 key bytes, offset) pairs, integers only;

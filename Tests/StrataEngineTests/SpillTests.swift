@@ -607,6 +607,31 @@ final class SpillTests: EngineTestCase {
         try db.close()
     }
 
+    /// A spilled transaction's buffer of held-back changes that grew to
+    /// hold a large value is let go once applied, not kept for reuse: the
+    /// transaction would otherwise hold that memory to its end.
+    func testAChangeBufferThatHeldALargeValueIsNotKept() throws {
+        let db = try open("large-value.strata", small)
+        let large = [UInt8](repeating: 7, count: 4 << 20)
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<1200 { try tx.put(key(i), value(i), in: tree) }
+            XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+            // Small changes: buffers of about the limit's size are kept.
+            for i in 0..<1200 { try tx.put(key(i), value(i, 1), in: tree) }
+            let ordinary = tx.changeBufferBytes
+            XCTAssertLessThan(ordinary, 1 << 20)
+            try tx.put(key(5), large, in: tree)
+            // The put went past the limit, so it was applied at once.
+            XCTAssertLessThan(tx.changeBufferBytes, large.count)
+            try tx.put(key(6), value(6), in: tree)
+            XCTAssertLessThan(tx.changeBufferBytes, large.count)
+        }
+        XCTAssertEqual(try db.read { try $0.get(key(5), in: try $0.tree("t")) }, large)
+        XCTAssertTrue(try db.check().isHealthy)
+        try db.close()
+    }
+
     /// The checkpoint after a transaction that spilled copies most of its
     /// pages from frames read back from the log, each straight into the
     /// write to the main file without a page of its own. After the log
