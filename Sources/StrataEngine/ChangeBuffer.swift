@@ -23,6 +23,8 @@
 final class ChangeBuffer {
     /// The tree the changes go to.
     var tree: Tree
+    /// The store's path, for the error of a failed allocation.
+    private let path: String
     /// `capacity` bytes, `used` of them holding changes.
     private var bytes: UnsafeMutableRawPointer
     private(set) var capacity: Int
@@ -45,10 +47,16 @@ final class ChangeBuffer {
     static let deleteMark = UInt32.max
     private static let headerSize = 6
 
-    init(tree: Tree) {
+    /// Throws ``StorageError/io(operation:path:errno:)`` with `ENOMEM`
+    /// when the first 64 KiB cannot be allocated.
+    init(tree: Tree, path: String) throws {
         self.tree = tree
+        self.path = path
         capacity = 1 << 16
-        bytes = UnsafeMutableRawPointer(malloc(capacity)!)
+        guard let bytes = malloc(capacity) else {
+            throw StorageError.io(operation: "allocate \(1 << 16) bytes of buffered changes", path: path, errno: ENOMEM)
+        }
+        self.bytes = bytes
     }
 
     deinit { free(bytes) }
@@ -57,21 +65,23 @@ final class ChangeBuffer {
     var count: Int { starts.count }
 
     /// Holds a put of `value` under `key` (their lengths already checked).
-    func appendPut(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        append(key, value, valueMark: UInt32(value.count))
+    /// Throws, holding nothing more, when the buffer cannot grow.
+    func appendPut(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
+        try append(key, value, valueMark: UInt32(value.count))
         puts += 1
     }
 
-    /// Holds a delete of `key`, whose digest is `digest`.
-    func appendDelete(of key: UnsafeRawBufferPointer, digest: UInt64) {
+    /// Holds a delete of `key`, whose digest is `digest`. Throws, holding
+    /// nothing more, when the buffer cannot grow.
+    func appendDelete(of key: UnsafeRawBufferPointer, digest: UInt64) throws {
         let start = used
-        append(key, UnsafeRawBufferPointer(start: nil, count: 0), valueMark: Self.deleteMark)
+        try append(key, UnsafeRawBufferPointer(start: nil, count: 0), valueMark: Self.deleteMark)
         if deletedDigests[digest] == nil { deletedDigests[digest] = start }
     }
 
-    private func append(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, valueMark: UInt32) {
+    private func append(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, valueMark: UInt32) throws {
         let size = Self.headerSize + key.count + value.count
-        if _slowPath(used + size > capacity) { grow(toHold: used + size) }
+        if _slowPath(used + size > capacity) { try grow(toHold: used + size) }
         let p = bytes + used
         p.storeBytes(of: UInt16(key.count), as: UInt16.self)
         (p + 2).storeBytes(of: valueMark, as: UInt32.self)
@@ -82,12 +92,15 @@ final class ChangeBuffer {
     }
 
     /// Doubles the buffer until `needed` bytes fit (`realloc`: a large
-    /// buffer moves by remapping its pages, not by copying them).
-    private func grow(toHold needed: Int) {
+    /// buffer moves by remapping its pages, not by copying them). When
+    /// the memory is not there, throws ``StorageError/io(operation:path:errno:)``
+    /// with `ENOMEM` and leaves the buffer as it was.
+    private func grow(toHold needed: Int) throws {
         var newCapacity = capacity
         while newCapacity < needed { newCapacity *= 2 }
         guard let moved = realloc(bytes, newCapacity) else {
-            fatalError("ChangeBuffer: out of memory growing to \(newCapacity) bytes")
+            throw StorageError.io(
+                operation: "grow buffered changes to \(newCapacity) bytes", path: path, errno: ENOMEM)
         }
         bytes = moved
         capacity = newCapacity

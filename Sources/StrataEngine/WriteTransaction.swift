@@ -82,14 +82,14 @@ public final class WriteTransaction: ReadTransaction {
 
     /// The buffer of `tree`'s held-back changes, made (or a spare one
     /// taken) when it has none.
-    @inline(__always) func changeBuffer(for tree: Tree) -> ChangeBuffer {
+    @inline(__always) func changeBuffer(for tree: Tree) throws -> ChangeBuffer {
         if let buffer = changeBuffers[tree.root] { return buffer }
         let buffer: ChangeBuffer
         if let spare = spareChangeBuffers.popLast() {
             spare.reset(for: tree)
             buffer = spare
         } else {
-            buffer = ChangeBuffer(tree: tree)
+            buffer = try ChangeBuffer(tree: tree, path: db.path)
         }
         changeBuffers[tree.root] = buffer
         return buffer
@@ -228,8 +228,8 @@ public final class WriteTransaction: ReadTransaction {
             guard value.count <= Database.maxValueLength else {
                 throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
             }
-            let buffer = changeBuffer(for: tree)
-            key.withUnsafeBytes { k in value.withUnsafeBytes { v in buffer.appendPut(k, v) } }
+            let buffer = try changeBuffer(for: tree)
+            try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try buffer.appendPut(k, v) } }
             bufferedChanges += 1
             bufferedBytes += key.count + value.count + Self.bufferedPutOverhead
             if bufferedBytes >= bufferLimitBytes { try applyBufferedChanges() }
@@ -418,7 +418,7 @@ public final class WriteTransaction: ReadTransaction {
             try ensureCounted(tree)
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
             changedTrees[tree.root] = tree.name
-            changeBuffer(for: tree).appendDelete(of: key, digest: digest)
+            try changeBuffer(for: tree).appendDelete(of: key, digest: digest)
             bufferedChanges += 1
             // The entry and its digest (counted as before the digest
             // replaced a set of keys, so the buffer is applied as often).

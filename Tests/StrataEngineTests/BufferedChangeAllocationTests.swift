@@ -1,0 +1,62 @@
+import Foundation
+import StrataEngine
+import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A spilled transaction holds its later changes back in memory it
+/// allocates; when that memory is not there, the change throws a typed
+/// error and the store keeps its last commit. Not under ThreadSanitizer
+/// (`.ci/run` leaves this class out): its allocator ends the process
+/// instead of returning no memory.
+final class BufferedChangeAllocationTests: EngineTestCase {
+    #if os(Linux)
+        /// The process's address space in use (`VmSize`), in bytes.
+        private func addressSpace() throws -> Int {
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmSize:") })
+            let kib = try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+            return kib * 1024
+        }
+
+        func testAPutTheBufferCannotHoldThrowsOutOfMemory() throws {
+            let db = try open("no-memory.strata", DatabaseOptions(cacheSizeBytes: 16 * 4096))
+            func key(_ i: Int) -> [UInt8] { Array(String(format: "key-%06d", i).utf8) }
+            let large = [UInt8](repeating: 9, count: 160 << 20)
+            func small(_ i: Int, _ round: Int) -> [UInt8] { [UInt8](repeating: UInt8((i + round) % 251), count: 100) }
+            var thrown: (any Error)?
+            let tx = try db.beginWrite()
+            let tree = try tx.createTree("t")
+            for i in 0..<1200 { try tx.put(key(i), small(i, 0), in: tree) }
+            XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+            // Room for small allocations, not for the 256 MiB buffer the
+            // large value needs.
+            var saved = rlimit()
+            XCTAssertEqual(getrlimit(Int32(RLIMIT_AS.rawValue), &saved), 0)
+            var tight = saved
+            tight.rlim_cur = rlim_t(try addressSpace() + (96 << 20))
+            XCTAssertEqual(setrlimit(Int32(RLIMIT_AS.rawValue), &tight), 0)
+            do { try tx.put(key(5), large, in: tree) } catch { thrown = error }
+            XCTAssertEqual(setrlimit(Int32(RLIMIT_AS.rawValue), &saved), 0)
+            guard case .io(_, let path, let errno)? = thrown as? StorageError else {
+                tx.rollback()
+                return XCTFail("expected an io error, got \(String(describing: thrown))")
+            }
+            XCTAssertEqual(errno, ENOMEM)
+            XCTAssertEqual(path, db.path)
+            // The put that failed held nothing back; the transaction goes on.
+            try tx.put(key(6), small(6, 1), in: tree)
+            try tx.commit()
+            try db.read { rx in
+                let t = try rx.tree("t")
+                XCTAssertEqual(try rx.get(key(5), in: t), small(5, 0))
+                XCTAssertEqual(try rx.get(key(6), in: t), small(6, 1))
+                XCTAssertEqual(try rx.count(t), 1200)
+            }
+            XCTAssertTrue(try db.check().isHealthy)
+            try db.close()
+        }
+    #endif
+}
