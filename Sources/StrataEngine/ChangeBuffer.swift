@@ -130,7 +130,10 @@ final class ChangeBuffer {
     }
 
     @inline(__always) private static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+        a.count == b.count
+            && compareBytes(
+                a.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, a.count,
+                b.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, b.count) == 0
     }
 
     /// Empties the buffer for `tree`'s changes, keeping its memory.

@@ -101,9 +101,9 @@ public final class WriteTransaction: ReadTransaction {
     static let bufferedPutOverhead = 32
 
     /// The digest of a key for the buffered deletes (see
-    /// ``ChangeBuffer``): two
-    /// CRC-32C of it with different seeds (hardware instructions; the
-    /// array's own hashing took a quarter of a buffered delete).
+    /// ``ChangeBuffer``): two CRC-32C of it with different seeds
+    /// (hardware instructions; the array's own hashing took a quarter of
+    /// a buffered delete).
     private static func deleteDigest(_ k: UnsafeRawBufferPointer) -> UInt64 {
         let p = k.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
         return UInt64(crc32c(0, p, k.count)) << 32 | UInt64(crc32c(0x9E37_79B9, p, k.count))
