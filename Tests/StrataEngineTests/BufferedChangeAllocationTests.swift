@@ -17,7 +17,9 @@ final class BufferedChangeAllocationTests: EngineTestCase {
         private func addressSpace() throws -> Int {
             let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
             let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmSize:") })
-            let kib = try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+            // "VmSize:\t  3892 kB"; with eight digits no space follows the tab.
+            let fields = line.split { $0 == " " || $0 == "\t" }
+            let kib = try XCTUnwrap(fields.count == 3 ? Int(fields[1]) : nil, "unexpected line \(line)")
             return kib * 1024
         }
 
