@@ -33,15 +33,17 @@ final class StrataStore: KeyValueEngine {
         }
     }
 
+    /// Reads each value in place (`withValue(for:in:_:)`), as LMDB's side
+    /// does with `mdb_get`; neither copies it.
     func pointReads(_ data: Dataset) throws {
         let (found, bytes) = try db.read { tx in
             let tree = try tx.tree(Self.treeName)
             var found = 0
             var bytes = 0
             for key in data.readKeys {
-                if let value = try tx.get(key, in: tree) {
+                if let count = try tx.withValue(for: key, in: tree, { $0.count }) {
                     found += 1
-                    bytes += value.count
+                    bytes += count
                 }
             }
             return (found, bytes)
