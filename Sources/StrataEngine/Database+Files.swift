@@ -50,7 +50,7 @@ extension Database {
     static func openSharedIndex(
         _ shmPath: String, pageSize: Int, exclusive: Bool, fileSystem: any StorageFileSystem
     ) throws -> SharedIndex {
-        if exclusive { return SharedIndex(privateFor: shmPath, pageSize: pageSize) }
+        if exclusive { return try SharedIndex(privateFor: shmPath, pageSize: pageSize) }
         let shmFile: any StorageFile
         do {
             shmFile = try fileSystem.open(shmPath, create: true, readOnly: false)

@@ -190,16 +190,21 @@ final class SharedIndex: @unchecked Sendable {
     private(set) var slot = -1
 
     /// A private index in this process's memory: exclusive mode, where no
-    /// other process opens the store. Locks always succeed.
-    init(privateFor path: String, pageSize: Int) {
+    /// other process opens the store. Locks always succeed. Throws
+    /// ``StorageError/io(operation:path:errno:)`` when the process cannot
+    /// reserve the index's address space (a limit on it, `RLIMIT_AS`).
+    init(privateFor path: String, pageSize: Int) throws {
         file = nil
         self.path = path
         self.pageSize = pageSize
         let length = Self.reservedLength
-        let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-        precondition(address != MAP_FAILED && address != nil, "cannot reserve address space for the log index")
-        region = SharedRegion(base: address!, length: length, unmap: { base, length in _ = munmap(base, length) })
-        base = address!
+        let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        guard let address = mapped, address != MAP_FAILED else {
+            throw StorageError.io(
+                operation: "reserve \(length >> 20) MiB of address space for the log index", path: path, errno: errno)
+        }
+        region = SharedRegion(base: address, length: length, unmap: { base, length in _ = munmap(base, length) })
+        base = address
         capacityFrames = (length - Self.headerBytes) / 4
         slot = 0
     }
