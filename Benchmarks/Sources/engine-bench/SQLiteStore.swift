@@ -57,15 +57,18 @@ final class SQLiteStore: KeyValueEngine {
         }
     }
 
+    /// Reads each value in place (`withUnsafeData` on the cursor's row, as
+    /// the scan does), as the other engines' sides do.
     func pointReads(_ data: Dataset) throws {
         let (found, bytes) = try queue.read { db in
             let select = try db.makeStatement(sql: "SELECT value FROM kv WHERE key = ?")
             var found = 0
             var bytes = 0
             for key in data.readKeyData {
-                if let value = try Data.fetchOne(select, arguments: [key]) {
+                let rows = try Row.fetchCursor(select, arguments: [key])
+                if let row = try rows.next() {
                     found += 1
-                    bytes += value.count
+                    bytes += try row.withUnsafeData(atIndex: 0) { $0?.count ?? 0 }
                 }
             }
             return (found, bytes)
