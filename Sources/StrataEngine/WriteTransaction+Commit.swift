@@ -61,7 +61,7 @@ extension WriteTransaction {
                 Self.writeCatalogValue(root: root, count: counts[root] ?? 0, into: value.baseAddress!)
                 var name = name
                 try name.withUTF8 { key in
-                    try BTreeWriter(tx: self).putRaw(
+                    _ = try BTreeWriter(tx: self).putRaw(
                         UnsafeRawBufferPointer(key), UnsafeRawBufferPointer(value), root: FileHeader.catalogRoot)
                 }
             }
