@@ -238,6 +238,35 @@ public final class WriteTransaction: ReadTransaction {
         try changing { try putNow(key, value, in: tree) }
     }
 
+    /// Replaces the value stored under `key` with the one `body` makes from
+    /// it, finding the key once for both; returns false, calling nothing
+    /// and changing nothing, when `key` is absent.
+    ///
+    /// `body` reads the stored value in place (a copy when the value lies
+    /// in overflow pages): the bytes are valid only during the call, and
+    /// `body` must not use the transaction. An error `body` throws comes
+    /// back as it was thrown, with nothing changed and the transaction
+    /// still usable. Once the transaction has spilled, this is a
+    /// ``get(_:in:)`` followed by a ``put(_:_:in:)``.
+    public func update(
+        _ key: [UInt8], in tree: Tree, _ body: (UnsafeRawBufferPointer) throws -> [UInt8]
+    ) throws -> Bool {
+        if freshFloor != .max {
+            guard let old = try get(key, in: tree) else { return false }
+            try put(key, try old.withUnsafeBytes { try body($0) }, in: tree)
+            return true
+        }
+        try checkOpen()
+        try checkHandle(tree)
+        do {
+            return try changing {
+                try key.withUnsafeBytes { k in try BTreeWriter(tx: self).update(k, root: tree.root, body) }
+            }
+        } catch let failure as BTreeWriter.UpdateFailure {
+            throw failure.error
+        }
+    }
+
     /// True when `tree` is the tree the last put or delete changed: its
     /// count is loaded and it is recorded as changed.
     @inline(__always) private func touchedLast(_ tree: Tree) -> Bool {
@@ -500,6 +529,8 @@ public final class WriteTransaction: ReadTransaction {
     /// Marks the transaction failed after a change threw, unless the error
     /// is one found before anything changed.
     func noteFailure(_ error: any Error) {
+        // The body of an update threw before anything changed.
+        if error is BTreeWriter.UpdateFailure { return }
         if let error = error as? StorageError {
             switch error {
             case .keyTooLong, .valueTooLarge, .invalidTreeName, .noSuchTree, .staleTree, .transactionEnded,

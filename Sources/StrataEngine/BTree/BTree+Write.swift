@@ -41,46 +41,126 @@ struct BTreeWriter {
         // transaction, not per put).
         var path = tx.takePathScratch()
         defer { tx.pathScratch = path }
-        var number = root
-        var rightmost = true
-        // The separators around the leaf: an 8-byte key's place in it is
-        // interpolated between them.
-        var bounds = SeparatorBounds(keyCount: keyCount)
-        // The path from the root, which only a split or a redistribution
-        // needs: a put that a finger led to its leaf descends for it then.
-        func descend() throws {
-            path.removeAll(keepingCapacity: true)
-            number = root
-            rightmost = true
-            var around = FingerBounds()
-            while true {
-                let node = try tx.treeNode(number)
-                if node.isLeaf { break }
-                let ci = node.childIndex(key, keyCount)
-                if ci != node.count { rightmost = false }
-                around.narrow(to: node, child: ci)
-                path.append((number, ci))
-                guard path.count <= Cursor.maxDepth else {
-                    throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
-                }
-                number = node.child(ci)
-            }
-            tx.takeFinger(root: root, leaf: number, around)
-            bounds.low = around.low
-            bounds.high = around.high
-        }
-        var descended = false
-        if let finger = tx.fingerLeaf(root: root, key, keyCount), try tx.treeNode(finger.leaf).isLeaf {
-            number = finger.leaf
-            bounds.low = finger.low
-            bounds.high = finger.high
-        } else {
-            try descend()
-            descended = true
-        }
-        let leaf = Node(page: try tx.writable(number))
-        let (index, found) = bounds.lowerBound(key, keyCount, in: leaf)
+        var landing = try land(key, keyCount, root: root, path: &path)
+        let leaf = Node(page: try tx.writable(landing.number))
+        let (index, found) = landing.bounds.lowerBound(key, keyCount, in: leaf)
         if found, case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
+        try store(key, keyCount, value, valueCount, in: leaf, at: index, found: found, &landing, &path, root: root)
+        return !found
+    }
+
+    /// Replaces the value of `key` with the one `body` makes from the
+    /// stored one, with one search for both; returns false, calling
+    /// nothing and changing nothing, when `key` is absent. `body` reads the
+    /// stored value in place (inline) or from a copy (an overflow chain);
+    /// it must not use the transaction. An error `body` throws comes back
+    /// as ``UpdateFailure`` with nothing changed.
+    func update(
+        _ key: UnsafeRawBufferPointer, root: UInt32, _ body: (UnsafeRawBufferPointer) throws -> [UInt8]
+    ) throws -> Bool {
+        guard key.count <= Database.maxKeyLength else {
+            throw StorageError.keyTooLong(length: key.count, maximum: Database.maxKeyLength)
+        }
+        let keyStart = key.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        var path = tx.takePathScratch()
+        defer { tx.pathScratch = path }
+        var landing = try land(keyStart, key.count, root: root, path: &path)
+        // Read first: a key that is absent leaves its leaf unchanged (not
+        // even copied for writing).
+        let stored = try tx.treeNode(landing.number)
+        let (index, found) = landing.bounds.lowerBound(keyStart, key.count, in: stored)
+        guard found else { return false }
+        let value: [UInt8]
+        do {
+            switch stored.leafValue(index) {
+            case .inline(let p, let n):
+                value = try withExtendedLifetime(stored.owner) { try body(UnsafeRawBufferPointer(start: p, count: n)) }
+            case .overflow(let first, let length):
+                value = try tx.readOverflow(first: first, length: length).withUnsafeBytes { try body($0) }
+            }
+        } catch {
+            throw UpdateFailure(error: error)
+        }
+        guard value.count <= Database.maxValueLength else {
+            throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
+        }
+        // A writable copy of an unchanged page holds the cell at the same
+        // index.
+        let leaf = Node(page: try tx.writable(landing.number))
+        if case .overflow(let first, _) = leaf.leafValue(index) { try freeOverflow(first) }
+        try value.withUnsafeBytes { v in
+            try store(keyStart, key.count, v.baseAddress, v.count, in: leaf, at: index, found: true, &landing, &path, root: root)
+        }
+        return true
+    }
+
+    /// An error thrown by the body of ``update(_:root:_:)``, before
+    /// anything changed.
+    struct UpdateFailure: Error {
+        let error: any Error
+    }
+
+    /// Where a put or an update of one key lands: its leaf, the separators
+    /// around it (an 8-byte key's place in it is interpolated between
+    /// them), and whether the descent that found it recorded the path from
+    /// the root, which only a split or a redistribution needs.
+    private struct Landing {
+        var number: UInt32
+        var bounds: SeparatorBounds
+        var rightmost = true
+        var descended = false
+    }
+
+    /// The leaf of `key`: the one a finger holds, or the end of a descent.
+    @inline(__always) private func land(
+        _ key: UnsafeRawPointer, _ keyCount: Int, root: UInt32, path: inout [(UInt32, Int)]
+    ) throws -> Landing {
+        var landing = Landing(number: root, bounds: SeparatorBounds(keyCount: keyCount))
+        if let finger = tx.fingerLeaf(root: root, key, keyCount), try tx.treeNode(finger.leaf).isLeaf {
+            landing.number = finger.leaf
+            landing.bounds.low = finger.low
+            landing.bounds.high = finger.high
+        } else {
+            try descend(key, keyCount, root: root, &landing, &path)
+        }
+        return landing
+    }
+
+    /// Descends from `root` to the leaf of `key`, recording the path.
+    private func descend(
+        _ key: UnsafeRawPointer, _ keyCount: Int, root: UInt32, _ landing: inout Landing, _ path: inout [(UInt32, Int)]
+    ) throws {
+        path.removeAll(keepingCapacity: true)
+        var number = root
+        landing.rightmost = true
+        var around = FingerBounds()
+        while true {
+            let node = try tx.treeNode(number)
+            if node.isLeaf { break }
+            let ci = node.childIndex(key, keyCount)
+            if ci != node.count { landing.rightmost = false }
+            around.narrow(to: node, child: ci)
+            path.append((number, ci))
+            guard path.count <= Cursor.maxDepth else {
+                throw StorageError.corrupt(page: number, reason: "tree too deep: a cycle")
+            }
+            number = node.child(ci)
+        }
+        tx.takeFinger(root: root, leaf: number, around)
+        landing.number = number
+        landing.bounds.low = around.low
+        landing.bounds.high = around.high
+        landing.descended = true
+    }
+
+    /// Puts the cell of `key` and `value` at `index` of `leaf` (writable,
+    /// the landing's leaf), replacing the cell there when `found` (whose
+    /// overflow chain the caller freed), splitting or redistributing when
+    /// it does not fit.
+    @inline(__always) private func store(
+        _ key: UnsafeRawPointer, _ keyCount: Int, _ value: UnsafeRawPointer?, _ valueCount: Int, in leaf: Node,
+        at index: Int, found: Bool, _ landing: inout Landing, _ path: inout [(UInt32, Int)], root: UInt32
+    ) throws {
         // Build the cell.
         let cell = tx.cellBuffer
         var size = writeVarint(cell, keyCount)
@@ -97,26 +177,26 @@ struct BTreeWriter {
         }
         tx.modifications += 1
         if found {
-            if leaf.replaceCell(at: index, cell, size) { return false }
+            if leaf.replaceCell(at: index, cell, size) { return }
             leaf.removeCell(at: index)
         }
         if !leaf.insertCell(at: index, cell, size) {
             // Removing the old cell changed no separator: the descent ends
             // in this leaf.
-            if !descended {
-                let fingered = number
-                try descend()
-                guard number == fingered else {
+            if !landing.descended {
+                let fingered = landing.number
+                try descend(key, keyCount, root: root, &landing, &path)
+                guard landing.number == fingered else {
                     throw StorageError.corrupt(page: fingered, reason: "a key between its leaf's separators descends elsewhere")
                 }
             }
-            let appending = rightmost && index == leaf.count
+            let number = landing.number
+            let appending = landing.rightmost && index == leaf.count
             if !appending, try redistribute(path: path, number: number, index: index, cell: cell, size: size) {
-                return !found
+                return
             }
             try splitInsert(path: &path, number: number, index: index, cell: cell, size: size, appending: appending)
         }
-        return !found
     }
 
     /// Puts key `start` of `keys`, and after it every following key that
