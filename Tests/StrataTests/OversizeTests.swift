@@ -88,4 +88,30 @@ final class OversizeTests: StoreTestCase {
         XCTAssertEqual(names, ["small"])
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
+
+    /// A stored model changed past what a record holds is refused the same
+    /// way: the change is patched into the stored record and measured
+    /// before it is written, and the save's earlier writes roll back.
+    func testAStoredRecordChangedPastTheLimitIsRefused() throws {
+        let container = try container(for: [Attachment.self])
+        let context = ModelContext(container)
+        let first = Attachment(name: "first", bytes: Data([1]))
+        let second = Attachment(name: "second", bytes: Data([2]))
+        context.insert(first)
+        context.insert(second)
+        try context.save()
+        // Written in row order: the rename first, then the refused change.
+        first.name = "first, renamed"
+        second.bytes = Data(count: Database.maxValueLength + 1)
+        assertRefused(context, naming: ["Attachment/p", "its record takes", "at most \(Database.maxValueLength) bytes"])
+        var stored = try ModelContext(container).fetch(FetchDescriptor<Attachment>(sortBy: [SortDescriptor(\.name)]))
+        XCTAssertEqual(stored.map(\.name), ["first", "second"])
+        XCTAssertEqual(stored.map(\.bytes), [Data([1]), Data([2])])
+        second.bytes = Data([3])
+        try context.save()
+        stored = try ModelContext(container).fetch(FetchDescriptor<Attachment>(sortBy: [SortDescriptor(\.name)]))
+        XCTAssertEqual(stored.map(\.name), ["first, renamed", "second"])
+        XCTAssertEqual(stored.map(\.bytes), [Data([1]), Data([3])])
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
 }

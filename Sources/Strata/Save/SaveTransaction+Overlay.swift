@@ -75,34 +75,43 @@ extension SaveTransaction {
         into result: inout [UInt8]
     ) throws -> _FieldSet {
         try stored.withUnsafeBytes { a in
-            try partial.withUnsafeBytes { b in
-                result.removeAll(keepingCapacity: true)
-                result.reserveCapacity(a.count + b.count)
-                result.append(RecordFormat.version)
-                var changed = _FieldSet()
-                // Where the stored bytes not yet copied begin, and where
-                // the next field of each record begins (its tag).
-                var pending = 1
-                var startA = 1
-                var startB = 1
-                var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
-                var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
-                var pairs = try FieldPairs(&readerA, &readerB)
-                while let (field, x, y) = try pairs.next(&readerA, &readerB) {
-                    if y != nil || fields.contains(field) {
-                        // Stored bytes up to this field are kept; its own
-                        // stored value (if any) is not.
-                        if startA > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<startA])) }
-                        pending = x?.slot.end ?? startA
-                        if let y { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[startB..<y.slot.end])) }
-                        if try Self.changes(field, from: x, in: a, to: y, in: b, entity, row: row) { changed.insert(field) }
-                    }
-                    if let x { startA = x.slot.end }
-                    if let y { startB = y.slot.end }
+            try patch(a, with: partial, fields: fields, entity, row: row, into: &result)
+        }
+    }
+
+    /// ``patch(_:with:fields:_:row:into:)`` over stored bytes the caller
+    /// holds (a record read in place from its page).
+    static func patch(
+        _ a: UnsafeRawBufferPointer, with partial: [UInt8], fields: _FieldSet, _ entity: Schema.Entity, row: Int64,
+        into result: inout [UInt8]
+    ) throws -> _FieldSet {
+        try partial.withUnsafeBytes { b in
+            result.removeAll(keepingCapacity: true)
+            result.reserveCapacity(a.count + b.count)
+            result.append(RecordFormat.version)
+            var changed = _FieldSet()
+            // Where the stored bytes not yet copied begin, and where
+            // the next field of each record begins (its tag).
+            var pending = 1
+            var startA = 1
+            var startB = 1
+            var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+            var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+            var pairs = try FieldPairs(&readerA, &readerB)
+            while let (field, x, y) = try pairs.next(&readerA, &readerB) {
+                if y != nil || fields.contains(field) {
+                    // Stored bytes up to this field are kept; its own
+                    // stored value (if any) is not.
+                    if startA > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<startA])) }
+                    pending = x?.slot.end ?? startA
+                    if let y { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[startB..<y.slot.end])) }
+                    if try Self.changes(field, from: x, in: a, to: y, in: b, entity, row: row) { changed.insert(field) }
                 }
-                if a.count > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<a.count])) }
-                return changed
+                if let x { startA = x.slot.end }
+                if let y { startB = y.slot.end }
             }
+            if a.count > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<a.count])) }
+            return changed
         }
     }
 

@@ -20,6 +20,11 @@ extension SaveTransaction {
         let row = state.rowID
         // The fields this save writes: nil for all of them.
         let only: _FieldSet? = state.status == .saved && !fresh ? state.changedFields : nil
+        if let only, !only.intersects(entity.patchBlockingFields),
+            !state.mayHaveUnloaded || !only.intersects(state.unloaded)
+        {
+            return try patchStored(model, entity, row: row, only: only)
+        }
         // Only to-manys changed (a parent whose list gained or lost a
         // member): the record and its keys stay as stored, and are not
         // read, only looked for.
@@ -65,6 +70,46 @@ extension SaveTransaction {
         // The buffers go back for the next model (see `partialRecord`).
         if let old { storedRecordBuffer = old }
         if written.patched { patchedRecord = written.bytes }
+    }
+
+    /// ``write(_:fresh:)`` for a change to attributes alone, none of them
+    /// keyed or in external storage: the changed fields are encoded and
+    /// patched into the stored record as the engine finds it, with one
+    /// search for the read and the write (``WriteTransaction/update(_:in:_:)``),
+    /// and nothing else is written. What the general path would do with the
+    /// other fields is nothing: their keys, external values and
+    /// relationship entries stay as stored.
+    private mutating func patchStored(
+        _ model: any PersistentModel, _ entity: Schema.Entity, row: Int64, only: _FieldSet
+    ) throws {
+        // The buffers are reused from model to model (see `partialRecord`).
+        var merged: [UInt8] = []
+        swap(&merged, &patchedRecord)
+        var changed = _FieldSet()
+        let key = rowKey(row)
+        let tree = try recordTree(entity)
+        let found = try tx.update(key, in: tree) { stored in
+            var writer = _RecordWriter(reusing: &partialRecord)
+            defer { partialRecord = writer.bytes }
+            writer.externalTrees = entity.externalTrees
+            writer.only = only
+            model._strataWrite(to: &writer)
+            if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
+                throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
+            }
+            changed = try Self.patch(stored, with: writer.bytes, fields: only, entity, row: row, into: &merged)
+            try Self.checkSize(merged.count, of: "record", entity, row: row)
+            return merged
+        }
+        patchedRecord = merged
+        guard found else {
+            throw SwiftDataError(
+                .modelDeleted,
+                "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
+                    + "roll the changes back or delete the model")
+        }
+        history?.update(entity, row: row, fields: changed)
+        changes?.update(entity, row: row, fields: only)
     }
 
     /// The stored record of `key` in `tree`, or nil, read into the buffer

@@ -175,6 +175,12 @@ extension Schema {
                 properties.indices.filter { field in
                     (properties[field] as? Relationship)?.isToOneRelationship ?? (external[field] == nil)
                 })
+            let keyed = keyGroups
+            self.patchBlockingFields = _FieldSet(
+                properties.indices.filter { field in
+                    !(properties[field] is Attribute) || external[field] != nil
+                        || keyed.contains { $0.fields.contains(field) }
+                })
             self.defaultRecords = Self.defaultRecords(of: attributes, external: external)
             self.preservedFields = Set(
                 attributes.filter { $0.options.contains(.preserveValueOnDeletion) }.map(\.field))
@@ -320,6 +326,12 @@ extension Schema {
         /// The fields whose properties keep their values in the record:
         /// attributes not in external storage, and to-ones.
         let fieldsInRecord: _FieldSet
+
+        /// The fields whose change a save cannot patch into the stored
+        /// record alone: relationships, `.externalStorage` attributes and
+        /// the fields of unique constraints and indexes (their entries
+        /// elsewhere change with them).
+        let patchBlockingFields: _FieldSet
 
         /// Whether the property of `field` keeps its value in the record:
         /// an attribute not in external storage, or a to-one.
