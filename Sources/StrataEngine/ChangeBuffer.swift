@@ -52,9 +52,10 @@ final class ChangeBuffer {
     init(tree: Tree, path: String) throws {
         self.tree = tree
         self.path = path
-        capacity = 1 << 16
-        guard let bytes = malloc(capacity) else {
-            throw StorageError.io(operation: "allocate \(1 << 16) bytes of buffered changes", path: path, errno: ENOMEM)
+        let first = 1 << 16
+        capacity = first
+        guard let bytes = malloc(first) else {
+            throw StorageError.io(operation: "allocate \(first) bytes of buffered changes", path: path, errno: ENOMEM)
         }
         self.bytes = bytes
     }
