@@ -243,11 +243,14 @@ public final class WriteTransaction: ReadTransaction {
     /// and changing nothing, when `key` is absent.
     ///
     /// `body` reads the stored value in place (a copy when the value lies
-    /// in overflow pages): the bytes are valid only during the call, and
-    /// `body` must not use the transaction. An error `body` throws comes
-    /// back as it was thrown, with nothing changed and the transaction
-    /// still usable. Once the transaction has spilled, this is a
-    /// ``get(_:in:)`` followed by a ``put(_:_:in:)``.
+    /// in overflow pages): the bytes are valid only during the call. An
+    /// error `body` throws comes back as it was thrown, with nothing
+    /// changed and the transaction still usable. `body` should not use the
+    /// transaction; if it changes it, its value is stored by a
+    /// ``put(_:_:in:)`` afterwards (the key is then present whatever the
+    /// body did to it), and if it ends it, the update throws
+    /// ``StorageError/transactionEnded``. Once the transaction has spilled,
+    /// this is a ``get(_:in:)`` followed by a ``put(_:_:in:)``.
     public func update(
         _ key: [UInt8], in tree: Tree, _ body: (UnsafeRawBufferPointer) throws -> [UInt8]
     ) throws -> Bool {
@@ -258,12 +261,20 @@ public final class WriteTransaction: ReadTransaction {
         }
         try checkOpen()
         try checkHandle(tree)
+        let outcome: BTreeWriter.UpdateOutcome
         do {
-            return try changing {
+            outcome = try changing {
                 try key.withUnsafeBytes { k in try BTreeWriter(tx: self).update(k, root: tree.root, body) }
             }
         } catch let failure as BTreeWriter.UpdateFailure {
             throw failure.error
+        }
+        switch outcome {
+        case .absent: return false
+        case .updated: return true
+        case .changedDuring(let value):
+            try put(key, value, in: tree)
+            return true
         }
     }
 

@@ -68,6 +68,47 @@ final class UpdateTests: EngineTestCase {
         }
     }
 
+    /// A body that uses the transaction (it should not): its changes stand,
+    /// the update's value is put afterwards (the index the search found no
+    /// longer holds the key once the leaf split), and the tree stays whole.
+    /// A body that ends the transaction makes the update throw.
+    func testABodyThatChangesTheTransactionLeavesAWholeTree() throws {
+        let db = try open()
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            for i in 0..<400 { try tx.put(key(i), bytes("v\(i)"), in: tree) }
+            XCTAssertTrue(
+                try tx.update(key(200), in: tree) { old in
+                    // Neighbours that split the key's leaf, and a delete
+                    // of the key itself.
+                    for j in 0..<200 {
+                        try tx.put(key(200) + bytes("-\(j)"), [UInt8](repeating: 7, count: 100), in: tree)
+                    }
+                    XCTAssertTrue(try tx.delete(key(200), in: tree))
+                    return Array(old) + bytes("!")
+                })
+            XCTAssertEqual(try tx.get(key(200), in: tree), bytes("v200!"))
+            XCTAssertEqual(try tx.get(key(199), in: tree), bytes("v199"))
+            XCTAssertEqual(try tx.get(key(201), in: tree), bytes("v201"))
+            XCTAssertEqual(try tx.count(tree), 600)
+        }
+        XCTAssertTrue(try db.check().isHealthy)
+        let tx = try db.beginWrite()
+        let tree = try tx.tree("t")
+        XCTAssertThrowsError(
+            try tx.update(key(1), in: tree) { old in
+                try tx.commit()
+                return Array(old) + bytes("?")
+            }
+        ) { error in
+            guard case .transactionEnded? = error as? StorageError else {
+                return XCTFail("expected transactionEnded, got \(error)")
+            }
+        }
+        XCTAssertEqual(try db.read { try $0.get(key(1), in: try $0.tree("t")) }, bytes("v1"))
+        XCTAssertTrue(try db.check().isHealthy)
+    }
+
     /// Updates in transactions that fit the budget: one search each.
     func testUpdatesMatchADictionaryAcrossSplitsAndOverflow() throws {
         let db = try open("fits.strata", DatabaseOptions(durability: .none))

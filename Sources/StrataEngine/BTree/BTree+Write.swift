@@ -49,15 +49,25 @@ struct BTreeWriter {
         return !found
     }
 
+    /// What ``update(_:root:_:)`` did.
+    enum UpdateOutcome {
+        /// The key is absent: nothing was called or changed.
+        case absent
+        /// The key holds the body's value.
+        case updated
+        /// The body changed the transaction itself, so the key's place may
+        /// have moved: nothing was stored, and the caller puts `value` the
+        /// usual way.
+        case changedDuring(value: [UInt8])
+    }
+
     /// Replaces the value of `key` with the one `body` makes from the
-    /// stored one, with one search for both; returns false, calling
-    /// nothing and changing nothing, when `key` is absent. `body` reads the
-    /// stored value in place (inline) or from a copy (an overflow chain);
-    /// it must not use the transaction. An error `body` throws comes back
-    /// as ``UpdateFailure`` with nothing changed.
+    /// stored one, with one search for both. `body` reads the stored value
+    /// in place (inline) or from a copy (an overflow chain). An error
+    /// `body` throws comes back as ``UpdateFailure`` with nothing changed.
     func update(
         _ key: UnsafeRawBufferPointer, root: UInt32, _ body: (UnsafeRawBufferPointer) throws -> [UInt8]
-    ) throws -> Bool {
+    ) throws -> UpdateOutcome {
         guard key.count <= Database.maxKeyLength else {
             throw StorageError.keyTooLong(length: key.count, maximum: Database.maxKeyLength)
         }
@@ -69,7 +79,8 @@ struct BTreeWriter {
         // even copied for writing).
         let stored = try tx.treeNode(landing.number)
         let (index, found) = landing.bounds.lowerBound(keyStart, key.count, in: stored)
-        guard found else { return false }
+        guard found else { return .absent }
+        let modifications = tx.modifications
         let value: [UInt8]
         do {
             switch stored.leafValue(index) {
@@ -81,6 +92,10 @@ struct BTreeWriter {
         } catch {
             throw UpdateFailure(error: error)
         }
+        // A body that used the transaction (it should not) may have ended
+        // it, or moved the key's cell: the index found is not trusted.
+        if tx.ended { throw StorageError.transactionEnded }
+        if tx.modifications != modifications { return .changedDuring(value: value) }
         guard value.count <= Database.maxValueLength else {
             throw StorageError.valueTooLarge(length: value.count, maximum: Database.maxValueLength)
         }
@@ -91,7 +106,7 @@ struct BTreeWriter {
         try value.withUnsafeBytes { v in
             try store(keyStart, key.count, v.baseAddress, v.count, in: leaf, at: index, found: true, &landing, &path, root: root)
         }
-        return true
+        return .updated
     }
 
     /// An error thrown by the body of ``update(_:root:_:)``, before
