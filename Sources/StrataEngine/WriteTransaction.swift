@@ -250,11 +250,14 @@ public final class WriteTransaction: ReadTransaction {
     /// ``put(_:_:in:)`` afterwards (the key is then present whatever the
     /// body did to it), and if it ends it, the update throws
     /// ``StorageError/transactionEnded``. Once the transaction has spilled,
-    /// this is a ``get(_:in:)`` followed by a ``put(_:_:in:)``.
+    /// this is a ``ReadTransaction/get(_:in:)`` followed by a ``put(_:_:in:)``.
     public func update(
         _ key: [UInt8], in tree: Tree, _ body: (UnsafeRawBufferPointer) throws -> [UInt8]
     ) throws -> Bool {
         if freshFloor != .max {
+            guard key.count <= Database.maxKeyLength else {
+                throw StorageError.keyTooLong(length: key.count, maximum: Database.maxKeyLength)
+            }
             guard let old = try get(key, in: tree) else { return false }
             try put(key, try old.withUnsafeBytes { try body($0) }, in: tree)
             return true

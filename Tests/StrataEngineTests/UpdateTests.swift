@@ -109,6 +109,33 @@ final class UpdateTests: EngineTestCase {
         XCTAssertTrue(try db.check().isHealthy)
     }
 
+    /// A key longer than a tree holds is refused the same way whether the
+    /// transaction spilled or not, before the body is called.
+    func testAKeyTooLongIsRefusedWithOrWithoutASpill() throws {
+        let db = try open("long.strata", DatabaseOptions(durability: .none, cacheSizeBytes: 16 * 4096))
+        let long = [UInt8](repeating: 1, count: Database.maxKeyLength + 1)
+        let tx = try db.beginWrite()
+        let tree = try tx.createTree("t")
+        for spilled in [false, true] {
+            if spilled {
+                for i in 0..<1200 { try tx.put(key(i), [UInt8](repeating: 3, count: 100), in: tree) }
+                XCTAssertGreaterThan(db.statistics.spilledPages, 0)
+            }
+            XCTAssertThrowsError(
+                try tx.update(long, in: tree) { _ in
+                    XCTFail("called")
+                    return []
+                }
+            ) { error in
+                guard case .keyTooLong? = error as? StorageError else {
+                    return XCTFail("spilled \(spilled): expected keyTooLong, got \(error)")
+                }
+            }
+        }
+        try tx.commit()
+        XCTAssertTrue(try db.check().isHealthy)
+    }
+
     /// Updates in transactions that fit the budget: one search each.
     func testUpdatesMatchADictionaryAcrossSplitsAndOverflow() throws {
         let db = try open("fits.strata", DatabaseOptions(durability: .none))

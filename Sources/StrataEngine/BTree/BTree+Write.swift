@@ -81,16 +81,19 @@ struct BTreeWriter {
         let (index, found) = landing.bounds.lowerBound(keyStart, key.count, in: stored)
         guard found else { return .absent }
         let modifications = tx.modifications
+        // Only the body's own errors are wrapped: reading an overflow chain
+        // fails as any read does.
         let value: [UInt8]
-        do {
-            switch stored.leafValue(index) {
-            case .inline(let p, let n):
-                value = try withExtendedLifetime(stored.owner) { try body(UnsafeRawBufferPointer(start: p, count: n)) }
-            case .overflow(let first, let length):
-                value = try tx.readOverflow(first: first, length: length).withUnsafeBytes { try body($0) }
+        switch stored.leafValue(index) {
+        case .inline(let p, let n):
+            value = try withExtendedLifetime(stored.owner) {
+                do { return try body(UnsafeRawBufferPointer(start: p, count: n)) } catch { throw UpdateFailure(error: error) }
             }
-        } catch {
-            throw UpdateFailure(error: error)
+        case .overflow(let first, let length):
+            let old = try tx.readOverflow(first: first, length: length)
+            value = try old.withUnsafeBytes { bytes in
+                do { return try body(bytes) } catch { throw UpdateFailure(error: error) }
+            }
         }
         // A body that used the transaction (it should not) may have ended
         // it, or moved the key's cell: the index found is not trusted.
