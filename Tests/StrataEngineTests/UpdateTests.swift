@@ -2,6 +2,10 @@ import StrataEngine
 import StrataTesting
 import XCTest
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `WriteTransaction.update(_:in:_:)`: a value rewritten from the stored
 /// one with one search, against a dictionary of what each key holds.
 final class UpdateTests: EngineTestCase {
@@ -134,6 +138,53 @@ final class UpdateTests: EngineTestCase {
         }
         try tx.commit()
         XCTAssertTrue(try db.check().isHealthy)
+    }
+
+    /// A stored value that cannot be read (its overflow pages damaged on
+    /// disk) fails the update as a damaged page fails any change: the error
+    /// says what is corrupt, the body is not called, and the transaction is
+    /// failed (it was left usable before, the read's error taken for the
+    /// body's).
+    func testADamagedOverflowValueFailsTheTransaction() throws {
+        let path = directory.file("damaged.strata")
+        var db = try Database.open(path: path, options: DatabaseOptions())
+        try db.write { tx in
+            try tx.put(key(1), [UInt8](repeating: 0xab, count: 12_000), in: try tx.createTree("t"))
+        }
+        try db.close()
+        // Every page full of the value's bytes is an overflow page: one
+        // byte in each is changed, so its checksum no longer holds.
+        let file = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        let fd = Glibc.open(path, O_WRONLY)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        var damaged = 0
+        for start in stride(from: 4096, to: file.count, by: 4096)
+        where file[(start + 2048)..<(start + 2112)].allSatisfy({ $0 == 0xab }) {
+            var byte: UInt8 = 0x54
+            XCTAssertEqual(pwrite(fd, &byte, 1, off_t(start + 2048)), 1)
+            damaged += 1
+        }
+        Glibc.close(fd)
+        XCTAssertGreaterThan(damaged, 0)
+        expectDamaged(path, because: "its overflow pages are damaged to be found")
+        db = try Database.open(path: path, options: DatabaseOptions())
+        let tx = try db.beginWrite()
+        let tree = try tx.tree("t")
+        XCTAssertThrowsError(
+            try tx.update(key(1), in: tree) { _ in
+                XCTFail("called")
+                return []
+            }
+        ) { error in
+            guard case .corrupt? = error as? StorageError else { return XCTFail("expected corrupt, got \(error)") }
+        }
+        XCTAssertThrowsError(try tx.put(key(2), bytes("x"), in: tree)) { error in
+            guard case .transactionFailed? = error as? StorageError else {
+                return XCTFail("expected transactionFailed, got \(error)")
+            }
+        }
+        tx.rollback()
+        try db.close()
     }
 
     /// Updates in transactions that fit the budget: one search each.
