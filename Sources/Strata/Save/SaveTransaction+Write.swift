@@ -34,10 +34,7 @@ extension SaveTransaction {
         let old = fresh || listsOnly ? nil : try storedRecord(key, in: recordTree(entity))
         let isStored = try old != nil || listsOnly && tx.contains(key, in: recordTree(entity))
         if only != nil && !isStored {
-            throw SwiftDataError(
-                .modelDeleted,
-                "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
-                    + "roll the changes back or delete the model")
+            throw Self.rowDeleted(model)
         }
         var written = WrittenRecord(bytes: old ?? [], changedFields: listsOnly ? _FieldSet() : nil)
         if !listsOnly { written = try writeRecord(of: model, entity, row: row, old: old, only: only) }
@@ -94,22 +91,34 @@ extension SaveTransaction {
             writer.externalTrees = entity.externalTrees
             writer.only = only
             model._strataWrite(to: &writer)
-            if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
-                throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
-            }
+            if let failure = Self.firstFailure(writer.failures, entity) { throw failure }
             changed = try Self.patch(stored, with: writer.bytes, fields: only, entity, row: row, into: &merged)
             try Self.checkSize(merged.count, of: "record", entity, row: row)
             return merged
         }
         patchedRecord = merged
         guard found else {
-            throw SwiftDataError(
-                .modelDeleted,
-                "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
-                    + "roll the changes back or delete the model")
+            throw Self.rowDeleted(model)
         }
         history?.update(entity, row: row, fields: changed)
         changes?.update(entity, row: row, fields: only)
+    }
+
+    /// The error of a save that changed `model` after another save deleted
+    /// its row.
+    static func rowDeleted(_ model: any PersistentModel) -> SwiftDataError {
+        SwiftDataError(
+            .modelDeleted,
+            "\(model.persistentModelID) has unsaved changes, but its row was deleted by another save; "
+                + "roll the changes back or delete the model")
+    }
+
+    /// The failure of the lowest field a record writer could not encode
+    /// (its `failures`), as the save's error; nil when every field encoded.
+    static func firstFailure(_ failures: [Int: SwiftDataError], _ entity: Schema.Entity) -> SwiftDataError? {
+        failures.min(by: { $0.key < $1.key }).map { field, failure in
+            SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
+        }
     }
 
     /// The stored record of `key` in `tree`, or nil, read into the buffer
@@ -191,9 +200,7 @@ extension SaveTransaction {
         writer.externalTrees = entity.externalTrees
         if partial { writer.only = only }
         model._strataWrite(to: &writer)
-        if let (field, failure) = writer.failures.min(by: { $0.key < $1.key }) {
-            throw SwiftDataError(failure.code, "\(entity.name).\(entity.properties[field].name): \(failure.message)")
-        }
+        if let failure = Self.firstFailure(writer.failures, entity) { throw failure }
         var bytes = writer.bytes
         // Key values come from the model, unless the stored record holds
         // newer values of fields this context did not change.
