@@ -42,10 +42,12 @@ final class SaveOrderTests: StoreTestCase {
             }
             let order = context.changedInRowOrder()
             XCTAssertEqual(order.count, models.count, label)
-            XCTAssertEqual(order.map(\.0), order.map(\.0).sorted(), "\(label): rows ascending")
+            let rows = order.map(\.state.rowID)
+            XCTAssertEqual(rows, rows.sorted(), "\(label): rows ascending")
             XCTAssertEqual(
-                Set(order.map { ObjectIdentifier($0.1) }), Set(models.map { ObjectIdentifier($0) }), "\(label): each once")
-            for (row, model) in order { XCTAssertEqual(row, model._strataState.rowID, label) }
+                Set(order.map { ObjectIdentifier($0.model) }), Set(models.map { ObjectIdentifier($0) }),
+                "\(label): each once")
+            for entry in order { XCTAssertTrue(entry.state === entry.model._strataState, label) }
             try context.save()
         }
         let fetched = try ModelContext(container).fetch(FetchDescriptor<Trip>())

@@ -23,9 +23,20 @@
 /// trusted only where this list holds that very model: a stale one (left
 /// by a context that is gone, or by ``removeAll(keepingCapacity:)``) reads
 /// as not held.
+///
+/// Each model is held with its state: the passes of a save read the state
+/// of every model, and asking a model for it (a protocol witness that
+/// returns it retained, then a release) cost about 50 instructions a time,
+/// some ten times a changed model.
 struct ChangedModels {
+    /// A held model and its state (`model._strataState`).
+    struct Entry {
+        let model: any PersistentModel
+        let state: _ModelState
+    }
+
     /// The models in the order they joined; nil where one was removed.
-    private var order: [(any PersistentModel)?] = []
+    private var order: [Entry?] = []
     /// How many models `order` holds.
     private(set) var count = 0
 
@@ -33,30 +44,35 @@ struct ChangedModels {
     var capacity: Int { order.capacity }
 
     /// Where `model` is in `order`, or nil when it is not held.
-    private func position(of model: some PersistentModel) -> Int? {
-        let slot = model._strataState.changedSlot
-        guard slot >= 0, slot < order.count, let held = order[slot], held === model else { return nil }
+    private func position(of model: some PersistentModel, state: _ModelState) -> Int? {
+        let slot = state.changedSlot
+        guard slot >= 0, slot < order.count, let held = order[slot], held.model === model else { return nil }
         return slot
     }
 
     /// True when `model` is held.
-    func contains(_ model: some PersistentModel) -> Bool { position(of: model) != nil }
+    func contains(_ model: some PersistentModel) -> Bool { position(of: model, state: model._strataState) != nil }
 
-    /// Adds `model` at the end, unless it is held already.
-    mutating func insert(_ model: some PersistentModel) {
-        guard position(of: model) == nil else { return }
-        model._strataState.changedSlot = order.count
-        order.append(model)
+    /// Adds `model`, whose state is `state`, at the end, unless it is held
+    /// already.
+    mutating func insert(_ model: some PersistentModel, state: _ModelState) {
+        guard position(of: model, state: state) == nil else { return }
+        state.changedSlot = order.count
+        order.append(Entry(model: model, state: state))
         count += 1
     }
 
+    /// Adds `model` at the end, unless it is held already.
+    mutating func insert(_ model: some PersistentModel) { insert(model, state: model._strataState) }
+
     /// Removes `model`; returns it, or nil when it was not held.
     @discardableResult mutating func remove(_ model: some PersistentModel) -> (any PersistentModel)? {
-        guard let at = position(of: model) else { return nil }
-        let removed = order[at]
+        let state = model._strataState
+        guard let at = position(of: model, state: state) else { return nil }
+        let removed = order[at]?.model
         order[at] = nil
         count -= 1
-        model._strataState.changedSlot = -1
+        state.changedSlot = -1
         if order.count > 32, order.count > 2 * count { squeeze() }
         return removed
     }
@@ -68,21 +84,24 @@ struct ChangedModels {
 
     /// Drops the holes, keeping the order.
     private mutating func squeeze() {
-        var kept: [(any PersistentModel)?] = []
+        var kept: [Entry?] = []
         kept.reserveCapacity(count)
-        for case let model? in order {
-            model._strataState.changedSlot = kept.count
-            kept.append(model)
+        for case let entry? in order {
+            entry.state.changedSlot = kept.count
+            kept.append(entry)
         }
         order = kept
     }
 
     /// The models, in the order they joined.
-    var values: Values { Values(order: order, count: count) }
+    var values: LazyMapSequence<Entries, any PersistentModel> { entries.lazy.map(\.model) }
 
-    /// The models of a ``ChangedModels``, in the order they joined.
-    struct Values: Sequence {
-        fileprivate let order: [(any PersistentModel)?]
+    /// The models with their states, in the order they joined.
+    var entries: Entries { Entries(order: order, count: count) }
+
+    /// The entries of a ``ChangedModels``, in the order they joined.
+    struct Entries: Sequence {
+        fileprivate let order: [Entry?]
         let count: Int
 
         var underestimatedCount: Int { count }
@@ -90,13 +109,13 @@ struct ChangedModels {
         func makeIterator() -> Iterator { Iterator(order: order) }
 
         struct Iterator: IteratorProtocol {
-            fileprivate let order: [(any PersistentModel)?]
+            fileprivate let order: [Entry?]
             fileprivate var position = 0
 
-            mutating func next() -> (any PersistentModel)? {
+            mutating func next() -> Entry? {
                 while position < order.count {
                     defer { position += 1 }
-                    if let model = order[position] { return model }
+                    if let entry = order[position] { return entry }
                 }
                 return nil
             }

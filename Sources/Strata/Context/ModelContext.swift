@@ -421,8 +421,9 @@ public final class ModelContext: _RelatedModelLoader {
         mergeSavedChanges()
     }
 
-    func noteChanged(_ model: some PersistentModel) {
-        changed.insert(model)
+    /// Holds `model`, whose state is `state`, among the changed models.
+    func noteChanged(_ model: some PersistentModel, state: _ModelState) {
+        changed.insert(model, state: state)
     }
 
     func noteMutation() {

@@ -149,8 +149,8 @@ extension ModelContext {
         // One pass over the changed models finds those too, and those
         // that may refer to a detached model.
         var reaching: [any PersistentModel] = []
-        for model in changed.values {
-            let state = model._strataState
+        for entry in changed.entries {
+            let (model, state) = (entry.model, entry.state)
             if state.deletedElsewhere {
                 throw SwiftDataError(
                     .modelDeleted,
@@ -225,7 +225,7 @@ extension ModelContext {
             if changedInOrder.count > 1 || (!changedInOrder.isEmpty && !inserted.isEmpty),
                 container.schema.entities.contains(where: { !$0.uniqueGroups.isEmpty })
             {
-                for (_, model) in changedInOrder { try save.releaseUniqueKeys(of: model) }
+                for changed in changedInOrder { try save.releaseUniqueKeys(of: changed.model, state: changed.state) }
             }
             var toResolve = inserted.count
             for model in inserted {
@@ -235,7 +235,7 @@ extension ModelContext {
             prepared.upserted = save.remapped
             let moved = Set(save.remapped.map { ObjectIdentifier($0.model) })
             for model in inserted { try save.write(model, fresh: !moved.contains(ObjectIdentifier(model))) }
-            for (_, model) in changedInOrder { try save.write(model, fresh: false) }
+            for changed in changedInOrder { try save.write(changed.model, state: changed.state, fresh: false) }
             prepared.upsertedRows = save.upsertedRows
             // Read once: both the check for other processes' saves and
             // the history's next token need it.
@@ -265,7 +265,7 @@ extension ModelContext {
         return prepared
     }
 
-    /// The changed models with their rows, in row order. Models changed
+    /// The changed models with their states, in row order. Models changed
     /// in the order they were fetched are in row order already (the
     /// changed models keep the order they were changed in). Rows of one
     /// batch are usually near each other (a batch fetched or inserted
@@ -273,16 +273,16 @@ extension ModelContext {
     /// are placed by counting, in linear time. Otherwise rows and positions
     /// are sorted rather than the models themselves: moving an existential
     /// and its reference count per swap cost more than the comparisons.
-    func changedInRowOrder() -> [(Int64, any PersistentModel)] {
-        let models = Array(changed.values)
-        let rows = models.map { $0._strataState.rowID }
-        if zip(rows, rows.dropFirst()).allSatisfy({ $0 <= $1 }) { return zip(rows, models).map { ($0, $1) } }
+    func changedInRowOrder() -> [ChangedModels.Entry] {
+        let models = Array(changed.entries)
+        let rows = models.map(\.state.rowID)
+        if zip(rows, rows.dropFirst()).allSatisfy({ $0 <= $1 }) { return models }
         guard models.count > 16, let low = rows.min(), let high = rows.max(), low > 0,
             high - low < 4 * Int64(models.count)
         else {
             var order = models.indices.map { (row: rows[$0], index: $0) }
             order.sort { $0.row < $1.row }
-            return order.map { ($0.row, models[$0.index]) }
+            return order.map { models[$0.index] }
         }
         // Entities number their rows apart, so one row may come twice.
         var starts = [Int](repeating: 0, count: Int(high - low) + 2)
@@ -294,7 +294,7 @@ extension ModelContext {
             order[starts[slot]] = position
             starts[slot] += 1
         }
-        return order.map { (rows[$0], models[$0]) }
+        return order.map { models[$0] }
     }
 
     /// Commits a prepared save's transaction.
@@ -432,9 +432,9 @@ extension ModelContext {
             if !savedChanges.isEmpty { ownChanges = savedChanges.build() }
         }
         for model in inserted { model._strataState.status = .saved }
-        for model in changed.values {
-            updatedIDs.append(model.persistentModelID)
-            let state = model._strataState
+        for entry in changed.entries {
+            let (model, state) = (entry.model, entry.state)
+            updatedIDs.append(PersistentIdentifier(state: state, of: type(of: model)))
             // Changed to-manys read their trees again: what other saves
             // did to them shows too.
             if !state.toManyBaselines.isEmpty {

@@ -15,8 +15,12 @@ extension SaveTransaction {
     /// model whose row is gone (another context's save deleted it) throws
     /// ``SwiftDataError/modelDeleted`` rather than write the row again.
     mutating func write(_ model: any PersistentModel, fresh: Bool) throws {
+        try write(model, state: model._strataState, fresh: fresh)
+    }
+
+    /// ``write(_:fresh:)`` with the model's state at hand.
+    mutating func write(_ model: any PersistentModel, state: _ModelState, fresh: Bool) throws {
         let entity = try entity(of: model)
-        let state = model._strataState
         let row = state.rowID
         // The fields this save writes: nil for all of them.
         let only: _FieldSet? = state.status == .saved && !fresh ? state.changedFields : nil
@@ -131,9 +135,8 @@ extension SaveTransaction {
     /// Releases the stored keys of the unique constraints whose fields
     /// `model`'s context changed, before any model is written (see
     /// ``SaveTransaction``): its write adds them again.
-    mutating func releaseUniqueKeys(of model: any PersistentModel) throws {
+    mutating func releaseUniqueKeys(of model: any PersistentModel, state: _ModelState) throws {
         let entity = try entity(of: model)
-        let state = model._strataState
         guard state.status == .saved, !entity.uniqueGroups.isEmpty else { return }
         let only = state.changedFields
         guard entity.uniqueGroups.contains(where: { only.intersects($0.fields) }) else { return }

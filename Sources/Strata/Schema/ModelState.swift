@@ -369,12 +369,12 @@ public final class _ModelState {
             changedFields.insert(field)
             if !isChanged {
                 isChanged = true
-                context.noteChanged(model)
+                context.noteChanged(model, state: self)
             }
         case .deleted where deletedElsewhere:
             if !isChanged {
                 isChanged = true
-                context.noteChanged(model)
+                context.noteChanged(model, state: self)
             }
         case .detached, .inserted, .deleted:
             break

@@ -58,13 +58,7 @@ extension PersistentModel {
 extension PersistentModel {
     /// The model's identifier. Before the model is inserted it is a
     /// temporary one; inserting gives it its permanent row.
-    public var persistentModelID: PersistentIdentifier {
-        let state = _strataState
-        let row = state.identifierRow
-        return PersistentIdentifier(
-            storeIdentifier: row > 0 ? state.link?.storeIdentifier ?? state.formerStoreIdentifier : nil,
-            entityName: type(of: self)._strataEntityName, rowID: row)
-    }
+    public var persistentModelID: PersistentIdentifier { PersistentIdentifier(state: _strataState, of: type(of: self)) }
 
     /// The model's identifier: its `persistentModelID`.
     public var id: PersistentIdentifier { persistentModelID }
@@ -151,6 +145,15 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable, Ide
         self.storeIdentifier = storeIdentifier
         self.entityName = entityName
         self.rowID = rowID
+    }
+
+    /// The identifier of a model of type `type` whose state is `state`
+    /// (what its `persistentModelID` returns).
+    init(state: _ModelState, of type: any PersistentModel.Type) {
+        let row = state.identifierRow
+        self.init(
+            storeIdentifier: row > 0 ? state.link?.storeIdentifier ?? state.formerStoreIdentifier : nil,
+            entityName: type._strataEntityName, rowID: row)
     }
 
     /// True until the model has been inserted into a context.
