@@ -6,17 +6,16 @@ import StrataEngine
 /// leaf instead of descending from the root.
 final class RecordLookup {
     private let cursor: Cursor
-    private var key = [UInt8](repeating: 0, count: 8)
 
     init(_ cursor: Cursor) { self.cursor = cursor }
 
     /// Calls `body` with the record of `row` and returns its result; true
     /// (go on) when the row has no record.
     func withRecord(_ row: Int64, _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws -> Bool {
-        let found = try key.withUnsafeMutableBytes { raw in
-            raw.storeBytes(of: UInt64(bitPattern: row).bigEndian, as: UInt64.self)
-            return try cursor.seekForward(UnsafeRawBufferPointer(raw))
-        }
+        // The key on the stack: a buffer held by this object cost the
+        // runtime's exclusivity check (76 instructions) at each lookup.
+        let key = UInt64(bitPattern: row).bigEndian
+        let found = try withUnsafeBytes(of: key) { try cursor.seekForward($0) }
         guard found else { return true }
         var goOn = true
         try cursor.readValue { goOn = try body(row, $0) }

@@ -275,7 +275,7 @@ extension ModelContext {
     /// and its reference count per swap cost more than the comparisons.
     func changedInRowOrder() -> [ChangedModels.Entry] {
         let models = Array(changed.entries)
-        let rows = models.map(\.state.rowID)
+        let rows = models.map { $0.state.rowID }
         if zip(rows, rows.dropFirst()).allSatisfy({ $0 <= $1 }) { return models }
         guard models.count > 16, let low = rows.min(), let high = rows.max(), low > 0,
             high - low < 4 * Int64(models.count)

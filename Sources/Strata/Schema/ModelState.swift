@@ -24,7 +24,14 @@ public final class _ContextLink {
     let storeIdentifier: String
     /// The context's undo manager, read by the models' setters. Weak: the
     /// undo actions hold models, and models hold this link.
-    @usableFromInline weak var undoManager: UndoManager?
+    @usableFromInline weak var undoManager: UndoManager? {
+        didSet { mayHaveUndoManager = undoManager != nil }
+    }
+    /// False while no undo manager is set: the one check of a setter that
+    /// records no undo (reading the weak reference cost a load, a release
+    /// and the runtime's exclusivity check). Still true once a set manager
+    /// is freed, where ``undoManager`` reads nil.
+    @usableFromInline @exclusivity(unchecked) var mayHaveUndoManager = false
     /// False while the context makes changes that are not the program's
     /// (a save's delete rules).
     var recordsUndo = true
@@ -121,7 +128,15 @@ public final class _ModelState {
     /// Relationships not loaded yet, by field number.
     @exclusivity(unchecked) var faults: [Int: Fault] = [:]
     /// True while ``faults`` is not empty (checked by every getter).
-    @exclusivity(unchecked) public private(set) var hasFaults = false
+    ///
+    /// Read through this accessor, compiled here: a model's accessors are
+    /// compiled in the app's module, which reads a stored property of this
+    /// class with the runtime's exclusivity check (about 76 instructions)
+    /// whatever the property's `@exclusivity(unchecked)` says, while this
+    /// accessor's body keeps the attribute when inlined.
+    @inlinable public var hasFaults: Bool { faultsFlag }
+    /// What ``hasFaults`` reads.
+    @exclusivity(unchecked) @usableFromInline var faultsFlag = false
 
     /// The model's observation registrar, created on the first read inside
     /// an Observation tracking (see ``_ObservationProbe``): a fetched model
@@ -177,17 +192,17 @@ public final class _ModelState {
 
     func setFault(field: Int, rows: [Int64]) {
         faults[field] = .rows(rows)
-        hasFaults = true
+        faultsFlag = true
     }
 
     func setDerivedFault(field: Int, tree: String, row: Int64) {
         faults[field] = .derived(tree: tree, row: row)
-        hasFaults = true
+        faultsFlag = true
     }
 
     func setExternalFault(field: Int, tree: String, row: Int64) {
         faults[field] = .external(tree: tree, row: row)
-        hasFaults = true
+        faultsFlag = true
     }
 
     func hasExternalFault(field: Int) -> Bool {
@@ -231,7 +246,7 @@ public final class _ModelState {
         faults = [:]
         toManyDeltas = [:]
         unloaded = _FieldSet()
-        hasFaults = false
+        faultsFlag = false
         mayHaveUnloaded = false
     }
 
@@ -248,14 +263,14 @@ public final class _ModelState {
     /// and ``unloaded`` after either changed.
     private func noteFaultsChanged() {
         mayHaveUnloaded = !unloaded.isEmpty
-        hasFaults = mayHaveUnloaded || !faults.isEmpty
+        faultsFlag = mayHaveUnloaded || !faults.isEmpty
     }
 
     /// Marks attribute `field` as left out by a partial fetch: it holds a
     /// placeholder until first read or written.
     @usableFromInline func setUnloaded(field: Int) {
         unloaded.insert(field)
-        hasFaults = true
+        faultsFlag = true
         mayHaveUnloaded = true
     }
 
@@ -337,10 +352,12 @@ public final class _ModelState {
     /// the undo. Changes made to keep an inverse in step are not recorded
     /// (undoing the change that caused them brings them back).
     @inlinable public func registerUndo<M: PersistentModel, Value>(
-        _ model: M, keyPath: ReferenceWritableKeyPath<M, Value>, old: @autoclosure () -> Value
+        _ model: M, keyPath: @autoclosure () -> ReferenceWritableKeyPath<M, Value>, old: @autoclosure () -> Value
     ) {
-        // Inlined into every setter: without an undo manager, one check.
-        if link?.undoManager != nil { recordUndo(model, keyPath: keyPath, old: old()) }
+        // Inlined into every setter: without an undo manager, one check
+        // (the key path too is made only when needed: about 80
+        // instructions).
+        if link?.mayHaveUndoManager == true { recordUndo(model, keyPath: keyPath(), old: old()) }
     }
 
     @usableFromInline func recordUndo<M: PersistentModel, Value>(
