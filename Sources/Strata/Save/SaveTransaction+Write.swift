@@ -92,7 +92,9 @@ extension SaveTransaction {
         let found = try tx.update(key, in: tree) { stored in
             var writer = _RecordWriter(reusing: &partialRecord)
             defer { partialRecord = writer.bytes }
-            writer.externalTrees = entity.externalTrees
+            // No `externalTrees`: fields in external storage block this
+            // path, so none is written (a copy of the table and its release
+            // cost about 110 instructions a model).
             writer.only = only
             model._strataWrite(to: &writer)
             if let failure = Self.firstFailure(writer.failures, entity) { throw failure }
