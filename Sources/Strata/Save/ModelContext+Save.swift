@@ -433,12 +433,12 @@ extension ModelContext {
         }
         for model in inserted { model._strataState.status = .saved }
         for entry in changed.entries {
-            let (model, state) = (entry.model, entry.state)
-            updatedIDs.append(PersistentIdentifier(state: state, of: type(of: model)))
+            let state = entry.state
+            updatedIDs.append(PersistentIdentifier(state: state, of: type(of: entry.model)))
             // Changed to-manys read their trees again: what other saves
             // did to them shows too.
             if !state.toManyBaselines.isEmpty {
-                if let entity = container.schema.entity(forType: type(of: model)) {
+                if let entity = container.schema.entity(forType: type(of: entry.model)) {
                     Self.pointToManyAtTrees(state, entity: entity, row: state.rowID, only: state.changedFields)
                 }
                 state.toManyBaselines = [:]
