@@ -67,6 +67,49 @@ final class PatchedRecordTests: XCTestCase {
         XCTAssertGreaterThan(tried.unknown, 50)
     }
 
+    /// A change of one field (the usual save of a setter) takes a path of
+    /// its own (`patchOne`): the same record and changes as the overlay's,
+    /// for every field alone, whatever the stored record holds or lacks.
+    func testAOneFieldPatchGivesTheOverlaysRecordAndChanges() throws {
+        let entity = try XCTUnwrap(Schema([Everything.self]).entity(forType: Everything.self))
+        let count = entity.properties.count
+        var random = SystemRandomNumberGenerator()
+        var buffer: [UInt8] = []
+        var tried = (changed: 0, unchanged: 0, absent: 0)
+        for round in 0..<400 {
+            let field = round % count
+            XCTAssertEqual(_FieldSet([field]).onlyField, field < 64 ? field : nil)
+            let seed = Int.random(in: 0..<1_000, using: &random)
+            let stored = Everything(seed: seed)
+            let fresh = Everything(seed: round % 3 == 0 ? seed : Int.random(in: 0..<1_000, using: &random))
+            if round % 4 == 0 { fresh.optionalString = nil }
+            var storedWriter = _RecordWriter()
+            if round % 5 == 1 {
+                // Written before some fields existed: this one among them.
+                storedWriter.only = _FieldSet((0..<count).filter { $0 != field && $0 % 2 == round % 2 })
+                tried.absent += 1
+            }
+            stored._strataWrite(to: &storedWriter)
+            let fields = _FieldSet([field])
+            var whole = _RecordWriter()
+            fresh._strataWrite(to: &whole)
+            var partial = _RecordWriter()
+            partial.only = fields
+            fresh._strataWrite(to: &partial)
+            let expected = try SaveTransaction.overlayChanges(storedWriter.bytes, whole.bytes, fields: fields, entity, row: 1)
+            let changed = try SaveTransaction.patch(
+                storedWriter.bytes, with: partial.bytes, fields: fields, entity, row: 1, into: &buffer)
+            XCTAssertEqual(buffer, expected.bytes, "round \(round), field \(field)")
+            XCTAssertEqual(changed, expected.changed, "round \(round), field \(field)")
+            if changed.isEmpty { tried.unchanged += 1 } else { tried.changed += 1 }
+        }
+        XCTAssertGreaterThan(tried.changed, 100)
+        XCTAssertGreaterThan(tried.unchanged, 30)
+        XCTAssertNil(_FieldSet([1, 2]).onlyField)
+        XCTAssertNil(_FieldSet().onlyField)
+        XCTAssertNil(_FieldSet([70]).onlyField)
+    }
+
     /// Damaged stored bytes throw, never trap, whichever way is taken.
     func testAPatchOfADamagedRecordThrows() throws {
         let entity = try XCTUnwrap(Schema([Everything.self]).entity(forType: Everything.self))

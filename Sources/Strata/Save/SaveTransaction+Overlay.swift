@@ -86,6 +86,9 @@ extension SaveTransaction {
         into result: inout [UInt8]
     ) throws -> _FieldSet {
         try partial.withUnsafeBytes { b in
+            if let field = fields.onlyField, let changed = try patchOne(field, a, b, entity, row: row, into: &result) {
+                return changed
+            }
             result.removeAll(keepingCapacity: true)
             result.reserveCapacity(a.count + b.count)
             result.append(RecordFormat.version)
@@ -113,6 +116,51 @@ extension SaveTransaction {
             if a.count > pending { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[pending..<a.count])) }
             return changed
         }
+    }
+
+    /// ``patch(_:with:fields:_:row:into:)-(UnsafeRawBufferPointer,_,_,_,_,_)``
+    /// for a change of one field, `field`, which `b` holds alone (the usual
+    /// save of a setter): the stored fields before and after it are copied
+    /// in one run each, and the stored record is the only one walked (to
+    /// its end, so that damage after the field throws as in the general
+    /// walk). Nil, with nothing written, when `b` is not that one field.
+    private static func patchOne(
+        _ field: Int, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ entity: Schema.Entity, row: Int64,
+        into result: inout [UInt8]
+    ) throws -> _FieldSet? {
+        var readerB = try _RecordReader(borrowing: b, entity: entity, row: row)
+        var walkB = _RecordReader.FieldWalk()
+        guard let y = try walkB.next(&readerB), y.field == field, y.slot.end == b.count else { return nil }
+        var readerA = try _RecordReader(borrowing: a, entity: entity, row: row)
+        var walkA = _RecordReader.FieldWalk()
+        // The stored bytes of the field (its tag to its end), or the empty
+        // run where it would go when the record lacks it.
+        var start = 1
+        var end = 1
+        var x: FieldPairs.Field?
+        var placed = false
+        while let next = try walkA.next(&readerA) {
+            guard !placed else { continue }
+            if next.field < field {
+                start = next.slot.end
+                end = start
+            } else {
+                if next.field == field {
+                    x = next
+                    end = next.slot.end
+                }
+                placed = true
+            }
+        }
+        result.removeAll(keepingCapacity: true)
+        result.reserveCapacity(a.count + b.count)
+        result.append(RecordFormat.version)
+        if start > 1 { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[1..<start])) }
+        result.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[1..<b.count]))
+        if a.count > end { result.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[end..<a.count])) }
+        var changed = _FieldSet()
+        if try Self.changes(field, from: x, in: a, to: y, in: b, entity, row: row) { changed.insert(field) }
+        return changed
     }
 
     /// Whether field `field` changes its value from `x` (in `a`) to `y` (in

@@ -24,6 +24,13 @@ public struct _FieldSet: Hashable, Sendable, CustomStringConvertible {
     /// True when the set holds no field.
     public var isEmpty: Bool { low == 0 && high.allSatisfy { $0 == 0 } }
 
+    /// The set's one field, when it holds exactly one and it is below 64;
+    /// nil otherwise.
+    var onlyField: Int? {
+        guard low != 0, low & (low &- 1) == 0, high.allSatisfy({ $0 == 0 }) else { return nil }
+        return low.trailingZeroBitCount
+    }
+
     /// Whether the set holds field `field`; false for a negative number. Called
     /// by code the `@Model` macro generates; not meant to be called directly.
     public func contains(_ field: Int) -> Bool {
