@@ -93,15 +93,21 @@ extension Database {
             else { return }
             if options.checkpointsInBackground {
                 let pages = UncheckedSendable(value: recent)
-                if detachThread({ [self] in runAutomaticCheckpoint(recent: pages.value, claimed: true) }) { return }
+                if detachThread({ [self] in runAutomaticCheckpoint(recent: pages.value, claimed: true, restart: true) }) {
+                    return
+                }
             }
         }
         runAutomaticCheckpoint(recent: recent, claimed: !whatever)
     }
 
     /// The automatic checkpoint proper, on the committing thread or on its
-    /// own; `claimed`: it holds `automaticCheckpointRunning`.
-    private func runAutomaticCheckpoint(recent: WAL.RecentCommit, claimed: Bool) {
+    /// own; `claimed`: it holds `automaticCheckpointRunning`. `restart`:
+    /// on its own thread, it also restarts the log when the checkpoint
+    /// copied every frame and no reader needs one, so that the next commit
+    /// does not write and sync the log's header first (0.3–0.8 ms on this
+    /// machine, before a fetch-modify-save's 4.9 MB of frames).
+    private func runAutomaticCheckpoint(recent: WAL.RecentCommit, claimed: Bool, restart: Bool = false) {
         beforeAutomaticCheckpointGate?()
         acquireGateWhenIdle()
         // The claim ends before the gate opens: a commit appended after
@@ -126,6 +132,9 @@ extension Database {
         do { try repairHoldingWriterLock() } catch { return }
         guard !claimed || stateLock.withLock({ wal.state.frames >= options.checkpointThresholdFrames }) else { return }
         try? checkpointLocked(recent: recent)
+        // A failed sync of the header poisons the handle, as the checkpoint's
+        // does; anything else leaves the restart to the next commit.
+        if restart { try? restartLogIfPossible() }
     }
 }
 

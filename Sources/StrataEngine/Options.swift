@@ -68,8 +68,11 @@ public struct DatabaseOptions: Sendable {
     /// the gate finds the handle closed and stops; `close()` checkpoints
     /// itself). A commit that wrote pages into the main file (it spilled),
     /// and commits of a lower durability, still checkpoint before they
-    /// return. The thread holds the handle (and its file locks) until the
-    /// checkpoint ends, even when the caller has dropped it.
+    /// return. When the checkpoint copied every frame and no reader needs
+    /// one, the thread also starts the log over (writing and syncing its
+    /// header), which the next commit would otherwise do first. The thread
+    /// holds the handle (and its file locks) until the checkpoint ends,
+    /// even when the caller has dropped it.
     public var checkpointsInBackground: Bool = false
     /// Open without writing the store (the shared index, `-shm`, is still
     /// written: a reader publishes its marks there).

@@ -272,6 +272,38 @@ extension GroupCommitTests {
         try db.close()
     }
 
+    /// A background checkpoint that copied every frame, with no reader
+    /// left on the log, restarts the log itself: the next commit writes
+    /// its frames at once, without writing and syncing a new header first,
+    /// and the store reads and reopens whole.
+    func testABackgroundCheckpointRestartsTheLog() throws {
+        var options = DatabaseOptions(durability: .full, checkpointThresholdFrames: 16)
+        options.checkpointsInBackground = true
+        let db = try open("store.strata", options)
+        try db.write { tx in _ = try tx.createTree("t") }
+        var written = 0
+        while db.statistics.walFrames < 16 {
+            try db.write { tx in try tx.put(Array("k\(written)".utf8), [UInt8](repeating: 4, count: 900), in: try tx.tree("t")) }
+            written += 1
+        }
+        let restarts = db.statistics.walRestarts
+        let deadline = Date() + 20
+        while (db.statistics.checkpoints == 0 || db.automaticCheckpointInProgress) && Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(db.statistics.checkpoints, 1, "no background checkpoint ran")
+        XCTAssertEqual(db.statistics.walRestarts, restarts + 1, "the checkpoint left the restart to the next commit")
+        XCTAssertEqual(db.statistics.walFrames, 0)
+        try db.write { tx in try tx.put(Array("after".utf8), [2], in: try tx.tree("t")) }
+        XCTAssertEqual(db.statistics.walRestarts, restarts + 1, "the next commit restarted the log again")
+        XCTAssertLessThan(db.statistics.walFrames, 16, "the commit did not start the log over")
+        XCTAssertEqual(try db.read { tx in try tx.count(try tx.tree("t")) }, written + 1)
+        try db.close()
+        let again = try open("store.strata", options)
+        XCTAssertEqual(try again.read { tx in try tx.get(Array("after".utf8), in: try tx.tree("t")) }, [2])
+        XCTAssertEqual(try again.read { tx in try tx.count(try tx.tree("t")) }, written + 1)
+        XCTAssertTrue(try again.check().isHealthy)
+        try again.close()
+    }
+
     /// A background checkpoint that reaches the writer gate only after
     /// `close()` returned finds the handle closed and stops there: nothing
     /// past its check runs (the files are closed), it gives its claim

@@ -66,4 +66,39 @@ final class NodeHoleTests: EngineTestCase {
         XCTAssertEqual(node.fragmented, fragmented)
         try node.validate(pageNumber: 1)
     }
+
+    /// A larger cell in place of another: every other cell keeps its
+    /// bytes, whatever the count of cells (the slot pass goes eight at a
+    /// time, then one by one) and wherever the cells lie in the heap.
+    func testALargerCellReplacesAnotherAndEveryOtherKeepsItsBytes() throws {
+        for count in [1, 7, 8, 9, 16, 17, 23, 30] {
+            for replaced in Set([0, count / 2, count - 1]).sorted() {
+                let page = Page.zeroed(4096)
+                let node = Node(page: page)
+                node.format(leaf: true)
+                var cells = (0..<count).map { cell($0, length: 40 + $0 % 5) }
+                // Put in a scattered order, so that the heap does not follow key order.
+                for i in (0..<count).sorted(by: { ($0 * 37) % 101 < ($1 * 37) % 101 }) {
+                    let key = cells[i][2..<18]
+                    let position =
+                        (0..<node.count).first { !node.keyBytes($0).lexicographicallyPrecedes(key) } ?? node.count
+                    XCTAssertTrue(cells[i].withUnsafeBytes { node.insertCell(at: position, $0.baseAddress!, $0.count) })
+                }
+                XCTAssertEqual(node.count, count)
+                // Cells by key order, as the node holds them.
+                cells.sort { $0[2..<18].lexicographicallyPrecedes($1[2..<18]) }
+                var larger = cells[replaced]
+                larger[1] &+= 9
+                larger += [UInt8](repeating: 0xA5, count: 9)
+                let ok = larger.withUnsafeBytes { node.replaceCell(at: replaced, $0.baseAddress!, $0.count) }
+                XCTAssertTrue(ok, "\(count) cells, cell \(replaced)")
+                cells[replaced] = larger
+                try node.validate(pageNumber: 1)
+                for i in 0..<count {
+                    let stored = Array(UnsafeRawBufferPointer(start: node.bytes + node.slot(i), count: node.cellSize(i)))
+                    XCTAssertEqual(stored, cells[i], "\(count) cells, cell \(replaced) replaced, cell \(i)")
+                }
+            }
+        }
+    }
 }
