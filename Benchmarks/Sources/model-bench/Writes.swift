@@ -281,7 +281,7 @@ func profileSingleSaves(count: Int, saves: Int, in directory: URL) throws {
 
 /// `rounds` fetch-modify-saves of a tenth of a store of `count` tickets,
 /// alone, for `perf record`; prints the time of each phase.
-func profileUpdates(count: Int, rounds: Int, in directory: URL) throws {
+func profileUpdates(count: Int, rounds: Int, partial: Bool = false, in directory: URL) throws {
     let (container, _) = try ticketStore(count: count, in: directory)
     var phases = (fetch: 0.0, modify: 0.0, save: 0.0)
     for round in 0..<rounds {
@@ -289,7 +289,9 @@ func profileUpdates(count: Int, rounds: Int, in directory: URL) throws {
         let bucket = round % 10
         var tickets: [Ticket] = []
         phases.fetch += try seconds {
-            tickets = try context.fetch(FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket }))
+            var descriptor = FetchDescriptor<Ticket>(predicate: #Predicate { $0.bucket == bucket })
+            if partial { descriptor.propertiesToFetch = [\.number] }
+            tickets = try context.fetch(descriptor)
         }
         phases.modify += seconds {
             for ticket in tickets { ticket.title = "Round \(round) \(ticket.number)" }

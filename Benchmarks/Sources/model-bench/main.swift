@@ -15,7 +15,9 @@ import Strata
 // alone. Then filing memos into shelves (Filing.swift), with
 // `--filing-only` alone. `--profile-saves S` only makes S durable one-object saves on a
 // store of N tickets and exits, for `perf record`, `strace` or callgrind;
-// `--profile-updates R` makes R fetch-modify-saves of a tenth of them.
+// `--profile-updates R` makes R fetch-modify-saves of a tenth of them
+// (`--partial`: the fetches name only the attribute the change reads in
+// `propertiesToFetch`).
 // `--profile-filing K` runs Strata's filing shape K alone (0: one shelf,
 // 1: one shelf loaded, 2: a shelf per memo).
 // `--profile-lookups R` repeats the scale curve's fetches by identifier.
@@ -34,7 +36,8 @@ if let saves = argument("--profile-saves").flatMap({ Int($0) }) {
     exit(0)
 }
 if let rounds = argument("--profile-updates").flatMap({ Int($0) }) {
-    try profileUpdates(count: count, rounds: rounds, in: directory)
+    try profileUpdates(
+        count: count, rounds: rounds, partial: CommandLine.arguments.contains("--partial"), in: directory)
     try? FileManager.default.removeItem(at: directory)
     exit(0)
 }

@@ -38,30 +38,59 @@ import Synchronization
     }
 
     private static let hashes = Atomic<Int>(0)
-    private static let sentinel = Sentinel()
-    // A key path is immutable once made.
-    nonisolated(unsafe) private static let keyPath: KeyPath<Sentinel, Int> = \Sentinel.[probe: Argument()]
-    private static let registrar = ObservationRegistrar()
+
+    /// The probe's parts, made once: one lazy global to check per call
+    /// instead of five, and the registrar in a box (a registrar is a
+    /// resilient value, which a `static let` handed out as a copy and then
+    /// destroyed). A getter with no registrar: 208 → 169 instructions.
+    /// Unchecked: every field is a constant once made (the key path is
+    /// immutable, the registrar locks its own state).
+    private final class Parts: @unchecked Sendable {
+        let sentinel: Sentinel
+        let keyPath: KeyPath<Sentinel, Int>
+        let box: _RegistrarBox
+        /// True when a tracking is seen: checked once, inside a real
+        /// tracking, as the parts are made.
+        let isReliable: Bool
+
+        init() {
+            let sentinel = Sentinel()
+            let keyPath: KeyPath<Sentinel, Int> = \Sentinel.[probe: Argument()]
+            let box = _RegistrarBox()
+            let seen = Locked(false)
+            withObservationTracking {
+                seen.withLock { $0 = Self.readIsRecorded(box, sentinel, keyPath) }
+            } onChange: {
+            }
+            self.sentinel = sentinel
+            self.keyPath = keyPath
+            self.box = box
+            isReliable = seen.withLock { $0 }
+        }
+
+        /// Reports a read of the sentinel; true when a tracking recorded it.
+        func readIsRecorded() -> Bool {
+            let before = _ObservationProbe.hashes.load(ordering: .relaxed)
+            box.registrar.access(sentinel, keyPath: keyPath)
+            return _ObservationProbe.hashes.load(ordering: .relaxed) != before
+        }
+
+        /// ``readIsRecorded()`` before the parts are stored.
+        static func readIsRecorded(_ box: _RegistrarBox, _ sentinel: Sentinel, _ keyPath: KeyPath<Sentinel, Int>) -> Bool {
+            let before = _ObservationProbe.hashes.load(ordering: .relaxed)
+            box.registrar.access(sentinel, keyPath: keyPath)
+            return _ObservationProbe.hashes.load(ordering: .relaxed) != before
+        }
+    }
+
+    private static let parts = Parts()
 
     /// Whether a read reported now may be recorded by a tracking.
     @usableFromInline static func trackingMayBeActive() -> Bool {
-        guard isReliable else { return true }
-        return readIsRecorded()
-    }
-
-    private static func readIsRecorded() -> Bool {
-        let before = hashes.load(ordering: .relaxed)
-        registrar.access(sentinel, keyPath: keyPath)
-        return hashes.load(ordering: .relaxed) != before
+        guard parts.isReliable else { return true }
+        return parts.readIsRecorded()
     }
 
     /// True when a tracking is seen: checked once, inside a real tracking.
-    static let isReliable: Bool = {
-        let seen = Locked(false)
-        withObservationTracking {
-            seen.withLock { $0 = readIsRecorded() }
-        } onChange: {
-        }
-        return seen.withLock { $0 }
-    }()
+    static var isReliable: Bool { parts.isReliable }
 }
