@@ -318,4 +318,40 @@ final class TreeHandleTests: EngineTestCase {
         let report = try db.check()
         XCTAssertTrue(report.isHealthy, "\(report)")
     }
+
+    /// A reader keeps its first tree's count apart from the others'
+    /// (`rememberCount`): every tree counts its own entries, whichever
+    /// was looked up first, asked again, or asked through a handle of
+    /// another transaction's lookup of the same snapshot.
+    func testAReaderCountsEachOfSeveralTrees() throws {
+        let db = try open("counts.strata", DatabaseOptions(durability: .none))
+        let sizes = ["a": 3, "b": 5, "c": 8]
+        try db.write { tx in
+            for (name, size) in sizes {
+                let tree = try tx.createTree(name)
+                for i in 0..<size { try tx.put(bytes("\(name)\(i)"), bytes("v"), in: tree) }
+            }
+        }
+        for order in [["a", "b", "c"], ["c", "a", "b"], ["b", "b", "a", "c", "a"]] {
+            try db.read { tx in
+                // Looked up first, then counted in the reverse order.
+                let trees = try order.map { try tx.tree($0) }
+                for tree in trees.reversed() {
+                    XCTAssertEqual(try tx.count(tree), sizes[tree.name], "\(order): \(tree.name)")
+                }
+                // Counted as each is looked up.
+                for name in order.reversed() {
+                    XCTAssertEqual(try tx.count(try tx.tree(name)), sizes[name], "\(order): \(name) again")
+                }
+            }
+        }
+        // A reader that counts a tree it never looked up by name first.
+        try db.read { tx in
+            XCTAssertEqual(try tx.count(try tx.tree("b")), 5)
+            XCTAssertNil(try tx.treeIfPresent("missing"))
+            XCTAssertEqual(try tx.count(try tx.tree("c")), 8)
+            XCTAssertEqual(try tx.count(try tx.tree("b")), 5)
+        }
+        try db.close()
+    }
 }
