@@ -1,0 +1,34 @@
+import XCTest
+
+@testable import StrataEngine
+
+/// The shared catalog cache keys trees by their names' bytes: every name
+/// finds its own entry, names that differ in one byte or only in Unicode
+/// spelling stay apart, and a name never remembered finds nothing.
+final class CatalogCacheTests: XCTestCase {
+    func testEveryNameFindsItsOwnEntry() {
+        let cache = CatalogCache()
+        var names: [String] = []
+        for i in 0..<2_000 {
+            names.append("t\(i)")
+            names.append("t\(i)x")
+            names.append("index.Entity\(i % 37).field\(i)")
+        }
+        names += ["caf\u{E9}", "cafe\u{301}", "", "a", "b"]
+        for (i, name) in names.enumerated() {
+            cache.remember(name, position: 7, root: UInt32(i + 2), count: i)
+        }
+        for (i, name) in names.enumerated() {
+            let entry = cache.entry(name, position: 7)
+            XCTAssertEqual(entry?.root, UInt32(i + 2), name)
+            XCTAssertEqual(entry?.count, i, name)
+        }
+        XCTAssertNil(cache.entry("t2000", position: 7))
+        XCTAssertNil(cache.entry("t1", position: 8), "an entry of another position")
+        // A commit moves the entries on with the counts of the trees it changed.
+        cache.advance(from: 7, to: 9, changed: [5: names[3]], counts: [5: 99])
+        XCTAssertEqual(cache.entry(names[3], position: 9)?.count, 99)
+        XCTAssertEqual(cache.entry(names[4], position: 9)?.root, 6)
+        XCTAssertNil(cache.entry(names[4], position: 7))
+    }
+}
