@@ -316,13 +316,22 @@ public final class Database: @unchecked Sendable {
             // holds the same images; taken after, a commit published in
             // between would be in neither.
             let continuation = groupCommit.continuation()
-            var (snapshot, serial, generation): (Snapshot, UInt64, UInt32) = stateLock.withLock {
+            // With every frame of the log copied into the main file, the
+            // writer reads the pages it does not hold itself through the
+            // mapping, as such a reader does (see `holdsOwnImage(_:)`).
+            var (snapshot, serial, generation, direct): (Snapshot, UInt64, UInt32, MappedMainFile?) = stateLock.withLock {
                 transactionSerial &+= 1
-                return (committed, transactionSerial, wal.state.generation)
+                let state = wal.state
+                return (
+                    committed, transactionSerial, state.generation, state.backfilled == state.frames ? pager.mapped : nil
+                )
             }
+            let directPages = snapshot.header.pageCount
             if let pending = continuation {
                 snapshot.header = pending.header
-                let tx = WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: pending.freelist)
+                let tx = WriteTransaction(
+                    db: self, snapshot: snapshot, serial: serial, freelist: pending.freelist, direct: direct,
+                    directPages: directPages)
                 tx.pendingPages = pending.overlay
                 // No restart while commits are pending: the last one's
                 // position is in this generation.
@@ -334,7 +343,9 @@ public final class Database: @unchecked Sendable {
                 committedFreelist = try loadFreelist(snapshot)
                 freelistPosition = snapshot.position
             }
-            return WriteTransaction(db: self, snapshot: snapshot, serial: serial, freelist: committedFreelist)
+            return WriteTransaction(
+                db: self, snapshot: snapshot, serial: serial, freelist: committedFreelist, direct: direct,
+                directPages: directPages)
         } catch {
             endWrite()
             throw error

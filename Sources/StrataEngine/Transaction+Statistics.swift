@@ -94,8 +94,8 @@ extension ReadTransaction {
         }
     }
 
-    /// A page that must be a branch or a leaf: for a direct reader a
-    /// verified page is read straight from the mapping (it passed the node
+    /// A page that must be a branch or a leaf: with a direct mapping a
+    /// verified page is read straight from it (it passed the node
     /// check when it was verified), any other through ``page(_:)``. The
     /// type is checked either way: a verified overflow or freelist page is
     /// not a tree page.
@@ -104,7 +104,9 @@ extension ReadTransaction {
         // After the handle closed, its reader mark is gone: another
         // process may rewrite the pages this snapshot would read.
         if db.closedForReads.load(ordering: .relaxed) { throw StorageError.closed }
-        if let direct = directView, number < snapshot.header.pageCount, direct.isVerified(number) {
+        if let direct = directView, number < directPages, direct.isVerified(number),
+            !writes || !unsafeDowncast(self, to: WriteTransaction.self).holdsOwnImage(number)
+        {
             node = Node(mapped: direct.address(of: number), pageSize: direct.pageSize)
         } else {
             node = Node(page: try self.page(number))
@@ -120,7 +122,7 @@ extension ReadTransaction {
     /// the mapping, checked already; a hint that reads nothing and changes
     /// nothing, for a cursor about to step into that page.
     @inline(__always) func prefetchTreePage(_ number: UInt32) {
-        guard let direct = directView, number < snapshot.header.pageCount, direct.isVerified(number) else { return }
+        guard let direct = directView, number < directPages, direct.isVerified(number) else { return }
         let page = direct.address(of: number)
         strata_prefetch(page)
         strata_prefetch(page + 64)

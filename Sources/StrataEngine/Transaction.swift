@@ -99,24 +99,38 @@ public class ReadTransaction {
     @exclusivity(unchecked) private var memoUsed: UInt64 = 0
     private static let memoSize = 64
 
-    /// The main file's mapping, for a reader whose whole snapshot is in the
-    /// main file (see ``Database/beginRead()``): its verified tree pages are
-    /// read straight from the mapping. Nil otherwise, and in the writer.
+    /// The main file's mapping, for a transaction whose whole snapshot is
+    /// in the main file (see ``Database/beginRead()`` and
+    /// ``Database/beginWrite()``): its verified tree pages are read
+    /// straight from the mapping (in the writer, those it holds no image of
+    /// its own: see ``WriteTransaction/holdsOwnImage(_:)``). Nil otherwise.
     /// Holding it keeps the mapping alive for nodes that point into it.
     let direct: MappedMainFile?
     /// `direct`'s address, page size and marks (kept valid by `direct`).
     let directView: MappedMainFile.View?
+    /// Pages below this number may be read through `direct`: the page count
+    /// of the snapshot the main file holds (for a writer continuing from
+    /// pending commits, the published one, not theirs).
+    final let directPages: UInt32
+    /// True in the writer, whose own page images come before the mapping's.
+    final let writes: Bool
 
     /// True when this transaction reads verified tree pages straight from
     /// the main file's mapping (for tests and tools).
     package var readsMainFileDirectly: Bool { direct != nil }
 
-    init(db: Database, snapshot: Database.Snapshot, serial: UInt64, direct: MappedMainFile? = nil, fingers: Bool = false) {
+    init(
+        db: Database, snapshot: Database.Snapshot, serial: UInt64, direct: MappedMainFile? = nil,
+        directPages: UInt32? = nil, writes: Bool = false
+    ) {
         self.db = db
         self.snapshot = snapshot
         self.serial = serial
         self.direct = direct
         directView = direct?.view
+        self.directPages = directPages ?? snapshot.header.pageCount
+        self.writes = writes
+        let fingers = writes
         memoPages = .allocate(capacity: Self.memoSize)
         memoPages.initialize(repeating: nil, count: Self.memoSize)
         memoNumbers = .allocate(capacity: Self.memoSize)

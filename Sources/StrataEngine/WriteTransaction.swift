@@ -141,7 +141,13 @@ public final class WriteTransaction: ReadTransaction {
     /// ``Tree``).
     var nextTreeInstance: UInt32 = 1
 
-    init(db: Database, snapshot: Database.Snapshot, serial: UInt64, freelist: Freelist) {
+    /// `direct`: the main file's mapping when it holds the whole published
+    /// state (every frame of the log copied into it), of `directPages`
+    /// pages; nil otherwise.
+    init(
+        db: Database, snapshot: Database.Snapshot, serial: UInt64, freelist: Freelist, direct: MappedMainFile? = nil,
+        directPages: UInt32 = 0
+    ) {
         header = snapshot.header
         self.freelist = freelist
         self.freelist.changed = false
@@ -149,7 +155,7 @@ public final class WriteTransaction: ReadTransaction {
         cellBuffer = .allocate(byteCount: db.pageSize, alignment: 16)
         spillLimit = db.spillLimitPages
         catalogBase = snapshot.position
-        super.init(db: db, snapshot: snapshot, serial: serial, fingers: true)
+        super.init(db: db, snapshot: snapshot, serial: serial, direct: direct, directPages: directPages, writes: true)
     }
 
     /// Records that the tree at `root` is now the new tree `name` (created
@@ -168,6 +174,21 @@ public final class WriteTransaction: ReadTransaction {
     override var modificationCount: Int { modifications }
 
     override var visiblePageCount: UInt32 { header.pageCount }
+
+    /// True when this transaction reads page `number` from an image other
+    /// than the main file's, or refuses it: one it changed (``dirty``),
+    /// spilled, or holds from a pending commit, one at or past its fresh
+    /// floor (written into the main file by itself), or one past its end
+    /// (cut off). Any other page below ``directPages`` is, in the main file,
+    /// the image the snapshot holds, and stays so for the transaction's
+    /// life: while it holds the gate and the writer lock no checkpoint of
+    /// any handle runs, and it writes the main file only at or past its
+    /// fresh floor until its commit has made its last read.
+    @inline(__always) final func holdsOwnImage(_ number: UInt32) -> Bool {
+        number >= header.pageCount || number >= freshFloor || dirty[number] != nil
+            || (!spilledFrames.isEmpty && spilledFrames[number] != nil)
+            || (!pendingPages.isEmpty && pendingPages[number] != nil)
+    }
 
     override func page(_ number: UInt32) throws -> Page {
         if let page = dirty[number] { return page }

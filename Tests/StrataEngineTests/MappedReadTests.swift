@@ -1,3 +1,4 @@
+import Foundation
 import StrataEngine
 import StrataTesting
 import XCTest
@@ -230,18 +231,20 @@ final class MappedReadTests: EngineTestCase {
         tx.end()
     }
 
-    /// A reader whose snapshot is wholly in the main file reads tree pages
-    /// straight from the mapping: after a full checkpoint and on opening a
-    /// store with an empty log; not while the log holds commits the main
-    /// file lacks, not in a handle that does not map, never in the writer.
+    /// A transaction whose snapshot is wholly in the main file reads tree
+    /// pages straight from the mapping: after a full checkpoint and on
+    /// opening a store with an empty log, readers and the writer alike;
+    /// not while the log holds commits the main file lacks, not in a
+    /// handle that does not map.
     func testReadersOfABackfilledSnapshotReadTheMappingDirectly() throws {
         let db = try open("direct.strata", DatabaseOptions(durability: .none, checkpointThresholdFrames: 1 << 20))
         try fill(db, 0..<3000)
         XCTAssertFalse(try db.read { $0.readsMainFileDirectly }, "the last commit is only in the log")
+        XCTAssertFalse(try db.write { $0.readsMainFileDirectly }, "the last commit is only in the log")
         try db.checkpoint()
         XCTAssertTrue(try db.read { $0.readsMainFileDirectly })
         try db.write { tx in
-            XCTAssertFalse(tx.readsMainFileDirectly)
+            XCTAssertTrue(tx.readsMainFileDirectly)
             try tx.put(key(0), value(0), in: try tx.tree("t"))
         }
         XCTAssertFalse(try db.read { $0.readsMainFileDirectly }, "a commit since the checkpoint")
@@ -255,6 +258,121 @@ final class MappedReadTests: EngineTestCase {
         try reopened.close()
         let unmapped = try open("direct.strata", DatabaseOptions(memoryMappedReads: false))
         XCTAssertFalse(try unmapped.read { $0.readsMainFileDirectly })
+    }
+
+    /// The writer of a backfilled snapshot reads what it did not change
+    /// through the mapping and everything it changed from its own images:
+    /// in one transaction that rewrites a third of the keys, deletes a
+    /// third and adds new ones, with every page checked in the mapping
+    /// first, each read (point reads and a cursor's walk, before and after
+    /// the changes) sees the transaction's own state: with a budget that
+    /// holds every changed page, and with one of 16 pages that spills them,
+    /// to new places in the main file (few pages free) or to the log (half
+    /// the store free, after a tree of the same size was dropped).
+    func testTheWriterReadsItsOwnChangesAndTheRestThroughTheMapping() throws {
+        for (name, budget, free) in [("held", 64 << 20, false), ("moved", 16 * 4096, false), ("logged", 16 * 4096, true)] {
+            let db = try open(
+                "writer-\(name).strata",
+                DatabaseOptions(durability: .none, cacheSizeBytes: budget, checkpointThresholdFrames: 1 << 20))
+            // With `free`, a tree of the same size grows beside this one,
+            // their pages interleaved, and is dropped: its pages stay free
+            // inside the file.
+            try db.write { tx in
+                let tree = try tx.createTree("t")
+                let other = free ? try tx.createTree("u") : nil
+                for i in 0..<3000 {
+                    try tx.put(key(i), value(i), in: tree)
+                    if let other { try tx.put(key(i), value(i), in: other) }
+                }
+            }
+            if free { try db.write { tx in try tx.dropTree("u") } }
+            try db.checkpoint()
+            let relocatedBefore = db.statistics.relocatedPages
+            try assertHolds(db, 0..<3000)
+            let spilledBefore = db.statistics.spilledPages
+            func expected(_ i: Int) -> [UInt8]? {
+                if i >= 3000 { return value(i, round: 2) }
+                switch i % 3 {
+                case 0: return value(i, round: 1)
+                case 1: return nil
+                default: return value(i)
+                }
+            }
+            try db.write { tx in
+                XCTAssertTrue(tx.readsMainFileDirectly, name)
+                let tree = try tx.tree("t")
+                XCTAssertEqual(try tx.get(key(3), in: tree), value(3), name)
+                for i in stride(from: 0, to: 3000, by: 3) {
+                    try tx.put(key(i), value(i, round: 1), in: tree)
+                    XCTAssertTrue(try tx.delete(key(i + 1), in: tree), "\(name): key \(i + 1)")
+                }
+                for i in 3000..<3500 { try tx.put(key(i), value(i, round: 2), in: tree) }
+                XCTAssertFalse(try tx.delete(key(1), in: tree), "\(name): deleted twice")
+                for i in 0..<3500 { XCTAssertEqual(try tx.get(key(i), in: tree), expected(i), "\(name): key \(i)") }
+                var walked = 0
+                let cursor = try tx.cursor(tree)
+                var more = try cursor.first()
+                while more {
+                    walked += 1
+                    more = try cursor.next()
+                }
+                XCTAssertEqual(walked, 2500, name)
+                XCTAssertEqual(try tx.count(tree), 2500, name)
+            }
+            if budget < 1 << 20 { XCTAssertGreaterThan(db.statistics.spilledPages, spilledBefore, "the writer spilled") }
+            if free {
+                XCTAssertEqual(db.statistics.relocatedPages, relocatedBefore, "pages of the store spilled to the log")
+            } else if budget < 1 << 20 {
+                XCTAssertGreaterThan(db.statistics.relocatedPages, relocatedBefore, "pages of the store moved")
+            }
+            try db.read { tx in
+                let tree = try tx.tree("t")
+                for i in 0..<3500 { XCTAssertEqual(try tx.get(key(i), in: tree), expected(i), "\(name): key \(i)") }
+            }
+            XCTAssertEqual(try db.check().problems, [], name)
+            try db.close()
+        }
+    }
+
+    /// A writer that begins while this handle's last commits wait for
+    /// their sync reads their pages, not the mapping's older images, even
+    /// when the published state is wholly in the main file: threads that
+    /// each add one to a shared counter, durably, with a checkpoint after
+    /// every commit, lose no addition.
+    func testAWriterAfterPendingCommitsReadsTheirPagesNotTheMapping() throws {
+        let db = try open("pending.strata", DatabaseOptions(durability: .full, checkpointThresholdFrames: 1))
+        try db.write { tx in
+            let tree = try tx.createTree("t")
+            try tx.put(bytes("counter"), bytes("0"), in: tree)
+            for i in 0..<500 { try tx.put(key(i), value(i), in: tree) }
+        }
+        try db.checkpoint()
+        let threads = 4
+        let additions = 60
+        let errors = ErrorList()
+        let done = DispatchGroup()
+        for _ in 0..<threads {
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                do {
+                    for _ in 0..<additions {
+                        try db.write { tx in
+                            let tree = try tx.tree("t")
+                            let now = Int(String(decoding: try tx.get(bytes("counter"), in: tree) ?? [], as: UTF8.self)) ?? -1
+                            try tx.put(bytes("counter"), bytes(String(now + 1)), in: tree)
+                        }
+                    }
+                } catch {
+                    errors.add(error)
+                }
+            }.start()
+        }
+        done.wait()
+        XCTAssertEqual(errors.all, [])
+        let total = try db.read { tx in try tx.get(bytes("counter"), in: try tx.tree("t")) }
+        XCTAssertEqual(total, bytes(String(threads * additions)))
+        try db.close()
     }
 
     /// While a reader reads the main file directly, no checkpoint may
