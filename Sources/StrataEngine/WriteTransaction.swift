@@ -469,20 +469,28 @@ public final class WriteTransaction: ReadTransaction {
     /// length already checked).
     private func bufferDelete(_ key: UnsafeRawBufferPointer, in tree: Tree) throws -> Bool {
         let digest = Self.deleteDigest(key)
-        if let buffer = changeBuffers[tree.root] {
-            if buffer.puts > 0 {
+        var buffer = changeBuffers[tree.root]
+        if let held = buffer {
+            if held.puts > 0 {
                 try applyBufferedChanges()
-            } else if buffer.holdsDelete(of: key, digest: digest) {
+                buffer = nil  // applied, and emptied for reuse
+            } else if held.holdsDelete(of: key, digest: digest) {
                 return false
             }
         }
         return try changing {
             let present = try search(root: tree.root, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, key.count).2
             guard present else { return false }
-            try ensureCounted(tree)
+            // Consecutive deletes of one tree skip the bookkeeping lookups
+            // but the count's, as unbuffered ones do.
+            let repeated = touchedLast(tree)
+            if !repeated { try ensureCounted(tree) }
             try Self.adjust(&counts[tree.root, default: 0], of: tree, by: -1)
-            changedTrees[tree.root] = tree.name
-            try changeBuffer(for: tree).appendDelete(of: key, digest: digest)
+            if !repeated {
+                changedTrees[tree.root] = tree.name
+                lastTouched = (tree.root, tree.name)
+            }
+            try (buffer ?? changeBuffer(for: tree)).appendDelete(of: key, digest: digest)
             bufferedChanges += 1
             // The entry and its digest (counted as before the digest
             // replaced a set of keys, so the buffer is applied as often).
