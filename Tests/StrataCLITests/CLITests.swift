@@ -173,6 +173,22 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(rejoined.out.contains("pending local saves: 1\n"), rejoined.out)
     }
 
+    /// Damaged sync bookkeeping: `sync-status` says what is damaged and
+    /// exits 2, as for any error; it does not trap.
+    func testSyncStatusOfDamagedSyncMetadataIsAnError() throws {
+        let path = try makeStore()
+        let db = try Database.open(path: path)
+        try db.write { tx in
+            let meta = try tx.createTree("sync.meta")
+            try tx.put(Array("zone".utf8), Array("box-office".utf8), in: meta)
+            try tx.put(Array("device".utf8), [1, 2, 3, 4, 5, 6, 7, 8], in: meta)
+        }
+        try db.close()
+        let status = try run("sync-status", path)
+        XCTAssertEqual(status.status, 2, status.out + status.err)
+        XCTAssertTrue(status.err.contains("sync.meta: a device of 8 bytes"), status.err)
+    }
+
     func testDumpDecodesRecordsWithTheStoredSchema() throws {
         let path = try makeStore()
         let dump = try run("dump", path, "--entity", "Ticket", "--json")
