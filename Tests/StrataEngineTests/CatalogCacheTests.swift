@@ -2,8 +2,10 @@ import XCTest
 
 @testable import StrataEngine
 
-/// The shared catalog cache keys trees by their names' bytes: every name
-/// finds its own entry, names that differ in one byte stay apart, two
+/// The shared catalog cache answers for a tree name only with the entry
+/// remembered under the same bytes (its table is keyed by `String`, whose
+/// equality joins canonically equivalent spellings): every name finds its
+/// own entry, names that differ in one byte stay apart, two
 /// Unicode spellings of one name never find each other's entry, and a name
 /// never remembered finds nothing.
 final class CatalogCacheTests: XCTestCase {
