@@ -95,17 +95,18 @@ extension ReadTransaction {
     }
 
     /// A page that must be a branch or a leaf: with a direct mapping a
-    /// verified page is read straight from it (it passed the node
-    /// check when it was verified), any other through ``page(_:)``. The
-    /// type is checked either way: a verified overflow or freelist page is
-    /// not a tree page.
+    /// verified page is read straight from it (it passed the node check
+    /// when it was verified), unless the writer (the only transaction with
+    /// fingers) holds an image of its own; any other through ``page(_:)``.
+    /// The type is checked either way: a verified overflow or freelist page
+    /// is not a tree page.
     @inline(__always) func treeNode(_ number: UInt32) throws -> Node {
         let node: Node
         // After the handle closed, its reader mark is gone: another
         // process may rewrite the pages this snapshot would read.
         if db.closedForReads.load(ordering: .relaxed) { throw StorageError.closed }
         if let direct = directView, number < directPages, direct.isVerified(number),
-            !writes || !unsafeDowncast(self, to: WriteTransaction.self).holdsOwnImage(number)
+            fingers == nil || !unsafeDowncast(self, to: WriteTransaction.self).holdsOwnImage(number)
         {
             node = Node(mapped: direct.address(of: number), pageSize: direct.pageSize)
         } else {

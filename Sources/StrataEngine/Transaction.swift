@@ -112,8 +112,6 @@ public class ReadTransaction {
     /// of the snapshot the main file holds (for a writer continuing from
     /// pending commits, the published one, not theirs).
     final let directPages: UInt32
-    /// True in the writer, whose own page images come before the mapping's.
-    final let writes: Bool
 
     /// True when this transaction reads verified tree pages straight from
     /// the main file's mapping (for tests and tools).
@@ -129,13 +127,11 @@ public class ReadTransaction {
         self.direct = direct
         directView = direct?.view
         self.directPages = directPages ?? snapshot.header.pageCount
-        self.writes = writes
-        let fingers = writes
         memoPages = .allocate(capacity: Self.memoSize)
         memoPages.initialize(repeating: nil, count: Self.memoSize)
         memoNumbers = .allocate(capacity: Self.memoSize)
         memoNumbers.initialize(repeating: UInt32.max, count: Self.memoSize)
-        if fingers {
+        if writes {
             // A save writes a handful of trees: their counts fit without
             // the table growing three times.
             counts.reserveCapacity(8)

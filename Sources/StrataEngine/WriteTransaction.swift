@@ -145,8 +145,8 @@ public final class WriteTransaction: ReadTransaction {
     /// state (every frame of the log copied into it), of `directPages`
     /// pages; nil otherwise.
     init(
-        db: Database, snapshot: Database.Snapshot, serial: UInt64, freelist: Freelist, direct: MappedMainFile? = nil,
-        directPages: UInt32 = 0
+        db: Database, snapshot: Database.Snapshot, serial: UInt64, freelist: Freelist, direct: MappedMainFile?,
+        directPages: UInt32
     ) {
         header = snapshot.header
         self.freelist = freelist
