@@ -80,7 +80,7 @@ extension Database {
         }
         let size = pageSize
         try pager.writeRuns(
-            count: pages.count, number: { pages[$0].number },
+            count: pages.count, writeback: options.durability != .none, number: { pages[$0].number },
             fill: { i, slot in slot.copyMemory(from: pages[i].page.bytes, byteCount: size) })
     }
 

@@ -305,6 +305,13 @@ final class MemoryFileHandle: StorageFile, @unchecked Sendable {
         }
     }
 
+    /// Shows the hint to the fault hook and does nothing else: a memory
+    /// file's bytes become durable at ``sync()`` alone. What the hook
+    /// returns is ignored, as a real file's failed hint changes nothing.
+    func startWriteback(offset: Int64, count: Int) {
+        _ = fileSystem?.fault(FileOperation(kind: .writeback, path: path, offset: offset, count: count))
+    }
+
     func sync() throws {
         try checkFault(.sync)
         file.lock.withLock {
@@ -426,14 +433,20 @@ public struct FileOperation: Sendable {
         case sync = "fdatasync"
         /// A size change (`ftruncate`).
         case truncate = "ftruncate"
+        /// A request to start writing bytes to the device
+        /// (``StorageFile/startWriteback(offset:count:)``,
+        /// `sync_file_range`): a hint, so what the hook returns for it is
+        /// ignored.
+        case writeback = "sync_file_range"
     }
     /// The kind of operation.
     public var kind: Kind
     /// The path the file was opened at.
     public var path: String
-    /// Where a read or write starts, or the new size for a truncate; 0 for a
-    /// sync.
+    /// Where a read, write or writeback starts, or the new size for a
+    /// truncate; 0 for a sync.
     public var offset: Int64
-    /// The bytes a read or write asks for; 0 for a sync or a truncate.
+    /// The bytes a read, write or writeback covers; 0 for a sync or a
+    /// truncate.
     public var count: Int
 }

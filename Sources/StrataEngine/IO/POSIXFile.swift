@@ -1,3 +1,5 @@
+import CStrataCRC32C
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -139,6 +141,17 @@ public final class POSIXFile: StorageFile, @unchecked Sendable {
             }
             done += n
         }
+    }
+
+    /// Starts the device write of `count` bytes at `offset` without waiting:
+    /// `sync_file_range` with `SYNC_FILE_RANGE_WRITE` on Linux, nothing
+    /// elsewhere. Each mebibyte of a large log append then goes to the disk
+    /// while the next is copied, and the append's `fdatasync` waits for
+    /// less (4.9 MB of frames on this project's machine: write and sync 5.3
+    /// → 3.9 ms into new space, 3.2 → 2.3 ms over old). Failures are
+    /// ignored: the sync that follows writes whatever is left.
+    public func startWriteback(offset: Int64, count: Int) {
+        _ = strata_start_writeback(fd, offset, Int64(count))
     }
 
     /// Makes everything written so far durable: `fdatasync` on Linux. On

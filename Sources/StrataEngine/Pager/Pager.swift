@@ -115,13 +115,20 @@ final class Pager: @unchecked Sendable {
     /// 64. `fill(i, slot)` puts page `i`'s image into `slot` (a page's
     /// bytes), once for each page, in order: an image read from the log
     /// goes there without a page of its own.
+    ///
+    /// `writeback`: a sync follows, so each mebibyte or more written is
+    /// sent on to the disk (``StorageFile/startWriteback(offset:count:)``,
+    /// from the first byte written since the last such hint to the last)
+    /// while the next runs are filled.
     func writeRuns(
-        count: Int, number: (Int) -> UInt32, fill: (Int, UnsafeMutableRawPointer) throws -> Void
+        count: Int, writeback: Bool, number: (Int) -> UInt32, fill: (Int, UnsafeMutableRawPointer) throws -> Void
     ) throws {
         let runPages = 64
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: runPages * pageSize, alignment: 16)
         defer { buffer.deallocate() }
         var i = 0
+        var pendingFrom: Int64 = -1
+        var pendingBytes = 0
         while i < count {
             let first = number(i)
             var j = i
@@ -129,8 +136,18 @@ final class Pager: @unchecked Sendable {
                 try fill(j, buffer + (j - i) * pageSize)
                 j += 1
             }
-            try main.write(buffer, count: (j - i) * pageSize, at: Int64(first) * Int64(pageSize))
+            let offset = Int64(first) * Int64(pageSize)
+            let bytes = (j - i) * pageSize
+            try main.write(buffer, count: bytes, at: offset)
             i = j
+            guard writeback && i < count else { continue }
+            if pendingFrom < 0 { pendingFrom = offset }
+            pendingBytes += bytes
+            if pendingBytes >= 1 << 20 {
+                main.startWriteback(offset: pendingFrom, count: Int(offset - pendingFrom) + bytes)
+                pendingFrom = -1
+                pendingBytes = 0
+            }
         }
     }
 

@@ -54,7 +54,7 @@ extension WAL {
                 }
                 readBack.append(number)
             }
-            try pager.writeRuns(count: sorted.count, number: { sorted[$0].page }, fill: fill)
+            try pager.writeRuns(count: sorted.count, writeback: sync, number: { sorted[$0].page }, fill: fill)
             if plan.full {
                 let size = try pager.main.size()
                 let wanted = Int64(plan.pageCount) * Int64(pageSize)

@@ -26,6 +26,11 @@ final class WAL: @unchecked Sendable {
     let shared: SharedIndex
     /// The database's state lock.
     let lock: Lock
+    /// True when the log is synced after appends (durability `normal` or
+    /// `full`): an append of more than one write's frames then starts each
+    /// write's trip to the disk before building the next
+    /// (``StorageFile/startWriteback(offset:count:)``).
+    let startsWriteback: Bool
 
     /// The index state this handle adopted last, and the sequence word it
     /// read it at.
@@ -53,8 +58,9 @@ final class WAL: @unchecked Sendable {
 
     init(
         file: any StorageFile, path: String, pageSize: Int, readOnly: Bool, fileSystem: any StorageFileSystem,
-        shared: SharedIndex, lock: Lock
+        shared: SharedIndex, lock: Lock, startsWriteback: Bool
     ) {
+        self.startsWriteback = startsWriteback
         self.file = file
         self.path = path
         self.pageSize = pageSize
@@ -402,6 +408,9 @@ final class WAL: @unchecked Sendable {
                 )
             }
             try file.write(buffer, count: n * frameSize, at: offset)
+            // The disk takes this mebibyte while the next is built; the
+            // last one goes with the sync.
+            if startsWriteback && i + n < pages.count { file.startWriteback(offset: offset, count: n * frameSize) }
             i += n
         }
         return (LogTail(frames: first + pages.count, chain: chain), nil)
