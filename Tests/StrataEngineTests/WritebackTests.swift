@@ -69,6 +69,20 @@ final class WritebackTests: EngineTestCase {
         }
     }
 
+    /// A store on `fs` that checkpoints only when asked.
+    func openStore(_ fs: MemoryFileSystem, durability: Durability = .full) throws -> Database {
+        try open(path, options: DatabaseOptions(durability: durability, checkpointThresholdFrames: 100_000), fileSystem: fs)
+    }
+
+    /// The operations other than reads that `body` makes on `fs`'s files.
+    func operations(on fs: MemoryFileSystem, _ body: () throws -> Void) rethrows -> [FileOperation] {
+        let journal = Journal()
+        fs.faults = { journal.record($0) }
+        defer { fs.faults = nil }
+        try body()
+        return journal.take()
+    }
+
     /// Each hint on `file` covers from the start of one write after the
     /// previous hint to the end of a later (or the same) one, and a sync
     /// of the file comes after the last hint. Returns the hints.
@@ -101,14 +115,9 @@ final class WritebackTests: EngineTestCase {
 
     func testALargeCommitStartsEachFrameWriteButTheLastBeforeItsSync() throws {
         let fs = MemoryFileSystem()
-        let journal = Journal()
-        let db = try open(
-            path, options: DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000), fileSystem: fs)
+        let db = try openStore(fs)
         try writeLargeCommits(db, rewrites: 0)
-        fs.faults = { journal.record($0) }
-        try rewrite(db, 1)
-        fs.faults = nil
-        let operations = journal.take()
+        let operations = try operations(on: fs) { try rewrite(db, 1) }
         let hints = checkHints(operations, file: log)
         let frames = frameWrites(operations)
         XCTAssertGreaterThanOrEqual(frames.count, 3, "the commit must take several writes for this test to mean anything")
@@ -125,14 +134,9 @@ final class WritebackTests: EngineTestCase {
 
     func testACheckpointStartsItsMainFileWritesBeforeItsSync() throws {
         let fs = MemoryFileSystem()
-        let journal = Journal()
-        let db = try open(
-            path, options: DatabaseOptions(durability: .full, checkpointThresholdFrames: 100_000), fileSystem: fs)
+        let db = try openStore(fs)
         try writeLargeCommits(db)
-        fs.faults = { journal.record($0) }
-        try db.checkpoint()
-        fs.faults = nil
-        let operations = journal.take()
+        let operations = try operations(on: fs) { try db.checkpoint() }
         let hints = checkHints(operations, file: path)
         XCTAssertGreaterThanOrEqual(hints.count, 1, "a checkpoint of 2.5 MB hints at least once")
         XCTAssertGreaterThanOrEqual(hints.map(\.count).min() ?? 0, 1 << 20, "each hint covers a mebibyte or more")
@@ -144,14 +148,11 @@ final class WritebackTests: EngineTestCase {
 
     func testDurabilityNoneHintsNothing() throws {
         let fs = MemoryFileSystem()
-        let journal = Journal()
-        let db = try open(
-            path, options: DatabaseOptions(durability: .none, checkpointThresholdFrames: 100_000), fileSystem: fs)
-        fs.faults = { journal.record($0) }
-        try writeLargeCommits(db, rewrites: 2)
-        try db.checkpoint()
-        fs.faults = nil
-        let operations = journal.take()
+        let db = try openStore(fs, durability: .none)
+        let operations = try operations(on: fs) {
+            try writeLargeCommits(db, rewrites: 2)
+            try db.checkpoint()
+        }
         XCTAssertGreaterThanOrEqual(frameWrites(operations).count, 6)
         XCTAssertEqual(operations.filter { $0.kind == .writeback }.count, 0)
         try checkValues(db, round: 2)
@@ -161,15 +162,15 @@ final class WritebackTests: EngineTestCase {
     /// Small commits take one write each: nothing to hint.
     func testSmallCommitsHintNothing() throws {
         let fs = MemoryFileSystem()
-        let journal = Journal()
         let db = try open(path, options: DatabaseOptions(durability: .full), fileSystem: fs)
         try db.write { tx in _ = try tx.createTree("t") }
-        fs.faults = { journal.record($0) }
-        for i in 0..<50 {
-            try db.write { tx in try tx.put(key(i), value(i, 0), in: try tx.tree("t")) }
+        let operations = try operations(on: fs) {
+            for i in 0..<50 {
+                try db.write { tx in try tx.put(key(i), value(i, 0), in: try tx.tree("t")) }
+            }
         }
-        fs.faults = nil
-        XCTAssertEqual(journal.take().filter { $0.kind == .writeback }.count, 0)
+        XCTAssertGreaterThanOrEqual(frameWrites(operations).count, 50)
+        XCTAssertEqual(operations.filter { $0.kind == .writeback }.count, 0)
         try db.close()
     }
 
