@@ -165,7 +165,7 @@ public final class Database: @unchecked Sendable {
         let lock = Lock()
         let wal = WAL(
             file: walFile, path: walPath, pageSize: pageSize, readOnly: options.readOnly, fileSystem: fileSystem,
-            shared: shared, lock: lock, startsWriteback: options.durability != .none)
+            shared: shared, lock: lock, startsWriteback: options.durability == .full)
         let pager = Pager(main: main, pageSize: pageSize, wal: wal, lock: lock, cacheBytes: options.cacheSizeBytes)
         walOpen = false
         let db = Database(

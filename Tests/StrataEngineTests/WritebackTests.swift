@@ -5,8 +5,9 @@ import XCTest
 /// A large commit, and a checkpoint, that will sync what they write start
 /// each write's trip to the disk (`StorageFile.startWriteback`,
 /// `sync_file_range` on Linux) before they build the next, and leave the
-/// last to the sync; with durability `none` nothing is synced and nothing
-/// is hinted. The hints only ever cover bytes already written, and a sync
+/// last to the sync: a commit at durability `full`, a checkpoint at `full`
+/// or `normal`. With durability `none` nothing is synced and nothing is
+/// hinted. The hints only ever cover bytes already written, and a sync
 /// always follows them before the commit or checkpoint ends.
 final class WritebackTests: EngineTestCase {
     let path = "/writeback/store.strata"
@@ -156,6 +157,23 @@ final class WritebackTests: EngineTestCase {
         XCTAssertGreaterThanOrEqual(frameWrites(operations).count, 6)
         XCTAssertEqual(operations.filter { $0.kind == .writeback }.count, 0)
         try checkValues(db, round: 2)
+        try db.close()
+    }
+
+    /// At durability `normal` a commit does not sync the log, so its
+    /// frames are not hinted; the checkpoint, which syncs, still hints its
+    /// copies.
+    func testDurabilityNormalHintsOnlyTheCheckpoint() throws {
+        let fs = MemoryFileSystem()
+        let db = try openStore(fs, durability: .normal)
+        try writeLargeCommits(db, rewrites: 0)
+        let commit = try operations(on: fs) { try rewrite(db, 1) }
+        XCTAssertGreaterThanOrEqual(frameWrites(commit).count, 3)
+        XCTAssertEqual(commit.filter { $0.kind == .writeback }.count, 0)
+        let checkpoint = try operations(on: fs) { try db.checkpoint() }
+        XCTAssertGreaterThanOrEqual(checkHints(checkpoint, file: path).count, 1)
+        XCTAssertEqual(checkpoint.filter { $0.kind == .writeback && $0.path == log }.count, 0)
+        try checkValues(db, round: 1)
         try db.close()
     }
 

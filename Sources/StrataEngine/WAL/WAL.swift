@@ -26,10 +26,12 @@ final class WAL: @unchecked Sendable {
     let shared: SharedIndex
     /// The database's state lock.
     let lock: Lock
-    /// True when the log is synced after appends (durability `normal` or
-    /// `full`): an append of more than one write's frames then starts each
-    /// write's trip to the disk before building the next
-    /// (``StorageFile/startWriteback(offset:count:)``).
+    /// True when every commit syncs the log (durability `full`): an append
+    /// of more than one write's frames then starts each write's trip to
+    /// the disk before building the next
+    /// (``StorageFile/startWriteback(offset:count:)``). At `normal` a
+    /// commit returns without waiting for the disk, and the hint (which
+    /// waits when the disk's queue is full) would only slow it.
     let startsWriteback: Bool
 
     /// The index state this handle adopted last, and the sequence word it
