@@ -75,6 +75,15 @@ final class WritebackTests: EngineTestCase {
         try open(path, options: DatabaseOptions(durability: durability, checkpointThresholdFrames: 100_000), fileSystem: fs)
     }
 
+    /// Closes `db`, opens the store again after a power loss and checks
+    /// that it holds round `round`'s values.
+    func checkAfterPowerLoss(_ db: Database, _ fs: MemoryFileSystem, round: Int) throws {
+        try db.close()
+        let reopened = try open(path, fileSystem: fs.afterPowerLoss())
+        try checkValues(reopened, round: round)
+        try reopened.close()
+    }
+
     /// The operations other than reads that `body` makes on `fs`'s files.
     func operations(on fs: MemoryFileSystem, _ body: () throws -> Void) rethrows -> [FileOperation] {
         let journal = Journal()
@@ -92,7 +101,8 @@ final class WritebackTests: EngineTestCase {
         let mine = operations.filter { $0.path == file }
         var sinceHint: [FileOperation] = []
         var hints: [FileOperation] = []
-        for operation in mine {
+        var lastHint: Int?
+        for (index, operation) in mine.enumerated() {
             switch operation.kind {
             case .write:
                 sinceHint.append(operation)
@@ -103,15 +113,26 @@ final class WritebackTests: EngineTestCase {
                     starts && ends, "\(file): hint \(operation.offset)+\(operation.count) is not a run just written",
                     line: line)
                 hints.append(operation)
+                lastHint = index
                 sinceHint.removeAll()
             default:
                 break
             }
         }
-        if let last = hints.last, let at = mine.lastIndex(where: { $0.kind == .writeback && $0.offset == last.offset }) {
-            XCTAssertTrue(mine[at...].contains { $0.kind == .sync }, "\(file): no sync after the last hint", line: line)
+        if let lastHint {
+            XCTAssertTrue(mine[lastHint...].contains { $0.kind == .sync }, "\(file): no sync after the last hint", line: line)
         }
         return hints
+    }
+
+    /// ``checkHints(_:file:line:)`` for the main file, where 2.5 MB of
+    /// pages written in runs are hinted at least once, a mebibyte or more
+    /// at a time.
+    func checkMainFileHints(_ operations: [FileOperation], line: UInt = #line) {
+        let hints = checkHints(operations, file: path, line: line)
+        XCTAssertGreaterThanOrEqual(hints.count, 1, "2.5 MB written into the main file hint at least once", line: line)
+        XCTAssertGreaterThanOrEqual(
+            hints.map(\.count).min() ?? 0, 1 << 20, "each hint covers a mebibyte or more", line: line)
     }
 
     func testALargeCommitStartsEachFrameWriteButTheLastBeforeItsSync() throws {
@@ -127,24 +148,24 @@ final class WritebackTests: EngineTestCase {
         // Nothing else was hinted, and the hints changed nothing durable:
         // the commit survives a power loss.
         XCTAssertEqual(operations.filter { $0.kind == .writeback && $0.path != log }.count, 0)
-        try db.close()
-        let reopened = try open(path, fileSystem: fs.afterPowerLoss())
-        try checkValues(reopened, round: 1)
-        try reopened.close()
+        try checkAfterPowerLoss(db, fs, round: 1)
     }
 
     func testACheckpointStartsItsMainFileWritesBeforeItsSync() throws {
         let fs = MemoryFileSystem()
         let db = try openStore(fs)
         try writeLargeCommits(db)
-        let operations = try operations(on: fs) { try db.checkpoint() }
-        let hints = checkHints(operations, file: path)
-        XCTAssertGreaterThanOrEqual(hints.count, 1, "a checkpoint of 2.5 MB hints at least once")
-        XCTAssertGreaterThanOrEqual(hints.map(\.count).min() ?? 0, 1 << 20, "each hint covers a mebibyte or more")
-        try db.close()
-        let reopened = try open(path, fileSystem: fs.afterPowerLoss())
-        try checkValues(reopened, round: 1)
-        try reopened.close()
+        checkMainFileHints(try operations(on: fs) { try db.checkpoint() })
+        try checkAfterPowerLoss(db, fs, round: 1)
+    }
+
+    /// A commit's new pages go into the main file (not the log), in runs
+    /// hinted as a checkpoint's copies are, before its sync of that file.
+    func testNewPagesWrittenIntoTheMainFileAreHinted() throws {
+        let fs = MemoryFileSystem()
+        let db = try openStore(fs)
+        checkMainFileHints(try operations(on: fs) { try writeLargeCommits(db, rewrites: 0) })
+        try checkAfterPowerLoss(db, fs, round: 0)
     }
 
     func testDurabilityNoneHintsNothing() throws {
@@ -171,7 +192,7 @@ final class WritebackTests: EngineTestCase {
         XCTAssertGreaterThanOrEqual(frameWrites(commit).count, 3)
         XCTAssertEqual(commit.filter { $0.kind == .writeback }.count, 0)
         let checkpoint = try operations(on: fs) { try db.checkpoint() }
-        XCTAssertGreaterThanOrEqual(checkHints(checkpoint, file: path).count, 1)
+        checkMainFileHints(checkpoint)
         XCTAssertEqual(checkpoint.filter { $0.kind == .writeback && $0.path == log }.count, 0)
         try checkValues(db, round: 1)
         try db.close()
