@@ -118,6 +118,9 @@ public final class WriteTransaction: ReadTransaction {
     }
     /// Trees whose entry count changed: root → name.
     @exclusivity(unchecked) var changedTrees: [UInt32: String] = [:]
+    /// Roots of the trees whose appends leave room to grow
+    /// (``leaveRoomToGrow(in:)``); a few at most, so a list.
+    @exclusivity(unchecked) var growthRoots: [UInt32] = []
     @exclusivity(unchecked) var modifications = 0
     /// Scratch space for building one cell.
     let cellBuffer: UnsafeMutableRawPointer
@@ -425,6 +428,20 @@ public final class WriteTransaction: ReadTransaction {
         var word: UInt64 = 0
         for (i, byte) in key.enumerated() { word |= UInt64(byte) << (56 - 8 * i) }
         return word
+    }
+
+    /// Makes appends at `tree`'s right edge, for the rest of this
+    /// transaction, leave a sixteenth of each leaf free, as InnoDB leaves
+    /// room in its clustered index: a leaf filled by appends (keys in
+    /// ascending order, such as row numbers) then takes values that grow
+    /// by a few bytes when they are replaced, instead of splitting in
+    /// two. For trees whose values get longer as they change; a tree
+    /// whose entries never grow packs densely without it. Only the page
+    /// layout depends on it, never what the tree holds.
+    public func leaveRoomToGrow(in tree: Tree) throws {
+        try checkOpen()
+        try checkHandle(tree)
+        if !growthRoots.contains(tree.root) { growthRoots.append(tree.root) }
     }
 
     /// Removes `key`; returns false when it was absent.

@@ -84,6 +84,9 @@ struct SaveTransaction {
     mutating func recordTree(_ entity: Schema.Entity) throws -> Tree {
         if entity.ordinal < recordTrees.count, let known = recordTrees[entity.ordinal] { return known }
         let tree = try tx.tree(entity.recordTree)
+        // Records get longer as they change (a longer string, an optional
+        // set): leaves filled by inserts, in row order, keep room for that.
+        try tx.leaveRoomToGrow(in: tree)
         if recordTrees.count <= entity.ordinal {
             recordTrees += Array(repeating: nil, count: entity.ordinal + 1 - recordTrees.count)
         }

@@ -197,17 +197,19 @@ struct BTreeWriter {
         if found {
             if leaf.replaceCell(at: index, cell, size) { return }
             leaf.removeCell(at: index)
+        } else if index == leaf.count, index > 0, leaf.freeBytes - (size + 2) < growthRoom(root: root) {
+            // An append that would leave less than the room to grow: at
+            // the tree's right edge it starts a new leaf.
+            try confirmLanding(key, keyCount, root: root, &landing, &path)
+            if landing.rightmost {
+                try splitInsert(path: &path, number: landing.number, index: index, cell: cell, size: size, appending: true)
+                return
+            }
         }
         if !leaf.insertCell(at: index, cell, size) {
             // Removing the old cell changed no separator: the descent ends
             // in this leaf.
-            if !landing.descended {
-                let fingered = landing.number
-                try descend(key, keyCount, root: root, &landing, &path)
-                guard landing.number == fingered else {
-                    throw StorageError.corrupt(page: fingered, reason: "a key between its leaf's separators descends elsewhere")
-                }
-            }
+            try confirmLanding(key, keyCount, root: root, &landing, &path)
             let number = landing.number
             let appending = landing.rightmost && index == leaf.count
             if !appending, try redistribute(path: path, number: number, index: index, cell: cell, size: size) {
@@ -215,6 +217,28 @@ struct BTreeWriter {
             }
             try splitInsert(path: &path, number: number, index: index, cell: cell, size: size, appending: appending)
         }
+    }
+
+    /// Makes `landing`, found through a finger, a descent's: with the path
+    /// from the root and whether the leaf is the rightmost, which only a
+    /// split or a redistribution needs.
+    private func confirmLanding(
+        _ key: UnsafeRawPointer, _ keyCount: Int, root: UInt32, _ landing: inout Landing, _ path: inout [(UInt32, Int)]
+    ) throws {
+        guard !landing.descended else { return }
+        let fingered = landing.number
+        try descend(key, keyCount, root: root, &landing, &path)
+        guard landing.number == fingered else {
+            throw StorageError.corrupt(page: fingered, reason: "a key between its leaf's separators descends elsewhere")
+        }
+    }
+
+    /// The bytes an append at the right edge of the tree at `root` leaves
+    /// free in its leaf: a sixteenth of the page for a tree the
+    /// transaction leaves room to grow in
+    /// (``WriteTransaction/leaveRoomToGrow(in:)``), none for others.
+    @inline(__always) func growthRoom(root: UInt32) -> Int {
+        tx.growthRoots.contains(root) ? tx.db.pageSize / 16 : 0
     }
 
     /// Puts key `start` of `keys`, and after it every following key that
@@ -253,6 +277,10 @@ struct BTreeWriter {
             let leaf = Node(page: try tx.writable(number))
             let cell = tx.cellBuffer
             let maxInline = Layout.maxInlineCell(pageSize: tx.db.pageSize)
+            // The rightmost leaf (no separator above it) keeps its room to
+            // grow: an append that would take it ends the run, and `put`
+            // starts a new leaf.
+            let room = upper == nil ? growthRoom(root: root) : 0
             var next = start
             var appendedPrevious = false
             while next < keys.count {
@@ -290,6 +318,7 @@ struct BTreeWriter {
                         index = at
                     }
                 }
+                if index == leaf.count, index > 0, leaf.freeBytes - (size + 2) < room { break }
                 guard leaf.insertCell(at: index, cell, size) else { break }
                 appendedPrevious = index == leaf.count - 1
                 tx.modifications += 1
