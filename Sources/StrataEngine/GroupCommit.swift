@@ -88,6 +88,10 @@ final class GroupCommit: @unchecked Sendable {
     /// commit finds itself published in `published` without taking
     /// `condition`, which the next writer needs to append.
     private let syncEnds = [EventCount(), EventCount()]
+    #if os(Linux)
+        /// The wake calls the ends of syncs made (for tests).
+        var syncWakes: Int { syncEnds[0].wakes + syncEnds[1].wakes }
+    #endif
     /// Every ticket up to this one is published. Written under `condition`
     /// once the commits are published; waiters read it without the lock.
     private let published = Atomic<UInt64>(0)

@@ -115,35 +115,74 @@ final class Condition: @unchecked Sendable {
 /// before it can look at what changed. Spurious returns happen: the
 /// waiter checks its condition again.
 ///
-/// On Linux the count is a futex word; elsewhere a mutex and a condition
-/// variable of its own.
+/// On Linux the count is a futex word, and a notification makes the wake
+/// call only when a thread may be asleep: a lone committer's sync, which
+/// nobody waits for, costs no system call for it. Elsewhere a mutex and a
+/// condition variable of its own.
 final class EventCount: @unchecked Sendable {
     #if os(Linux)
+        /// The count times two; bit 0 is set by a thread about to sleep on
+        /// the word, and cleared by the notification that wakes every
+        /// sleeper.
         private let word: UnsafeMutablePointer<Atomic<UInt32>>
+        /// Wake calls made (for tests).
+        private let wakeCalls: UnsafeMutablePointer<Atomic<Int>>
 
         init() {
             word = .allocate(capacity: 1)
             word.initialize(to: Atomic(0))
+            wakeCalls = .allocate(capacity: 1)
+            wakeCalls.initialize(to: Atomic(0))
         }
 
         deinit {
             word.deinitialize(count: 1)
             word.deallocate()
+            wakeCalls.deinitialize(count: 1)
+            wakeCalls.deallocate()
         }
 
         /// The count now.
-        var key: UInt32 { word.pointee.load(ordering: .acquiring) }
+        var key: UInt32 { word.pointee.load(ordering: .acquiring) & ~1 }
+
+        /// How many notifications made a wake call (for tests).
+        var wakes: Int { wakeCalls.pointee.load(ordering: .relaxed) }
+
+        /// True when a thread marked the word before sleeping and no
+        /// notification to every waiter came since (for tests).
+        var mayHaveSleepers: Bool { word.pointee.load(ordering: .acquiring) & 1 != 0 }
 
         /// Sleeps while the count is still `key`.
         func wait(unless key: UInt32) {
-            while word.pointee.load(ordering: .acquiring) == key {
-                _ = strata_futex_wait(UnsafeRawPointer(word), key)
+            while true {
+                let now = word.pointee.load(ordering: .acquiring)
+                if now & ~1 != key { return }
+                // Marked before sleeping, so that the next notification
+                // makes its wake call; a notification in between changes
+                // the word, and the exchange (or the sleep) fails.
+                if now & 1 == 0,
+                    !word.pointee.compareExchange(expected: now, desired: now | 1, ordering: .acquiringAndReleasing).exchanged
+                {
+                    continue
+                }
+                _ = strata_futex_wait(UnsafeRawPointer(word), key | 1)
             }
         }
 
-        /// Advances the count and wakes every waiter, or one.
+        /// Advances the count and wakes every waiter, or one. Waking every
+        /// one clears the mark; waking one keeps it, for the others that
+        /// may still sleep.
         func notify(all: Bool) {
-            word.pointee.wrappingAdd(1, ordering: .releasing)
+            var old = word.pointee.load(ordering: .relaxed)
+            while true {
+                let new = all ? (old &+ 2) & ~1 : old &+ 2
+                let (exchanged, found) = word.pointee.compareExchange(
+                    expected: old, desired: new, ordering: .acquiringAndReleasing)
+                if exchanged { break }
+                old = found
+            }
+            guard old & 1 != 0 else { return }
+            wakeCalls.pointee.wrappingAdd(1, ordering: .relaxed)
             strata_futex_wake(UnsafeRawPointer(word), all ? Int32.max : 1)
         }
     #else

@@ -130,4 +130,54 @@ final class LockTests: XCTestCase {
         XCTAssertEqual(served.wait(timeout: .now() + 60), .success, "a waiter slept through its ticket")
         XCTAssertEqual(lock.withLock { box.taken }, waiters * each)
     }
+
+    #if os(Linux)
+        /// A notification makes its wake call only when a thread may be
+        /// asleep: none while nobody waits, one for a waiter that went to
+        /// sleep, and none again once that waiter was woken.
+        func testAnEventCountWakesOnlyWhenAThreadMaySleep() {
+            let events = EventCount()
+            for _ in 0..<100 {
+                events.notify(all: true)
+                events.notify(all: false)
+            }
+            XCTAssertEqual(events.wakes, 0)
+            let key = events.key
+            let woke = DispatchGroup()
+            woke.enter()
+            Thread {
+                events.wait(unless: key)
+                woke.leave()
+            }.start()
+            let deadline = Date().addingTimeInterval(10)
+            while !events.mayHaveSleepers && Date() < deadline { usleep(100) }
+            XCTAssertTrue(events.mayHaveSleepers, "the waiter never marked the word")
+            events.notify(all: true)
+            XCTAssertEqual(woke.wait(timeout: .now() + 10), .success, "the waiter slept through the notification")
+            XCTAssertEqual(events.wakes, 1)
+            XCTAssertFalse(events.mayHaveSleepers)
+            events.notify(all: true)
+            XCTAssertEqual(events.wakes, 1)
+        }
+
+        /// A lone writer's durable commits lead their own syncs, and the
+        /// end of each sync, which nobody waits for, makes no wake call
+        /// (it made one a commit).
+        func testLoneDurableCommitsMakeNoWakeCall() throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lock-tests-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let db = try Database.open(
+                path: directory.appendingPathComponent("lone.strata").path, options: DatabaseOptions(durability: .full))
+            defer { try? db.close() }
+            for i in 0..<50 {
+                try db.write { tx in
+                    let tree = try tx.treeIfPresent("t") ?? tx.createTree("t")
+                    try tx.put([UInt8(i)], [1, 2, 3], in: tree)
+                }
+            }
+            XCTAssertEqual(try db.read { tx in try tx.count(tx.tree("t")) }, 50)
+            XCTAssertEqual(db.groupCommit.syncWakes, 0)
+        }
+    #endif
 }
