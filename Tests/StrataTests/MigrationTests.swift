@@ -125,6 +125,29 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(try container.checkIntegrity(), [])
     }
 
+    /// A migration that rewrites every record (V1 → V2 drops a field and
+    /// fills new ones) leaves the rewritten leaves room to grow, as a save
+    /// does: every name made two characters longer afterwards keeps the
+    /// record tree's pages.
+    func testRewrittenRecordsKeepRoomToGrow() throws {
+        try makeV1(count: 3_000)
+        let container = try track(
+            ModelContainer(for: Schema(versionedSchema: LibraryV2.self), configurations: [configuration()]))
+        let entity = try XCTUnwrap(container.schema.entity(named: "Book"))
+        func recordPages() throws -> Int {
+            let report = try container.store.database.check()
+            return try XCTUnwrap(report.trees.first { $0.name == entity.recordTree }).pages
+        }
+        let migrated = try recordPages()
+        let context = ModelContext(container)
+        let books = try context.fetch(FetchDescriptor<LibraryV2.Book>())
+        XCTAssertEqual(books.count, 3_000)
+        for book in books { book.name += "!!" }
+        try context.save()
+        XCTAssertEqual(try recordPages(), migrated)
+        XCTAssertEqual(try container.checkIntegrity(), [])
+    }
+
     func testUniqueConstraintOverCollidingRowsFailsAndListsThem() throws {
         try makeV1(count: 200, code: { $0 % 150 })
         XCTAssertThrowsError(

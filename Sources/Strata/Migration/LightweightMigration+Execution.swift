@@ -181,6 +181,9 @@ extension LightweightMigration {
         let temporary = TreeName.migrating(entity.recordTree)
         if try tx.treeIfPresent(temporary) != nil { try tx.dropTree(temporary) }
         let fresh = try tx.createTree(temporary)
+        // Written in row order: its leaves keep room for records that grow
+        // later, as a save's do.
+        try tx.leaveRoomToGrow(in: fresh)
         var slots = [(wire: UInt8, start: Int, end: Int)?](repeating: nil, count: slotCount)
         var done = 0
         let cursor = try tx.cursor(old)
