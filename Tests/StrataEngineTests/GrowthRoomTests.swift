@@ -60,23 +60,8 @@ final class GrowthRoomTests: EngineTestCase {
         return db.statistics.pageCount
     }
 
-    private func assertHolds(_ db: Database, length: Int) throws {
-        try db.read { tx in
-            let tree = try tx.tree("t")
-            XCTAssertEqual(try tx.count(tree), Self.count)
-            let cursor = try tx.cursor(tree)
-            var more = try cursor.first()
-            var i = 0
-            while more {
-                XCTAssertEqual(try cursor.key(), key(i))
-                XCTAssertEqual(try cursor.value(), value(i, length: length))
-                i += 1
-                more = try cursor.next()
-            }
-            XCTAssertEqual(i, Self.count)
-        }
-        let report = try db.check()
-        XCTAssertTrue(report.isHealthy, "\(report)")
+    private func assertHolds(_ db: Database, length: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        try assertTree(db, holds: (0..<Self.count).map { (key($0), value($0, length: length)) }, file: file, line: line)
     }
 
     /// Values that grow by 2 bytes after an append-ordered load: a tree

@@ -24,24 +24,9 @@ final class RedistributionTests: EngineTestCase {
         (0..<100).map { UInt8(truncatingIfNeeded: Int(key[0]) &+ Int(key[key.count - 1]) &* 7 &+ $0) }
     }
 
-    private func assertHolds(_ db: Database, _ keys: [[UInt8]]) throws {
+    private func assertHolds(_ db: Database, _ keys: [[UInt8]], file: StaticString = #filePath, line: UInt = #line) throws {
         let expected = Set(keys).sorted { $0.lexicographicallyPrecedes($1) }
-        try db.read { tx in
-            let t = try tx.tree("t")
-            XCTAssertEqual(try tx.count(t), expected.count)
-            let cursor = try tx.cursor(t)
-            var more = try cursor.first()
-            var i = 0
-            while more {
-                XCTAssertEqual(try cursor.key(), expected[i])
-                XCTAssertEqual(try cursor.value(), value(for: expected[i]))
-                i += 1
-                more = try cursor.next()
-            }
-            XCTAssertEqual(i, expected.count)
-        }
-        let report = try db.check()
-        XCTAssertTrue(report.isHealthy, "\(report)")
+        try assertTree(db, holds: expected.map { ($0, value(for: $0)) }, file: file, line: line)
     }
 
     /// Random inserts fill leaves to about four fifths (plain splitting
