@@ -131,6 +131,79 @@ final class GrowthRoomTests: EngineTestCase {
         XCTAssertGreaterThan(marked.statistics.pageCount, once.statistics.pageCount + 5)
     }
 
+    /// Random work on a marked tree, against a dictionary: appends past
+    /// the last key (one by one and in sorted runs, values from empty to
+    /// overflow-sized), values replaced by longer and shorter ones,
+    /// deletes, and transactions rolled back. Every entry reads back as
+    /// last committed and the store checks healthy after each transaction.
+    func testRandomWorkOnAMarkedTreeMatchesAModel() throws {
+        let seed = SeededRandom.seed(fromEnvironment: "STRATA_SEED", label: "growth room")
+        var random = SeededRandom(seed: seed)
+        var options = DatabaseOptions(durability: .none)
+        options.cacheSizeBytes = 64 * 4096  // small: spills and reads back
+        let db = try open("random-work.strata", options)
+        var model: [Int: [UInt8]] = [:]
+        var next = 0
+        func randomValue() -> [UInt8] {
+            let length =
+                switch Int.random(in: 0..<40, using: &random) {
+                case 0: 0
+                case 1: 4096 + Int.random(in: 0..<8192, using: &random)
+                default: Int.random(in: 1..<120, using: &random)
+                }
+            return [UInt8](repeating: UInt8.random(in: 0...255, using: &random), count: length)
+        }
+        for round in 0..<40 {
+            var pending = model
+            let tx = try db.beginWrite()
+            let tree = try tx.treeIfPresent("t") ?? tx.createTree("t")
+            if round % 7 != 3 { try tx.leaveRoomToGrow(in: tree) }
+            for _ in 0..<Int.random(in: 1..<200, using: &random) {
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0...3:
+                    let value = randomValue()
+                    try tx.put(key(next), value, in: tree)
+                    pending[next] = value
+                    next += 1
+                case 4:
+                    let run = Int.random(in: 1..<200, using: &random)
+                    let values = (0..<run).map { _ in randomValue() }
+                    try tx.put(sortedKeys: KeyBatch((next..<(next + run)).map(key)), values: { values[$0] }, in: tree)
+                    for (i, value) in values.enumerated() { pending[next + i] = value }
+                    next += run
+                case 5...7:
+                    guard let i = pending.keys.randomElement(using: &random) else { continue }
+                    let old = pending[i]!
+                    let value = [UInt8](
+                        repeating: UInt8(truncatingIfNeeded: round),
+                        count: max(0, old.count + Int.random(in: -3...6, using: &random)))
+                    try tx.put(key(i), value, in: tree)
+                    pending[i] = value
+                default:
+                    let i = Int.random(in: 0..<max(1, next), using: &random)
+                    XCTAssertEqual(try tx.delete(key(i), in: tree), pending.removeValue(forKey: i) != nil, "seed \(seed)")
+                }
+            }
+            if round % 11 == 5 {
+                tx.rollback()
+            } else {
+                try tx.commit()
+                model = pending
+            }
+            try db.read { tx in
+                guard let tree = try tx.treeIfPresent("t") else { return XCTAssertTrue(model.isEmpty, "seed \(seed)") }
+                let stored = try tx.scan(tree)
+                let expected = model.keys.sorted()
+                XCTAssertEqual(stored.map(\.key), expected.map(key), "round \(round), seed \(seed)")
+                for (entry, i) in zip(stored, expected) where entry.value != model[i] {
+                    return XCTFail("round \(round), seed \(seed): entry \(i) reads back wrong")
+                }
+            }
+            let report = try db.check()
+            XCTAssertTrue(report.isHealthy, "round \(round), seed \(seed): \(report)")
+        }
+    }
+
     /// A handle the transaction cannot use gets the typed error every other
     /// call gives, as does a transaction that ended.
     func testBadHandlesAndEndedTransactionsThrow() throws {
