@@ -126,27 +126,23 @@ final class EventCount: @unchecked Sendable {
         /// sleeper.
         private let word: UnsafeMutablePointer<Atomic<UInt32>>
         /// Wake calls made (for tests).
-        private let wakeCalls: UnsafeMutablePointer<Atomic<Int>>
+        private let wakeCalls = Atomic<Int>(0)
 
         init() {
             word = .allocate(capacity: 1)
             word.initialize(to: Atomic(0))
-            wakeCalls = .allocate(capacity: 1)
-            wakeCalls.initialize(to: Atomic(0))
         }
 
         deinit {
             word.deinitialize(count: 1)
             word.deallocate()
-            wakeCalls.deinitialize(count: 1)
-            wakeCalls.deallocate()
         }
 
         /// The count now.
         var key: UInt32 { word.pointee.load(ordering: .acquiring) & ~1 }
 
         /// How many notifications made a wake call (for tests).
-        var wakes: Int { wakeCalls.pointee.load(ordering: .relaxed) }
+        var wakes: Int { wakeCalls.load(ordering: .relaxed) }
 
         /// True when a thread marked the word before sleeping and no
         /// notification to every waiter came since (for tests).
@@ -182,7 +178,7 @@ final class EventCount: @unchecked Sendable {
                 old = found
             }
             guard old & 1 != 0 else { return }
-            wakeCalls.pointee.wrappingAdd(1, ordering: .relaxed)
+            wakeCalls.wrappingAdd(1, ordering: .relaxed)
             strata_futex_wake(UnsafeRawPointer(word), all ? Int32.max : 1)
         }
     #else

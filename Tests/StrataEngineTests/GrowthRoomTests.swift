@@ -190,17 +190,8 @@ final class GrowthRoomTests: EngineTestCase {
                 try tx.commit()
                 model = pending
             }
-            try db.read { tx in
-                guard let tree = try tx.treeIfPresent("t") else { return XCTAssertTrue(model.isEmpty, "seed \(seed)") }
-                let stored = try tx.scan(tree)
-                let expected = model.keys.sorted()
-                XCTAssertEqual(stored.map(\.key), expected.map(key), "round \(round), seed \(seed)")
-                for (entry, i) in zip(stored, expected) where entry.value != model[i] {
-                    return XCTFail("round \(round), seed \(seed): entry \(i) reads back wrong")
-                }
-            }
-            let report = try db.check()
-            XCTAssertTrue(report.isHealthy, "round \(round), seed \(seed): \(report)")
+            try assertTree(
+                db, holds: model.keys.sorted().map { (key($0), model[$0]!) }, context: "round \(round), seed \(seed)")
         }
     }
 

@@ -52,28 +52,28 @@ class EngineTestCase: XCTestCase {
 
     /// Checks that tree `name` of `db` holds exactly `expected` (in key
     /// order): its count, each entry a cursor meets, then a check of the
-    /// whole store.
+    /// whole store. `context` goes into every failure's message.
     func assertTree(
-        _ db: Database, _ name: String = "t", holds expected: [(key: [UInt8], value: [UInt8])],
+        _ db: Database, _ name: String = "t", holds expected: [(key: [UInt8], value: [UInt8])], context: String = "",
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
         try db.read { tx in
             let tree = try tx.tree(name)
-            XCTAssertEqual(try tx.count(tree), expected.count, file: file, line: line)
+            XCTAssertEqual(try tx.count(tree), expected.count, context, file: file, line: line)
             let cursor = try tx.cursor(tree)
             var more = try cursor.first()
             var i = 0
             while more, i < expected.count {
-                XCTAssertEqual(try cursor.key(), expected[i].key, "entry \(i)", file: file, line: line)
-                XCTAssertEqual(try cursor.value(), expected[i].value, "entry \(i)", file: file, line: line)
+                XCTAssertEqual(try cursor.key(), expected[i].key, "\(context) entry \(i)", file: file, line: line)
+                XCTAssertEqual(try cursor.value(), expected[i].value, "\(context) entry \(i)", file: file, line: line)
                 i += 1
                 more = try cursor.next()
             }
-            XCTAssertFalse(more, "more entries than expected", file: file, line: line)
-            XCTAssertEqual(i, expected.count, file: file, line: line)
+            XCTAssertFalse(more, "\(context) more entries than expected", file: file, line: line)
+            XCTAssertEqual(i, expected.count, context, file: file, line: line)
         }
         let report = try db.check()
-        XCTAssertTrue(report.isHealthy, "\(report)", file: file, line: line)
+        XCTAssertTrue(report.isHealthy, "\(context) \(report)", file: file, line: line)
     }
 
     /// Leaves the store at `path` (on any file system) out of the
